@@ -1,0 +1,418 @@
+// Package errors is the refusal taxonomy of the endpoint: one closed family
+// of values naming every way an MCP request can fail, and for each one the
+// JSON-RPC code, the HTTP status, the error.data, and a fixed message.
+//
+// The point of deciding all of this in one place is that a protocol
+// endpoint's failure modes are part of its interface. Clients branch on the
+// code and status (a 400 with -32022 means "retry with another version"; a
+// 404 with -32601 means "this server is modern and does not have that
+// method"), operators branch on retryability, and both are easy to get
+// subtly wrong when every handler invents its own answer.
+//
+// Messages are constants. A message never contains a string the peer chose
+// (a method name, a tool name, a URI): those bytes are attacker-controlled
+// and end up in logs and in model context. Where the spec requires a peer
+// value to be echoed (the requested protocol version of -32022), it goes in
+// error.data, where JSON encoding keeps it inert.
+//
+// Tool-level failures are not refusals: they are results with isError set,
+// shown to the model so it can correct itself. They live in [ToolError].
+//
+// Import this package under another name, for example mcperr, to keep the
+// standard library's errors package at hand.
+package errors
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// JSON-RPC and MCP error codes used by the taxonomy.
+const (
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
+
+	// MCP-reserved codes defined by revision 2026-07-28.
+	CodeHeaderMismatch                  = -32020
+	CodeMissingRequiredClientCapability = -32021
+	CodeUnsupportedProtocolVersion      = -32022
+)
+
+// Kind names one way a request can be refused. The set is closed: every
+// refusal the endpoint produces is one of these.
+type Kind uint8
+
+// The kinds. The zero Kind is not valid.
+const (
+	_ Kind = iota
+
+	// Transport refusals, decided before the body is read as JSON-RPC.
+	MethodNotAllowed     // HTTP method other than POST
+	ForbiddenOrigin      // Origin header not on the allow-list
+	UnsupportedMediaType // Content-Type is not application/json
+	NotAcceptable        // Accept does not admit a JSON response
+	BodyTooLarge         // body over the configured limit
+	Unauthorized         // no or invalid credentials (from an authorizer)
+	InsufficientScope    // credentials lack a scope the operation needs
+
+	// Message-shape refusals.
+	ParseError     // body is not JSON
+	InvalidRequest // not a single JSON-RPC request or notification
+	BatchRejected  // a JSON array: 2026-07-28 has no batches
+	ResponseRejected
+
+	// Protocol refusals.
+	MalformedMeta       // params._meta missing a required key
+	HeaderMismatch      // an MCP header is missing, malformed, or differs from the body
+	UnsupportedVersion  // protocol version not served {requested, supported}
+	UnnegotiableVersion // legacy initialize without a usable version
+	MalformedInitialize // legacy initialize params unusable
+	UnknownMethod       // method unknown, removed, or not advertised
+	MalformedParams     // params do not have the method's shape
+	InvalidCursor       // pagination cursor not issued by this server
+	UnknownTool         // no such tool, or hidden from this caller
+	NotCallable         // tool exists and is visible but cannot be called now
+	UnknownResource     // no resource at that URI {uri}
+	UnknownPrompt       // no such prompt, or hidden from this caller
+	MissingCapability   // processing needs a client capability {requiredCapabilities}
+	TamperedState       // requestState failed to open
+	HandlerFailed       // the handler returned an error; carries its message
+	DuplicateInFlight   // same idempotency key is being processed {retryAfter}
+	IdempotencyConflict // same idempotency key, different request
+	StoreUnavailable    // idempotency store unreachable: failed closed
+	ReplayUnavailable   // completed call whose response could not be kept
+
+	// Operational classes.
+	Timeout           // deadline passed before an answer
+	RateLimited       // caller over its rate {retryAfter}
+	DependencyFailure // an upstream the handler needs failed
+	Internal          // a bug; never the peer's fault
+
+	numKinds
+)
+
+// spec is the fixed description of one Kind.
+type spec struct {
+	name      string
+	code      int
+	status    int
+	message   string
+	retryable bool
+	// tripsBreaker says whether this outcome is evidence that a dependency
+	// is unhealthy. A timeout is; a malformed request is not.
+	tripsBreaker bool
+	// dataType, when set, is carried as error.data.type so that clients can
+	// branch on the refusal without parsing the message.
+	dataType string
+}
+
+var specs = [numKinds]spec{
+	MethodNotAllowed:     {"method_not_allowed", CodeInvalidRequest, http.StatusMethodNotAllowed, "Method not allowed: this endpoint accepts POST only", false, false, ""},
+	ForbiddenOrigin:      {"forbidden_origin", CodeInvalidRequest, http.StatusForbidden, "Forbidden: origin not allowed", false, false, ""},
+	UnsupportedMediaType: {"unsupported_media_type", CodeInvalidRequest, http.StatusUnsupportedMediaType, "Unsupported media type: send application/json", false, false, ""},
+	NotAcceptable:        {"not_acceptable", CodeInvalidRequest, http.StatusNotAcceptable, "Not acceptable: accept application/json and text/event-stream", false, false, ""},
+	BodyTooLarge:         {"body_too_large", CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Request body too large", false, false, ""},
+	Unauthorized:         {"unauthorized", CodeInvalidRequest, http.StatusUnauthorized, "Unauthorized", false, false, ""},
+	InsufficientScope:    {"insufficient_scope", CodeInvalidRequest, http.StatusForbidden, "Insufficient scope", false, false, "insufficient_scope"},
+
+	ParseError:       {"parse_error", CodeParseError, http.StatusBadRequest, "Parse error: body is not valid JSON", false, false, ""},
+	InvalidRequest:   {"invalid_request", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: expected one JSON-RPC 2.0 request or notification", false, false, ""},
+	BatchRejected:    {"batch_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: JSON-RPC batches are not supported", false, false, ""},
+	ResponseRejected: {"response_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: clients do not send responses to this endpoint", false, false, ""},
+
+	MalformedMeta:       {"malformed_meta", CodeInvalidParams, http.StatusBadRequest, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", false, false, ""},
+	HeaderMismatch:      {"header_mismatch", CodeHeaderMismatch, http.StatusBadRequest, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", false, false, ""},
+	UnsupportedVersion:  {"unsupported_version", CodeUnsupportedProtocolVersion, http.StatusBadRequest, "Unsupported protocol version", false, false, ""},
+	UnnegotiableVersion: {"unnegotiable_version", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize needs a protocolVersion string", false, false, ""},
+	MalformedInitialize: {"malformed_initialize", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize params are malformed", false, false, ""},
+	UnknownMethod:       {"unknown_method", CodeMethodNotFound, http.StatusNotFound, "Method not found", false, false, ""},
+	MalformedParams:     {"malformed_params", CodeInvalidParams, http.StatusBadRequest, "Invalid params", false, false, ""},
+	InvalidCursor:       {"invalid_cursor", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown pagination cursor", false, false, ""},
+	UnknownTool:         {"unknown_tool", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown tool", false, false, ""},
+	NotCallable:         {"not_callable", CodeInvalidParams, http.StatusBadRequest, "Invalid params: tool cannot be called", false, false, ""},
+	UnknownResource:     {"unknown_resource", CodeInvalidParams, http.StatusBadRequest, "Resource not found", false, false, ""},
+	UnknownPrompt:       {"unknown_prompt", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown prompt", false, false, ""},
+	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, false, ""},
+	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, false, ""},
+	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, false, ""},
+	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusConflict, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress"},
+	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusUnprocessableEntity, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict"},
+	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusServiceUnavailable, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable"},
+	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, false, "idempotency_replay_unavailable"},
+
+	Timeout:           {"timeout", CodeInternalError, http.StatusGatewayTimeout, "Timed out", true, true, "timeout"},
+	RateLimited:       {"rate_limited", CodeInternalError, http.StatusTooManyRequests, "Rate limited", true, false, "rate_limited"},
+	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusBadGateway, "A dependency failed", true, true, "dependency_failure"},
+	Internal:          {"internal", CodeInternalError, http.StatusInternalServerError, "Internal error", false, false, ""},
+}
+
+// Kinds returns every Kind, in declaration order.
+func Kinds() []Kind {
+	ks := make([]Kind, 0, numKinds-1)
+	for k := Kind(1); k < numKinds; k++ {
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// String returns the kind's stable snake_case name, used in logs.
+func (k Kind) String() string {
+	if k == 0 || k >= numKinds {
+		return "kind(" + strconv.Itoa(int(k)) + ")"
+	}
+	return specs[k].name
+}
+
+func (k Kind) spec() spec {
+	if k == 0 || k >= numKinds {
+		return specs[Internal]
+	}
+	return specs[k]
+}
+
+// Error is one refusal. Build it with [New] or one of the constructors that
+// take the data a kind carries; the zero value is not valid.
+type Error struct {
+	kind       Kind
+	data       any
+	retryAfter time.Duration
+	message    string // HandlerFailed only: the handler's own message
+	challenge  string // WWW-Authenticate value, for 401 and 403
+	cause      error  // never sent to the peer
+}
+
+// New returns a refusal of kind k carrying no data.
+func New(k Kind) *Error { return &Error{kind: k} }
+
+// Wrap returns a refusal of kind k that records cause for logs and for
+// errors.Is/As. The cause is never sent to the peer.
+func Wrap(k Kind, cause error) *Error { return &Error{kind: k, cause: cause} }
+
+// NewUnsupportedVersion is -32022: data {supported, requested}.
+func NewUnsupportedVersion(requested string, supported []string) *Error {
+	return &Error{kind: UnsupportedVersion, data: versionData{Supported: supported, Requested: requested}}
+}
+
+type versionData struct {
+	Supported []string `json:"supported"`
+	Requested string   `json:"requested"`
+}
+
+// NewMissingCapability is -32021. required is a ClientCapabilities object
+// naming what is missing, for example {"elicitation":{}}; it is sent as
+// data.requiredCapabilities.
+func NewMissingCapability(required any) *Error {
+	return &Error{kind: MissingCapability, data: capabilityData{Required: required}}
+}
+
+type capabilityData struct {
+	Required any `json:"requiredCapabilities"`
+}
+
+// NewUnknownResource is the resource-not-found refusal: -32602 with
+// data.uri, as the spec requires. The URI is the peer's, so it appears only
+// in data.
+func NewUnknownResource(uri string) *Error {
+	return &Error{kind: UnknownResource, data: uriData{URI: uri}}
+}
+
+type uriData struct {
+	URI string `json:"uri"`
+}
+
+// NewUnknownTool is the unknown-tool refusal. suggestion, if not empty, is a
+// tool name this caller can see that is close to the one asked for. Pass a
+// suggestion computed only among visible tools, so that a hidden tool gets
+// the same answer as an absent one.
+func NewUnknownTool(suggestion string) *Error {
+	e := &Error{kind: UnknownTool}
+	if suggestion != "" {
+		e.data = suggestionData{DidYouMean: suggestion}
+	}
+	return e
+}
+
+type suggestionData struct {
+	DidYouMean string `json:"didYouMean"`
+}
+
+// NewHandlerFailed is a handler's failure outside the isError channel. msg
+// is the handler's own message: it is server code's text, and must not
+// contain peer-controlled strings.
+func NewHandlerFailed(msg string, cause error) *Error {
+	return &Error{kind: HandlerFailed, message: msg, cause: cause}
+}
+
+// NewRetryable returns a refusal of a retryable kind with a retry-after hint.
+func NewRetryable(k Kind, after time.Duration, cause error) *Error {
+	return &Error{kind: k, retryAfter: after, cause: cause}
+}
+
+// NewInsufficientScope is the step-up refusal: HTTP 403 with a
+// WWW-Authenticate challenge listing every scope the operation needs.
+// resourceMetadata, if set, is the protected resource metadata URL.
+func NewInsufficientScope(required []string, resourceMetadata string) *Error {
+	ch := `Bearer error="insufficient_scope", scope="` + quoteSafe(join(required, " ")) + `"`
+	if resourceMetadata != "" {
+		ch += `, resource_metadata="` + quoteSafe(resourceMetadata) + `"`
+	}
+	return &Error{kind: InsufficientScope, challenge: ch, data: scopeData{Required: required}}
+}
+
+type scopeData struct {
+	Required []string `json:"requiredScopes"`
+}
+
+// WithData returns a copy of e carrying data as error.data. It is for
+// kinds whose data is free-form (for example the supported versions on a
+// legacy refusal); data must not be built from unescaped peer strings.
+func (e *Error) WithData(data any) *Error {
+	c := *e
+	c.data = data
+	return &c
+}
+
+// Kind reports the refusal's kind.
+func (e *Error) Kind() Kind { return e.kind }
+
+// Code is the JSON-RPC error code.
+func (e *Error) Code() int { return e.kind.spec().code }
+
+// HTTPStatus is the status the response carries over HTTP to a client of
+// revision 2026-07-28, which reads a JSON-RPC error body on any 4xx.
+func (e *Error) HTTPStatus() int { return e.kind.spec().status }
+
+// LegacyHTTPStatus is the status for a client of a revision before
+// 2026-07-28. Those clients treat any non-2xx answer to a request as a
+// transport failure and lose the JSON-RPC error, so refusals decided after
+// the message was read travel in-band with 200; transport refusals and the
+// version refusal keep their status.
+func (e *Error) LegacyHTTPStatus() int {
+	if e.kind < MalformedMeta || e.kind == UnsupportedVersion || e.kind == HeaderMismatch {
+		return e.HTTPStatus()
+	}
+	return http.StatusOK
+}
+
+// Message is the fixed, peer-independent message.
+func (e *Error) Message() string {
+	if e.kind == HandlerFailed && e.message != "" {
+		return e.message
+	}
+	return e.kind.spec().message
+}
+
+// Retryable reports whether the same request may succeed if sent again.
+func (e *Error) Retryable() bool { return e.kind.spec().retryable }
+
+// TripsBreaker reports whether this refusal is evidence that a dependency
+// is unhealthy, so a circuit breaker should count it.
+func (e *Error) TripsBreaker() bool { return e.kind.spec().tripsBreaker }
+
+// RetryAfter is the hint for when to retry, or zero.
+func (e *Error) RetryAfter() time.Duration { return e.retryAfter }
+
+// Challenge is the WWW-Authenticate header value, or "".
+func (e *Error) Challenge() string { return e.challenge }
+
+// Data is the value sent as error.data, or nil for none.
+func (e *Error) Data() any {
+	t := e.kind.spec().dataType
+	if t == "" && !e.Retryable() {
+		return e.data
+	}
+	// Kinds that clients branch on carry {type, retryable, retryAfterMs}
+	// merged with their own data.
+	m := map[string]any{}
+	if t != "" {
+		m["type"] = t
+	}
+	if e.Retryable() {
+		m["retryable"] = true
+	}
+	if e.retryAfter > 0 {
+		m["retryAfterMs"] = e.retryAfter.Milliseconds()
+	}
+	if e.data != nil {
+		raw, err := json.Marshal(e.data)
+		if err == nil {
+			var extra map[string]any
+			if json.Unmarshal(raw, &extra) == nil {
+				for k, v := range extra {
+					if _, taken := m[k]; !taken {
+						m[k] = v
+					}
+				}
+			} else {
+				m["detail"] = e.data
+			}
+		}
+	}
+	return m
+}
+
+// Error implements error. It names the kind and the cause, for logs.
+func (e *Error) Error() string {
+	if e.cause != nil {
+		return fmt.Sprintf("mcp %s: %v", e.kind, e.cause)
+	}
+	return "mcp " + e.kind.String()
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is a refusal of the same kind, so that
+// errors.Is(err, mcperr.New(mcperr.TamperedState)) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.kind == e.kind
+}
+
+// WireError is the JSON-RPC error object.
+type WireError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+// Wire returns the JSON-RPC error object for e.
+func (e *Error) Wire() WireError {
+	return WireError{Code: e.Code(), Message: e.Message(), Data: e.Data()}
+}
+
+func join(ss []string, sep string) string {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + len(sep)
+	}
+	b := make([]byte, 0, n)
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, sep...)
+		}
+		b = append(b, s...)
+	}
+	return string(b)
+}
+
+// quoteSafe drops characters that would break out of a quoted-string in an
+// HTTP header (quotes, backslashes, controls). Scope names are server
+// configuration, but the header must stay well-formed whatever they hold.
+func quoteSafe(s string) string {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '"' || c == '\\' || c < 0x20 || c == 0x7f {
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

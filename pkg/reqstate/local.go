@@ -1,0 +1,172 @@
+package reqstate
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LocalOptions configure a [Local] sealer.
+type LocalOptions struct {
+	// TTL is how long a sealed state stays valid. Default 10 minutes: long
+	// enough for a person to answer a form, short enough to bound replays.
+	TTL time.Duration
+	// Skew is the clock skew tolerated on the issued-at time. Default 1 minute.
+	Skew time.Duration
+	// Audience names this endpoint; a state sealed for another audience
+	// under the same key does not open. Default "".
+	Audience string
+	// MaxState bounds the handler state a token may carry. Default 16 KiB.
+	MaxState int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+func (o *LocalOptions) withDefaults() LocalOptions {
+	var c LocalOptions
+	if o != nil {
+		c = *o
+	}
+	if c.TTL <= 0 {
+		c.TTL = 10 * time.Minute
+	}
+	if c.Skew <= 0 {
+		c.Skew = time.Minute
+	}
+	if c.MaxState <= 0 {
+		c.MaxState = 16 << 10
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Local seals state with AES-256-GCM under one key held in memory.
+//
+// Token format, base64url without padding after the "l1." prefix:
+//
+//	nonce (12) | ciphertext of [issuedAt (8, unix seconds) | expiry (8) | state] | tag (16)
+//
+// The additional data is the audience and the [Binding], so a token opens
+// only for the request it was issued for.
+type Local struct {
+	aead cipher.AEAD
+	opts LocalOptions
+}
+
+const localPrefix = "l1."
+
+// NewLocal returns a sealer keyed by key, which must be 32 bytes; nil
+// draws a random key, valid only for this process.
+func NewLocal(key []byte, opts *LocalOptions) *Local {
+	if key == nil {
+		key = make([]byte, 32)
+		rand.Read(key)
+	}
+	l, err := newLocal(key, opts)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// NewLocalKey is NewLocal for a key from configuration: it reports a key
+// of the wrong size as an error instead of panicking.
+func NewLocalKey(key []byte, opts *LocalOptions) (*Local, error) { return newLocal(key, opts) }
+
+func newLocal(key []byte, opts *LocalOptions) (*Local, error) {
+	if len(key) != 32 {
+		return nil, fmt.Errorf("reqstate: key must be 32 bytes, got %d", len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("reqstate: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("reqstate: %w", err)
+	}
+	return &Local{aead: aead, opts: opts.withDefaults()}, nil
+}
+
+func (l *Local) aad(b Binding) []byte {
+	ad := make([]byte, 0, 64+len(b.Principal)+len(b.Method)+len(b.Target)+len(l.opts.Audience))
+	ad = append(ad, localPrefix...)
+	ad = binary.AppendUvarint(ad, uint64(len(l.opts.Audience)))
+	ad = append(ad, l.opts.Audience...)
+	return b.AppendBinary(ad)
+}
+
+// Seal implements [Sealer].
+func (l *Local) Seal(_ context.Context, b Binding, state []byte) (string, error) {
+	if len(state) > l.opts.MaxState {
+		return "", fmt.Errorf("reqstate: state of %d bytes exceeds the %d-byte bound", len(state), l.opts.MaxState)
+	}
+	now := l.opts.Now()
+	plain := make([]byte, 16, 16+len(state))
+	binary.BigEndian.PutUint64(plain[0:], uint64(now.Unix()))
+	binary.BigEndian.PutUint64(plain[8:], uint64(now.Add(l.opts.TTL).Unix()))
+	plain = append(plain, state...)
+
+	ns := l.aead.NonceSize()
+	out := make([]byte, ns, ns+len(plain)+l.aead.Overhead())
+	rand.Read(out)
+	out = l.aead.Seal(out, out[:ns], plain, l.aad(b))
+	return localPrefix + base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// maxTokenLen bounds the work spent on a token before it is rejected.
+func (l *Local) maxTokenLen() int {
+	raw := l.aead.NonceSize() + 16 + l.opts.MaxState + l.aead.Overhead()
+	return len(localPrefix) + base64.RawURLEncoding.EncodedLen(raw)
+}
+
+// Open implements [Sealer].
+func (l *Local) Open(_ context.Context, b Binding, token string) ([]byte, error) {
+	if len(token) < len(localPrefix) || token[:len(localPrefix)] != localPrefix {
+		return nil, fmt.Errorf("%w: unknown format", ErrInvalid)
+	}
+	if len(token) > l.maxTokenLen() {
+		return nil, fmt.Errorf("%w: too long", ErrInvalid)
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(localPrefix):])
+	if err != nil {
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
+	}
+	return openPayload(l.aead, raw, l.aad(b), l.opts.Now(), l.opts.Skew)
+}
+
+// openPayload authenticates raw (nonce | ciphertext) under aead and ad and
+// checks the validity window, returning the handler state.
+func openPayload(aead cipher.AEAD, raw, ad []byte, now time.Time, skew time.Duration) ([]byte, error) {
+	ns := aead.NonceSize()
+	if len(raw) < ns+aead.Overhead()+16 {
+		return nil, fmt.Errorf("%w: too short", ErrInvalid)
+	}
+	plain, err := aead.Open(nil, raw[:ns], raw[ns:], ad)
+	if err != nil {
+		return nil, fmt.Errorf("%w: authentication failed", ErrInvalid)
+	}
+	iat := int64(binary.BigEndian.Uint64(plain[0:]))
+	exp := int64(binary.BigEndian.Uint64(plain[8:]))
+	t := now.Unix()
+	switch {
+	case t >= exp:
+		return nil, fmt.Errorf("%w: expired", ErrInvalid)
+	case iat > t+int64(skew/time.Second):
+		return nil, fmt.Errorf("%w: not yet valid", ErrInvalid)
+	}
+	return plain[16:], nil
+}
+
+var _ Sealer = (*Local)(nil)
+
+// IsInvalid reports whether err means the token was at fault.
+func IsInvalid(err error) bool { return errors.Is(err, ErrInvalid) }

@@ -1,0 +1,130 @@
+package stateless
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Call carries what every handler may know about the request it serves:
+// who is calling, under which revision, with which capabilities, and, on
+// a multi-round-trip retry, the client's answers and the state the handler
+// sealed in the previous round.
+type Call struct {
+	// Principal identifies the caller, as established by the transport
+	// (an authorizer, a verified token). "anonymous" when nothing did.
+	Principal string
+	// ProtocolVersion is the negotiated revision.
+	ProtocolVersion string
+	// ClientInfo is the client's self-description, if it sent one. It is
+	// for display and logs, never for decisions.
+	ClientInfo *Implementation
+	// IdempotencyKey is the key the client sent for this call, from
+	// params.idempotencyKey or the Idempotency-Key header; "" if none.
+	IdempotencyKey string
+
+	caps           ClientCapabilities
+	capsRaw        json.RawMessage
+	capsDecoded    bool
+	inputResponses map[string]json.RawMessage
+	state          []byte
+	hasState       bool
+	progressToken  json.RawMessage
+	logLevel       LoggingLevel
+	notes          []json.RawMessage // buffered notifications, in order
+	legacy         bool
+}
+
+// Capabilities returns the client capabilities declared on this request.
+func (c *Call) Capabilities() *ClientCapabilities {
+	if !c.capsDecoded {
+		c.capsDecoded = true
+		if len(c.capsRaw) > 0 {
+			// Shape was checked when the request was read: an object. A
+			// member of the wrong type leaves that member undeclared.
+			_ = json.Unmarshal(c.capsRaw, &c.caps)
+		}
+	}
+	return &c.caps
+}
+
+// State returns the state this handler sealed in the previous round, and
+// whether there was one. It was authenticated and checked against this
+// request before the handler ran.
+func (c *Call) State() ([]byte, bool) { return c.state, c.hasState }
+
+// InputResponse returns the client's raw answer to the input request with
+// key, from this retry's inputResponses.
+func (c *Call) InputResponse(key string) (json.RawMessage, bool) {
+	r, ok := c.inputResponses[key]
+	return r, ok
+}
+
+// ElicitResult decodes the answer to the elicitation with key. It reports
+// false when there is no answer or it is not an ElicitResult.
+func (c *Call) ElicitResult(key string) (*ElicitResult, bool) {
+	raw, ok := c.inputResponses[key]
+	if !ok {
+		return nil, false
+	}
+	var r ElicitResult
+	if json.Unmarshal(raw, &r) != nil {
+		return nil, false
+	}
+	switch r.Action {
+	case "accept", "decline", "cancel":
+		return &r, true
+	}
+	return nil, false
+}
+
+// Progress reports progress on this request. It is sent only when the
+// request carried a progressToken; otherwise it does nothing. progress
+// should increase with every call; total is omitted when zero.
+func (c *Call) Progress(progress, total float64, message string) {
+	if len(c.progressToken) == 0 {
+		return
+	}
+	b := make([]byte, 0, 128+len(message))
+	b = append(b, `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":`...)
+	b = append(b, c.progressToken...)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendFloat(b, progress, 'g', -1, 64)
+	if total != 0 {
+		b = append(b, `,"total":`...)
+		b = strconv.AppendFloat(b, total, 'g', -1, 64)
+	}
+	if message != "" {
+		m, _ := json.Marshal(message)
+		b = append(b, `,"message":`...)
+		b = append(b, m...)
+	}
+	b = append(b, "}}"...)
+	c.notes = append(c.notes, b)
+}
+
+// Log sends a notifications/message for this request, if the request's
+// _meta asked for log messages at level or below. logger may be "".
+func (c *Call) Log(level LoggingLevel, logger string, data any) {
+	if c.logLevel == "" || level.rank() < c.logLevel.rank() {
+		return
+	}
+	msg := struct {
+		JSONRPC string `json:"jsonrpc"`
+		Method  string `json:"method"`
+		Params  struct {
+			Level  LoggingLevel `json:"level"`
+			Logger string       `json:"logger,omitempty"`
+			Data   any          `json:"data"`
+		} `json:"params"`
+	}{JSONRPC: "2.0", Method: "notifications/message"}
+	msg.Params.Level, msg.Params.Logger, msg.Params.Data = level, logger, data
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return
+	}
+	c.notes = append(c.notes, b)
+}
+
+// Legacy reports whether the client speaks a revision before 2026-07-28.
+// Such a client cannot answer input requests.
+func (c *Call) Legacy() bool { return c.legacy }

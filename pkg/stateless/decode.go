@@ -1,0 +1,201 @@
+package stateless
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// message is one decoded JSON-RPC message. Every method's params decode
+// into one struct, in one pass over the body.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  *string         `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// params is the union of the params of every client request.
+type params struct {
+	Meta *requestMeta `json:"_meta"`
+
+	// tools/call, prompts/get
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	// resources/read
+	URI *string `json:"uri"`
+	// list methods
+	Cursor *string `json:"cursor"`
+	// multi-round-trip retries
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   *string                    `json:"requestState"`
+	// request idempotency (proposed for tools/call)
+	IdempotencyKey *string `json:"idempotencyKey"`
+	// completion/complete
+	Ref      *completionRef `json:"ref"`
+	Argument *struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"argument"`
+	Context *struct {
+		Arguments map[string]string `json:"arguments"`
+	} `json:"context"`
+	// logging/setLevel (legacy)
+	Level *string `json:"level"`
+	// initialize (legacy)
+	ProtocolVersion *string         `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+}
+
+type completionRef struct {
+	Type string `json:"type"`
+	Name string `json:"name"`
+	URI  string `json:"uri"`
+}
+
+// requestMeta is params._meta. The two required members are kept raw so
+// that absent, null and wrongly typed can be told apart.
+type requestMeta struct {
+	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      json.RawMessage `json:"progressToken"`
+}
+
+// decoded is a request after the message-shape checks.
+type decoded struct {
+	id        json.RawMessage // nil for a notification
+	method    string
+	params    params
+	paramsErr error // params present but not of the union's shape
+	hasParams bool
+}
+
+// decodeMessage reads exactly one JSON-RPC request or notification.
+func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, mcperr.New(mcperr.ParseError)
+	}
+	switch body[0] {
+	case '[':
+		if !json.Valid(body) {
+			return nil, mcperr.New(mcperr.ParseError)
+		}
+		return nil, mcperr.New(mcperr.BatchRejected)
+	case '{':
+	default:
+		if !json.Valid(body) {
+			return nil, mcperr.New(mcperr.ParseError)
+		}
+		return nil, mcperr.New(mcperr.InvalidRequest)
+	}
+	var m message
+	if err := json.Unmarshal(body, &m); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) || !json.Valid(body) {
+			return nil, mcperr.New(mcperr.ParseError)
+		}
+		// A member of the envelope has the wrong type. Keep the id, if it
+		// is usable, so the error can carry it.
+		d := &decoded{}
+		if validID(m.ID) {
+			d.id = m.ID
+		}
+		return d, mcperr.Wrap(mcperr.InvalidRequest, err)
+	}
+	d := &decoded{}
+	if validID(m.ID) {
+		d.id = m.ID
+	}
+	if m.Method == nil {
+		if m.Result != nil || m.Error != nil {
+			return d, mcperr.New(mcperr.ResponseRejected)
+		}
+		return d, mcperr.New(mcperr.InvalidRequest)
+	}
+	if m.JSONRPC != "2.0" {
+		return d, mcperr.New(mcperr.InvalidRequest)
+	}
+	if m.ID != nil && !validID(m.ID) {
+		return d, mcperr.New(mcperr.InvalidRequest)
+	}
+	d.method = *m.Method
+	if p := bytes.TrimSpace(m.Params); len(p) > 0 && string(p) != "null" {
+		if p[0] != '{' {
+			d.paramsErr = errors.New("params is not an object")
+		} else if err := json.Unmarshal(p, &d.params); err != nil {
+			d.paramsErr = err
+		}
+		d.hasParams = true
+	}
+	return d, nil
+}
+
+// validID reports whether raw is a JSON-RPC id this server echoes: a
+// string or a number. The bytes are echoed exactly as sent, so numbers
+// beyond 2^53 and fractional numbers come back unchanged.
+func validID(raw json.RawMessage) bool {
+	if len(raw) == 0 {
+		return false
+	}
+	switch c := raw[0]; {
+	case c == '"':
+		return true
+	case c == '-' || c >= '0' && c <= '9':
+		return true
+	}
+	return false
+}
+
+// metaError reports whether a params decoding error lies in _meta.
+func metaError(err error) bool {
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &te) && strings.HasPrefix(te.Field, "_meta")
+}
+
+// jsonString decodes a raw JSON string; ok is false for anything else.
+func jsonString(raw json.RawMessage) (string, bool) {
+	if len(raw) == 0 || raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+func isObject(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) > 0 && raw[0] == '{'
+}
+
+// parseInputResponses checks that inputResponses, when present, is an
+// object of objects: each value is a client's result, and a result is an
+// object. null, an array or a scalar anywhere is malformed.
+func parseInputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	if !isObject(raw) {
+		return nil, errors.New("inputResponses is not an object")
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	for _, v := range m {
+		if !isObject(v) {
+			return nil, errors.New("an input response is not an object")
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,160 @@
+package stateless
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strconv"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// buffer is a pooled byte buffer with a JSON encoder bound to it, so that
+// encoding a result allocates neither.
+type buffer struct {
+	b   bytes.Buffer
+	enc *json.Encoder
+}
+
+func (s *Server) getBuffer() *buffer {
+	buf := s.bufs.Get().(*buffer)
+	if buf.enc == nil {
+		buf.enc = json.NewEncoder(&buf.b)
+		buf.enc.SetEscapeHTML(false)
+	}
+	buf.b.Reset()
+	return buf
+}
+
+func (s *Server) putBuffer(buf *buffer) {
+	if buf.b.Cap() <= 1<<20 {
+		s.bufs.Put(buf)
+	}
+}
+
+// resultFields are the members the server adds to a handler's result.
+type resultFields struct {
+	modern    bool   // add resultType and serverInfo
+	resultTyp string // default "complete"
+	cache     *CacheHint
+	meta      Meta   // handler's own _meta members
+	raw       []byte // pre-encoded members to add, each starting with ','
+}
+
+// appendResult appends the JSON-RPC response carrying result v to dst.
+// v must marshal to a JSON object; the server's members are spliced into
+// it, so no per-type wrapper is needed.
+func (s *Server) appendResult(dst []byte, id json.RawMessage, v any, f *resultFields) ([]byte, error) {
+	buf := s.getBuffer()
+	defer s.putBuffer(buf)
+	body, pre := v.(preEncoded)
+	if !pre {
+		if err := buf.enc.Encode(v); err != nil {
+			return dst, err
+		}
+		body = bytes.TrimSpace(buf.b.Bytes())
+	}
+	// body is {...}: open it, add members, close it.
+	inner := body[1 : len(body)-1]
+
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":{`...)
+	sep := false
+	if f.modern {
+		rt := f.resultTyp
+		if rt == "" {
+			rt = "complete"
+		}
+		dst = append(dst, `"resultType":"`...)
+		dst = append(dst, rt...)
+		dst = append(dst, '"')
+		sep = true
+	}
+	if len(bytes.TrimSpace(inner)) > 0 {
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, inner...)
+		sep = true
+	}
+	if f.modern && f.cache != nil {
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"ttlMs":`...)
+		dst = strconv.AppendInt(dst, f.cache.TTL.Milliseconds(), 10)
+		dst = append(dst, `,"cacheScope":"`...)
+		dst = append(dst, f.cache.scope()...)
+		dst = append(dst, '"')
+		sep = true
+	}
+	if len(f.raw) > 0 {
+		if !sep {
+			f.raw = f.raw[1:]
+		}
+		dst = append(dst, f.raw...)
+		sep = true
+	}
+	if f.modern || len(f.meta) > 0 {
+		if sep {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `"_meta":{`...)
+		msep := false
+		if f.modern {
+			dst = append(dst, s.serverInfoMeta...)
+			msep = true
+		}
+		keys := make([]string, 0, len(f.meta))
+		for k := range f.meta {
+			if f.modern && k == metaServerInfo {
+				continue
+			}
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			buf.b.Reset()
+			if err := buf.enc.Encode(f.meta[k]); err != nil {
+				return dst, err
+			}
+			if msep {
+				dst = append(dst, ',')
+			}
+			kb, _ := json.Marshal(k)
+			dst = append(dst, kb...)
+			dst = append(dst, ':')
+			dst = append(dst, bytes.TrimSpace(buf.b.Bytes())...)
+			msep = true
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, "}}"...), nil
+}
+
+// appendError appends the JSON-RPC error response for e to dst. A request
+// whose id could not be read gets an error without one, as JSON-RPC allows.
+func appendError(dst []byte, id json.RawMessage, e *mcperr.Error) []byte {
+	w := e.Wire()
+	dst = append(dst, `{"jsonrpc":"2.0",`...)
+	if len(id) > 0 {
+		dst = append(dst, `"id":`...)
+		dst = append(dst, id...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"error":`...)
+	b, err := json.Marshal(w)
+	if err != nil {
+		b, _ = json.Marshal(mcperr.New(mcperr.Internal).Wire())
+	}
+	dst = append(dst, b...)
+	return append(dst, '}')
+}
+
+// appendEvent appends one server-sent event carrying a JSON-RPC message.
+func appendEvent(dst, msg []byte) []byte {
+	dst = append(dst, "event: message\ndata: "...)
+	dst = append(dst, msg...)
+	return append(dst, "\n\n"...)
+}

@@ -1,0 +1,150 @@
+package stateless
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Header names of the Streamable HTTP transport of revision 2026-07-28.
+const (
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	headerIdempotencyKey  = "Idempotency-Key"
+)
+
+// headerValue returns the single value of header h, trimmed of optional
+// white space, decoding the =?base64?...?= form. ok is false when the
+// header is absent, repeated with different values, or malformed.
+func headerValue(hdr http.Header, h string) (v string, present, ok bool) {
+	vals := hdr.Values(h)
+	if len(vals) == 0 {
+		return "", false, false
+	}
+	first := ""
+	for i, raw := range vals {
+		d, good := decodeHeaderValue(raw)
+		if !good {
+			return "", true, false
+		}
+		if i == 0 {
+			first = d
+		} else if d != first {
+			return "", true, false
+		}
+	}
+	return first, true, true
+}
+
+// decodeHeaderValue trims optional white space and decodes the
+// =?base64?<base64 of UTF-8>?= form that carries values which are not
+// plain visible ASCII.
+func decodeHeaderValue(raw string) (string, bool) {
+	v := strings.Trim(raw, " \t")
+	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= len("=?base64??=") {
+		// Strict: padding is required and nothing but the alphabet is read.
+		b, err := base64.StdEncoding.Strict().DecodeString(v[len("=?base64?") : len(v)-2])
+		if err != nil {
+			return "", false
+		}
+		if !utf8.Valid(b) {
+			return "", false
+		}
+		return string(b), true
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return "", false
+		}
+	}
+	return v, true
+}
+
+// checkStandardHeaders checks Mcp-Method and, for the methods that name a
+// target, Mcp-Name against the body.
+func checkStandardHeaders(hdr http.Header, method string, name *string) bool {
+	m, _, ok := headerValue(hdr, headerMethod)
+	if !ok || m != method {
+		return false
+	}
+	switch method {
+	case "tools/call", "prompts/get", "resources/read":
+		n, _, ok := headerValue(hdr, headerName)
+		if !ok || name == nil || n != *name {
+			return false
+		}
+	}
+	return true
+}
+
+// checkParamHeaders checks each Mcp-Param-* header a tool's x-mcp-header
+// annotations call for against the arguments. A value in the body with no
+// header, a header with no value in the body, a malformed header, and a
+// mismatch are all failures.
+func checkParamHeaders(hdr http.Header, params []paramHeader, args json.RawMessage) bool {
+	if len(params) == 0 {
+		return true
+	}
+	var obj map[string]json.RawMessage
+	if len(args) > 0 && json.Unmarshal(args, &obj) != nil {
+		obj = nil
+	}
+	for _, p := range params {
+		hv, present, ok := headerValue(hdr, p.header)
+		raw, inBody := obj[p.property]
+		if inBody && string(raw) == "null" {
+			inBody = false
+		}
+		if !inBody {
+			if present {
+				return false
+			}
+			continue
+		}
+		if !ok {
+			return false
+		}
+		want, good := headerForm(p.kind, raw)
+		if !good || hv != want {
+			return false
+		}
+	}
+	return true
+}
+
+// headerForm is the text a header carries for a body value of kind.
+func headerForm(kind string, raw json.RawMessage) (string, bool) {
+	switch kind {
+	case "string":
+		return jsonString(raw)
+	case "boolean":
+		switch string(raw) {
+		case "true", "false":
+			return string(raw), true
+		}
+	case "integer":
+		var n json.Number
+		if json.Unmarshal(raw, &n) != nil {
+			return "", false
+		}
+		i, err := strconv.ParseInt(n.String(), 10, 64)
+		if err != nil {
+			// 1.0 is an integer in JSON Schema.
+			f, ferr := strconv.ParseFloat(n.String(), 64)
+			if ferr != nil || f != float64(int64(f)) {
+				return "", false
+			}
+			i = int64(f)
+		}
+		const maxSafe = 1<<53 - 1
+		if i > maxSafe || i < -maxSafe {
+			return "", false
+		}
+		return strconv.FormatInt(i, 10), true
+	}
+	return "", false
+}

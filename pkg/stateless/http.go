@@ -1,0 +1,61 @@
+package stateless
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// HTTPHandler serves a Server over net/http.
+type HTTPHandler struct {
+	Server *Server
+	// Principal, if set, identifies the caller of a request; it is where a
+	// verified token or an authenticating proxy's header is read. nil
+	// serves everyone as [Anonymous].
+	Principal func(r *http.Request) string
+}
+
+// ServeHTTP implements [http.Handler]. An incoming Mcp-Session-Id is
+// ignored and never echoed: there are no sessions.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.Server
+	req := &Request{Method: r.Method, Header: r.Header, Host: r.Host}
+	if h.Principal != nil {
+		req.Principal = h.Principal(r)
+	}
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			e := mcperr.New(mcperr.BodyTooLarge)
+			if !errors.As(err, &tooBig) {
+				e = mcperr.Wrap(mcperr.InvalidRequest, err)
+			}
+			writeResponse(w, (&exchange{s: s, o: &Outcome{}}).refuse(nil, e))
+			return
+		}
+		req.Body = body
+	}
+	writeResponse(w, s.Handle(r.Context(), req))
+}
+
+// ServeHTTP serves s over net/http with every caller anonymous. Use
+// [HTTPHandler] to identify callers.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(&HTTPHandler{Server: s}).ServeHTTP(w, r)
+}
+
+func writeResponse(w http.ResponseWriter, resp *Response) {
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	if len(resp.Body) > 0 {
+		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}

@@ -1,0 +1,445 @@
+package stateless
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+)
+
+// preEncoded is a result the server assembled as JSON itself; it is
+// spliced into the response without another encoding pass.
+type preEncoded []byte
+
+func (x *exchange) discover() *Response {
+	caps := x.reg.capabilities()
+	res := struct {
+		SupportedVersions []string           `json:"supportedVersions"`
+		Capabilities      ServerCapabilities `json:"capabilities"`
+		Instructions      string             `json:"instructions,omitempty"`
+	}{supportedVersions, caps, x.s.opts.Instructions}
+	h := x.s.discoverCache()
+	return x.result(res, &resultFields{cache: &h})
+}
+
+// initialize answers the legacy handshake without keeping a session: the
+// client's version if it is a served legacy revision, else the latest
+// legacy revision — never 2026-07-28, which has no handshake.
+func (x *exchange) initialize() *Response {
+	d := x.d
+	if !d.hasParams || d.paramsErr != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedInitialize, d.paramsErr))
+	}
+	if d.params.ProtocolVersion == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.UnnegotiableVersion))
+	}
+	v := *d.params.ProtocolVersion
+	if !isLegacy(v) {
+		v = LatestLegacyVersion
+	}
+	x.version, x.o.Version = v, v
+	caps := x.reg.capabilities()
+	res := struct {
+		ProtocolVersion string             `json:"protocolVersion"`
+		Capabilities    ServerCapabilities `json:"capabilities"`
+		ServerInfo      Implementation     `json:"serverInfo"`
+		Instructions    string             `json:"instructions,omitempty"`
+	}{v, caps, x.s.info, x.s.opts.Instructions}
+	return x.result(res, &resultFields{})
+}
+
+// Cursor kinds, so that a cursor of one list is refused by another.
+const (
+	cursorTools     = 't'
+	cursorPrompts   = 'p'
+	cursorResources = 'r'
+	cursorTemplates = 'T'
+)
+
+// startAfter decodes a cursor: the key of the last item of the previous
+// page. nil or "" starts at the beginning.
+func startAfter(cursor *string, kind byte) (string, bool, *mcperr.Error) {
+	if cursor == nil || *cursor == "" {
+		return "", false, nil
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(*cursor)
+	if err != nil || len(b) < 2 || b[0] != kind {
+		return "", false, mcperr.New(mcperr.InvalidCursor)
+	}
+	return string(b[1:]), true, nil
+}
+
+func makeCursor(kind byte, key string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{kind}, key...))
+}
+
+// listPage writes one page of a list result: the visible items after the
+// cursor, at most the page size, in the list's deterministic order.
+func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, items []T,
+	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) *Response {
+	after, has, e := startAfter(x.d.params.Cursor, kind)
+	if e != nil {
+		return x.refuse(x.d.id, e)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"`)
+	b.WriteString(field)
+	b.WriteString(`":[`)
+	n, more := 0, false
+	for _, it := range items {
+		k := key(it)
+		if has && k <= after {
+			continue
+		}
+		if v := visible(it); v != nil && !v(ctx, x.call.Principal) {
+			continue
+		}
+		if n == x.s.opts.PageSize {
+			more = true
+			break
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(enc(it))
+		after, n = k, n+1
+	}
+	b.WriteByte(']')
+	if more {
+		b.WriteString(`,"nextCursor":"`)
+		b.WriteString(makeCursor(kind, after))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	h := x.s.listCache(hidden)
+	return x.result(preEncoded(b.Bytes()), &resultFields{cache: &h})
+}
+
+func (x *exchange) listTools(ctx context.Context) *Response {
+	return listPage(x, ctx, "tools", cursorTools, x.reg.tools,
+		func(t *registeredTool) string { return t.def.Name },
+		func(t *registeredTool) Visibility { return t.def.Visible },
+		func(t *registeredTool) []byte { return t.encoded }, x.reg.toolsHidden)
+}
+
+func (x *exchange) listPrompts(ctx context.Context) *Response {
+	return listPage(x, ctx, "prompts", cursorPrompts, x.reg.prompts,
+		func(p *registeredPrompt) string { return p.def.Name },
+		func(p *registeredPrompt) Visibility { return p.def.Visible },
+		func(p *registeredPrompt) []byte { return p.encoded }, x.reg.promptsHidden)
+}
+
+func (x *exchange) listResources(ctx context.Context) *Response {
+	return listPage(x, ctx, "resources", cursorResources, x.reg.resources,
+		func(r *registeredResource) string { return r.def.URI },
+		func(r *registeredResource) Visibility { return r.def.Visible },
+		func(r *registeredResource) []byte { return r.encoded }, x.reg.resourcesHidden)
+}
+
+func (x *exchange) listTemplates(ctx context.Context) *Response {
+	// Templates keep registration order (it is also match order); the
+	// cursor key is the position, zero-padded so keys compare in order.
+	type indexed struct {
+		i int
+		t *registeredTemplate
+	}
+	items := make([]indexed, len(x.reg.templates))
+	for i, t := range x.reg.templates {
+		items[i] = indexed{i, t}
+	}
+	return listPage(x, ctx, "resourceTemplates", cursorTemplates, items,
+		func(it indexed) string { return fmt.Sprintf("%08d", it.i) },
+		func(it indexed) Visibility { return it.t.def.Visible },
+		func(it indexed) []byte { return it.t.encoded }, x.reg.resourcesHidden)
+}
+
+// visibleToolNames lists the names this caller may see, for suggestions.
+func (x *exchange) visibleToolNames(ctx context.Context) []string {
+	names := make([]string, 0, len(x.reg.tools))
+	for _, t := range x.reg.tools {
+		if t.def.Visible == nil || t.def.Visible(ctx, x.call.Principal) {
+			names = append(names, t.def.Name)
+		}
+	}
+	return names
+}
+
+func (x *exchange) callTool(ctx context.Context) *Response {
+	d, p := x.d, &x.d.params
+	if p.Name == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	name := *p.Name
+	t := x.reg.tool(name)
+	if t == nil || (t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal)) {
+		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, x.visibleToolNames(ctx))))
+	}
+	x.o.Target = t.def.Name
+	if !x.legacy && !checkParamHeaders(x.r.Header, t.params, p.Arguments) {
+		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+	}
+	args := bytes.TrimSpace(p.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	} else if args[0] != '{' {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("arguments is not an object")))
+	}
+	if e := x.inputResponses(); e != nil {
+		return x.refuse(d.id, e)
+	}
+	if p.IdempotencyKey != nil {
+		x.call.IdempotencyKey = *p.IdempotencyKey
+	} else if k, _, ok := headerValue(x.r.Header, headerIdempotencyKey); ok {
+		x.call.IdempotencyKey = k
+	}
+	b := binding(x.call.Principal, "tools/call", t.def.Name, args)
+	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+		return x.refuse(d.id, e)
+	}
+	var v any
+	if err := json.Unmarshal(args, &v); err != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+	}
+	if err := t.input.Validate(v); err != nil {
+		return x.toolFailure(mcperr.NewInvalidArguments(err.Error()))
+	}
+	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
+	return x.toolOutcome(ctx, t, b, res, err)
+}
+
+func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b reqstate.Binding, res *CallToolResult, err error) *Response {
+	if err != nil {
+		var ir *InputRequired
+		var me *mcperr.Error
+		var te *mcperr.ToolError
+		switch {
+		case errors.As(err, &ir):
+			if x.legacy {
+				return x.errorResult("This tool needs input from the user, which needs protocol revision " + Version20260728 + ".")
+			}
+			out, e := x.s.inputRequiredResult(ctx, &x.call, b, ir)
+			if e != nil {
+				return x.refuse(x.d.id, e)
+			}
+			return x.result(out, &resultFields{resultTyp: "input_required"})
+		case errors.As(err, &me):
+			return x.refuse(x.d.id, me)
+		case errors.As(err, &te):
+			return x.toolFailure(te)
+		case ctx.Err() != nil:
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Timeout, err))
+		}
+		x.o.Err = err
+		x.o.Kind = "tool_error"
+		return x.errorResult(err.Error())
+	}
+	if res == nil {
+		res = &CallToolResult{}
+	}
+	if res.StructuredContent != nil && !res.IsError {
+		if t.output != nil {
+			if err := validateValue(t.output, res.StructuredContent); err != nil {
+				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("tool %s: structured result does not match its output schema: %w", t.def.Name, err)))
+			}
+		}
+		if len(res.Content) == 0 {
+			j, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
+			}
+			res.Content = []Content{Text(string(j))}
+		}
+	}
+	if res.Content == nil {
+		res.Content = []Content{}
+	}
+	if res.IsError {
+		x.o.Kind = "tool_error"
+	}
+	return x.result(res, &resultFields{meta: res.Meta})
+}
+
+// toolFailure answers with an isError result describing te.
+func (x *exchange) toolFailure(te *mcperr.ToolError) *Response {
+	x.o.Kind = te.Kind().String()
+	res := &CallToolResult{Content: []Content{Text(te.Text())}, IsError: true}
+	f := &resultFields{}
+	if !x.legacy {
+		f.meta = Meta{MetaToolFailure: te.Failure()}
+	}
+	return x.result(res, f)
+}
+
+// errorResult answers with an isError result carrying text: a tool's own
+// error, shown to the model as the spec asks.
+func (x *exchange) errorResult(text string) *Response {
+	return x.result(&CallToolResult{Content: []Content{Text(text)}, IsError: true}, &resultFields{})
+}
+
+// MetaToolFailure is the result _meta key carrying the machine-readable
+// form of a tool failure ([mcperr.ToolFailure]).
+const MetaToolFailure = "io.github.serverless-mcp/failure"
+
+func validateValue(r interface{ Validate(any) error }, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var generic any
+	if err := json.Unmarshal(b, &generic); err != nil {
+		return err
+	}
+	return r.Validate(generic)
+}
+
+func (x *exchange) getPrompt(ctx context.Context) *Response {
+	d, p := x.d, &x.d.params
+	if p.Name == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	pr := x.reg.prompt(*p.Name)
+	if pr == nil || (pr.def.Visible != nil && !pr.def.Visible(ctx, x.call.Principal)) {
+		return x.refuse(d.id, mcperr.New(mcperr.UnknownPrompt))
+	}
+	x.o.Target = pr.def.Name
+	var args map[string]string
+	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
+		if err := json.Unmarshal(a, &args); err != nil {
+			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+		}
+	}
+	for _, a := range pr.def.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("missing a required prompt argument")))
+		}
+	}
+	if e := x.inputResponses(); e != nil {
+		return x.refuse(d.id, e)
+	}
+	b := binding(x.call.Principal, "prompts/get", pr.def.Name, p.Arguments)
+	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+		return x.refuse(d.id, e)
+	}
+	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
+	if err != nil {
+		return x.nonToolInput(ctx, b, err)
+	}
+	if res == nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, errors.New("prompt handler returned no result")))
+	}
+	if res.Messages == nil {
+		res.Messages = []PromptMessage{}
+	}
+	return x.result(res, &resultFields{meta: res.Meta})
+}
+
+// inputResponses reads the retry's inputResponses into the call.
+func (x *exchange) inputResponses() *mcperr.Error {
+	m, err := parseInputResponses(x.d.params.InputResponses)
+	if err != nil {
+		return mcperr.Wrap(mcperr.MalformedParams, err)
+	}
+	x.call.inputResponses = m
+	return nil
+}
+
+// nonToolInput maps the error of a prompt or resource handler.
+func (x *exchange) nonToolInput(ctx context.Context, b reqstate.Binding, err error) *Response {
+	var ir *InputRequired
+	if errors.As(err, &ir) {
+		if x.legacy {
+			return x.refuse(x.d.id, mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
+				WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
+		}
+		out, e := x.s.inputRequiredResult(ctx, &x.call, b, ir)
+		if e != nil {
+			return x.refuse(x.d.id, e)
+		}
+		return x.result(out, &resultFields{resultTyp: "input_required"})
+	}
+	return x.refuse(x.d.id, handlerError(ctx, err))
+}
+
+func (x *exchange) readResource(ctx context.Context) *Response {
+	d, p := x.d, &x.d.params
+	if p.URI == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	uri := *p.URI
+	var h ResourceHandler
+	var vars map[string]string
+	if r := x.reg.resource(uri); r != nil && (r.def.Visible == nil || r.def.Visible(ctx, x.call.Principal)) {
+		h = r.handler
+	} else {
+		for _, t := range x.reg.templates {
+			if t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal) {
+				continue
+			}
+			if v := t.match(uri); v != nil {
+				h, vars = t.handler, v
+				break
+			}
+		}
+	}
+	if h == nil {
+		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+	}
+	if e := x.inputResponses(); e != nil {
+		return x.refuse(d.id, e)
+	}
+	b := binding(x.call.Principal, "resources/read", uri, nil)
+	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+		return x.refuse(d.id, e)
+	}
+	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+	if err != nil {
+		return x.nonToolInput(ctx, b, err)
+	}
+	if res == nil || len(res.Contents) == 0 {
+		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+	}
+	hint := x.s.readCache()
+	if res.Cache != nil {
+		hint = *res.Cache
+	}
+	return x.result(res, &resultFields{cache: &hint, meta: res.Meta})
+}
+
+func (x *exchange) complete(ctx context.Context) *Response {
+	d, p := x.d, &x.d.params
+	if p.Ref == nil || p.Argument == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	req := &CompleteRequest{Call: &x.call, RefType: p.Ref.Type, Argument: p.Argument.Name, Value: p.Argument.Value}
+	switch p.Ref.Type {
+	case "ref/prompt":
+		req.RefName = p.Ref.Name
+	case "ref/resource":
+		req.RefName = p.Ref.URI
+	default:
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	if p.Context != nil {
+		req.Context = p.Context.Arguments
+	}
+	res, err := x.reg.complete(ctx, req)
+	if err != nil {
+		return x.refuse(d.id, handlerError(ctx, err))
+	}
+	if res == nil {
+		res = &CompleteResult{}
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	if len(res.Completion.Values) > 100 {
+		res.Completion.Values = res.Completion.Values[:100]
+		res.Completion.HasMore = true
+	}
+	return x.result(res, &resultFields{})
+}

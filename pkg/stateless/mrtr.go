@@ -1,0 +1,150 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/canon"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+)
+
+// InputRequired is returned as the error of a tool, prompt or resource
+// handler that needs the client's input before it can finish: the
+// multi-round-trip pattern of revision 2026-07-28. The server answers
+// with resultType "input_required"; the client fulfils Requests and
+// retries the same request with the answers and the sealed State, which
+// the handler reads back with [Call.InputResponse] and [Call.State].
+//
+// Accumulate earlier rounds' answers in State: a retry carries only the
+// latest round's responses.
+type InputRequired struct {
+	// Requests are the input requests, by key. Keys are the handler's
+	// choice and unique within the result.
+	Requests map[string]InputRequest
+	// State is sealed by the server and returned on the retry. nil sends
+	// no requestState.
+	State []byte
+}
+
+func (*InputRequired) Error() string { return "stateless: input required" }
+
+// InputRequest is one request embedded in an input_required result:
+// elicitation/create, sampling/createMessage or roots/list.
+type InputRequest struct {
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// ElicitForm asks the user to fill a flat form. schema is the
+// requestedSchema: an object with primitive properties.
+func ElicitForm(message string, schema any) InputRequest {
+	return InputRequest{Method: "elicitation/create", Params: map[string]any{
+		"mode": "form", "message": message, "requestedSchema": schema,
+	}}
+}
+
+// ElicitURL asks the user to visit url. Correlate the outcome through an
+// id of your own kept in the state.
+func ElicitURL(message, url string) InputRequest {
+	return InputRequest{Method: "elicitation/create", Params: map[string]any{
+		"mode": "url", "message": message, "url": url,
+	}}
+}
+
+// CreateMessage asks the client to sample its model. params is a
+// CreateMessageRequestParams object.
+func CreateMessage(params any) InputRequest {
+	return InputRequest{Method: "sampling/createMessage", Params: params}
+}
+
+// ListRoots asks the client for its roots.
+func ListRoots() InputRequest { return InputRequest{Method: "roots/list"} }
+
+// requiredCapability returns, for an input request the client has not
+// declared the capability for, the ClientCapabilities member it needs;
+// nil when the client can take it.
+func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any {
+	switch r.Method {
+	case "elicitation/create":
+		url := false
+		if p, ok := r.Params.(map[string]any); ok {
+			url = p["mode"] == "url"
+		}
+		e := caps.Elicitation
+		if url {
+			if e == nil || e.URL == nil {
+				return map[string]any{"elicitation": map[string]any{"url": map[string]any{}}}
+			}
+			return nil
+		}
+		// An empty elicitation object means form mode.
+		if e == nil || (e.Form == nil && e.URL != nil) {
+			return map[string]any{"elicitation": map[string]any{}}
+		}
+	case "sampling/createMessage":
+		if caps.Sampling == nil {
+			return map[string]any{"sampling": map[string]any{}}
+		}
+	case "roots/list":
+		if caps.Roots == nil {
+			return map[string]any{"roots": map[string]any{}}
+		}
+	}
+	return nil
+}
+
+// inputRequiredResult renders ir for the client: capability-gated, with
+// the state sealed under the request's binding.
+func (s *Server) inputRequiredResult(ctx context.Context, c *Call, b reqstate.Binding, ir *InputRequired) (map[string]any, *mcperr.Error) {
+	if len(ir.Requests) == 0 && ir.State == nil {
+		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
+	}
+	caps := c.Capabilities()
+	missing := map[string]any{}
+	for _, r := range ir.Requests {
+		for k, v := range requiredCapability(caps, r) {
+			missing[k] = v
+		}
+	}
+	if len(missing) > 0 {
+		return nil, mcperr.NewMissingCapability(missing)
+	}
+	out := map[string]any{}
+	if len(ir.Requests) > 0 {
+		out["inputRequests"] = ir.Requests
+	}
+	if ir.State != nil {
+		tok, err := s.sealer.Seal(ctx, b, ir.State)
+		if err != nil {
+			if reqstate.IsInvalid(err) {
+				return nil, mcperr.Wrap(mcperr.Internal, err)
+			}
+			return nil, mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
+		}
+		out["requestState"] = tok
+	}
+	return out, nil
+}
+
+// binding returns the request-state binding of a request.
+func binding(principal, method, target string, args json.RawMessage) reqstate.Binding {
+	return reqstate.Binding{Principal: principal, Method: method, Target: target, ArgsDigest: canon.Digest(args)}
+}
+
+// openState opens the state of a retry before any handler runs.
+func (s *Server) openState(ctx context.Context, c *Call, b reqstate.Binding, token *string) *mcperr.Error {
+	if token == nil {
+		return nil
+	}
+	st, err := s.sealer.Open(ctx, b, *token)
+	if err != nil {
+		if reqstate.IsInvalid(err) {
+			return mcperr.Wrap(mcperr.TamperedState, err)
+		}
+		return mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
+	}
+	c.state, c.hasState = st, true
+	return nil
+}

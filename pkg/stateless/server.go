@@ -1,0 +1,260 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+)
+
+// Options configure a Server. The zero value is usable: every field has a
+// default that is safe for a public endpoint.
+type Options struct {
+	// Instructions is returned by server/discover and initialize.
+	Instructions string
+
+	// AllowedOrigins lists the exact Origin values (scheme://host[:port])
+	// that browsers may call from. A request without an Origin header is
+	// always allowed (it does not come from a browser page). When the
+	// endpoint is served on a loopback host, loopback origins are allowed
+	// too. "*" allows any origin: do not use it on an endpoint that acts on
+	// ambient credentials.
+	AllowedOrigins []string
+
+	// MaxBodyBytes bounds a request body. Default 4 MiB.
+	MaxBodyBytes int64
+
+	// PageSize bounds list results. Default 100.
+	PageSize int
+
+	// DiscoverCache, ListCache and ReadCache are the cache hints sent on
+	// server/discover, on the four list methods, and on resources/read.
+	// Defaults: discover 5 minutes public; lists 1 minute, public unless
+	// some item has a visibility rule (then private); reads 0, private.
+	DiscoverCache *CacheHint
+	ListCache     *CacheHint
+	ReadCache     *CacheHint
+
+	// Sealer seals multi-round-trip request state. Default: a
+	// [reqstate.Local] sealer with a random per-process key, which is only
+	// right for a single process; production uses a shared key.
+	Sealer reqstate.Sealer
+
+	// Logger receives one record per refused request with the internal
+	// reason, never request contents. Default: discard.
+	Logger *slog.Logger
+
+	// LegacyLogLevel is the least severe level of the log messages sent to
+	// clients of revisions before 2026-07-28, which set a level once per
+	// session with logging/setLevel; a stateless server cannot remember
+	// it. Default info. Modern clients choose per request in _meta.
+	LegacyLogLevel LoggingLevel
+
+	// Observe, if set, is called once per request after it is answered.
+	Observe func(ctx context.Context, o *Outcome)
+}
+
+// Outcome describes one answered request, for logs and metrics. It never
+// holds arguments, state or tokens.
+type Outcome struct {
+	Method   string // JSON-RPC method, "" when the body was unreadable
+	Target   string // tool or prompt name; empty for other methods
+	Status   int    // HTTP status
+	Code     int    // JSON-RPC error code, 0 on success
+	Kind     string // refusal kind or tool failure type, "" on success
+	Version  string // negotiated protocol version
+	Duration time.Duration
+	Err      error // internal cause, for logs only
+}
+
+// Server serves MCP over one stateless endpoint. Register tools,
+// resources, prompts and a completion handler, then serve it with
+// [Server.ServeHTTP] or [Server.Handle]. Registration is safe at any time;
+// each request sees the registry as it was when the request arrived.
+type Server struct {
+	info   Implementation
+	opts   Options
+	sealer reqstate.Sealer
+	log    *slog.Logger
+
+	mu  sync.Mutex // serialises registration
+	reg atomic.Pointer[registry]
+
+	// serverInfoMeta is the pre-encoded "io.modelcontextprotocol/serverInfo"
+	// member that every modern result carries.
+	serverInfoMeta []byte
+
+	bufs sync.Pool
+}
+
+// NewServer returns a server that identifies itself as info.
+func NewServer(info Implementation, opts *Options) *Server {
+	s := &Server{info: info}
+	if opts != nil {
+		s.opts = *opts
+	}
+	if s.opts.MaxBodyBytes <= 0 {
+		s.opts.MaxBodyBytes = 4 << 20
+	}
+	if s.opts.PageSize <= 0 {
+		s.opts.PageSize = 100
+	}
+	s.sealer = s.opts.Sealer
+	if s.sealer == nil {
+		s.sealer = reqstate.NewLocal(nil, nil)
+	}
+	s.log = s.opts.Logger
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	b, err := json.Marshal(info)
+	if err != nil {
+		panic(fmt.Sprintf("stateless: server info does not marshal: %v", err))
+	}
+	s.serverInfoMeta = append([]byte(`"`+metaServerInfo+`":`), b...)
+	s.reg.Store(&registry{})
+	s.bufs.New = func() any { return new(buffer) }
+	return s
+}
+
+// registry is an immutable snapshot of what is registered. Registration
+// copies it; requests read it without locks.
+type registry struct {
+	tools     []*registeredTool // sorted by name
+	resources []*registeredResource
+	templates []*registeredTemplate
+	prompts   []*registeredPrompt
+	complete  CompletionHandler
+
+	toolsHidden     bool // some tool has a visibility rule
+	promptsHidden   bool
+	resourcesHidden bool
+}
+
+func (r *registry) clone() *registry {
+	c := *r
+	c.tools = slices.Clone(r.tools)
+	c.resources = slices.Clone(r.resources)
+	c.templates = slices.Clone(r.templates)
+	c.prompts = slices.Clone(r.prompts)
+	return &c
+}
+
+func (s *Server) update(f func(r *registry)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reg.Load().clone()
+	f(r)
+	s.reg.Store(r)
+}
+
+// Visibility decides whether the caller identified by principal may see
+// an item. Hidden items answer exactly like absent ones.
+type Visibility func(ctx context.Context, principal string) bool
+
+func (r *registry) tool(name string) *registeredTool {
+	i, ok := slices.BinarySearchFunc(r.tools, name, func(t *registeredTool, n string) int { return strings.Compare(t.def.Name, n) })
+	if !ok {
+		return nil
+	}
+	return r.tools[i]
+}
+
+func (r *registry) prompt(name string) *registeredPrompt {
+	i, ok := slices.BinarySearchFunc(r.prompts, name, func(p *registeredPrompt, n string) int { return strings.Compare(p.def.Name, n) })
+	if !ok {
+		return nil
+	}
+	return r.prompts[i]
+}
+
+func (r *registry) resource(uri string) *registeredResource {
+	i, ok := slices.BinarySearchFunc(r.resources, uri, func(p *registeredResource, n string) int { return strings.Compare(p.def.URI, n) })
+	if !ok {
+		return nil
+	}
+	return r.resources[i]
+}
+
+func insertSorted[T any](list []T, item T, key func(T) string) ([]T, bool) {
+	i, found := slices.BinarySearchFunc(list, key(item), func(e T, k string) int { return strings.Compare(key(e), k) })
+	if found {
+		return list, false
+	}
+	return slices.Insert(list, i, item), true
+}
+
+// capabilities returns what the registry lets the server advertise.
+func (r *registry) capabilities() ServerCapabilities {
+	var c ServerCapabilities
+	if len(r.tools) > 0 {
+		c.Tools = &ListCapability{}
+	}
+	if len(r.prompts) > 0 {
+		c.Prompts = &ListCapability{}
+	}
+	if len(r.resources) > 0 || len(r.templates) > 0 {
+		c.Resources = &ResourceCapability{}
+	}
+	if r.complete != nil {
+		c.Completions = &struct{}{}
+	}
+	// Logging: notifications/message rides on a request's own response
+	// stream when the request's _meta asks for a level.
+	c.Logging = &struct{}{}
+	return c
+}
+
+// advertises reports whether method's server capability is advertised.
+func (r *registry) advertises(method string) bool {
+	switch method {
+	case "tools/list", "tools/call":
+		return len(r.tools) > 0
+	case "prompts/list", "prompts/get":
+		return len(r.prompts) > 0
+	case "resources/list", "resources/read", "resources/templates/list":
+		return len(r.resources) > 0 || len(r.templates) > 0
+	case "completion/complete":
+		return r.complete != nil
+	}
+	return false
+}
+
+func (s *Server) discoverCache() CacheHint {
+	if s.opts.DiscoverCache != nil {
+		return *s.opts.DiscoverCache
+	}
+	return CacheHint{TTL: 5 * time.Minute}
+}
+
+func (s *Server) listCache(hidden bool) CacheHint {
+	h := CacheHint{TTL: time.Minute}
+	if s.opts.ListCache != nil {
+		h = *s.opts.ListCache
+	}
+	if hidden {
+		h.Private = true
+	}
+	return h
+}
+
+func (s *Server) readCache() CacheHint {
+	if s.opts.ReadCache != nil {
+		return *s.opts.ReadCache
+	}
+	return CacheHint{Private: true}
+}
+
+func (s *Server) legacyLogLevel() LoggingLevel {
+	if s.opts.LegacyLogLevel.rank() > 0 {
+		return s.opts.LegacyLogLevel
+	}
+	return LevelInfo
+}

@@ -1,0 +1,271 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// Tool describes a tool. InputSchema and OutputSchema may be a
+// *jsonschema.Schema, a json.RawMessage, or any value that marshals to a
+// JSON Schema object; [AddTool] infers them from Go types when nil.
+type Tool struct {
+	Name         string           `json:"name"`
+	Title        string           `json:"title,omitempty"`
+	Description  string           `json:"description,omitempty"`
+	Icons        []Icon           `json:"icons,omitempty"`
+	InputSchema  any              `json:"inputSchema"`
+	OutputSchema any              `json:"outputSchema,omitempty"`
+	Annotations  *ToolAnnotations `json:"annotations,omitempty"`
+	Meta         Meta             `json:"_meta,omitempty"`
+
+	// Visible, if set, decides per caller whether the tool exists at all.
+	// A hidden tool is absent from tools/list and answers tools/call
+	// exactly as an unknown tool does.
+	Visible Visibility `json:"-"`
+
+	// IdempotentByArguments declares that two calls with the same
+	// canonical arguments are the same operation, so a call without an
+	// idempotency key is deduplicated by a digest of its arguments.
+	IdempotentByArguments bool `json:"-"`
+}
+
+// ReadOnly reports whether the tool declares it changes nothing.
+func (t *Tool) ReadOnly() bool { return t.Annotations != nil && t.Annotations.ReadOnlyHint }
+
+// ToolRequest is a tools/call request as a handler sees it.
+type ToolRequest struct {
+	*Call
+	// Name is the tool's name.
+	Name string
+	// Arguments are the call's arguments, validated against the input
+	// schema; "{}" when the client sent none.
+	Arguments json.RawMessage
+}
+
+// ToolHandler answers tools/call for one tool. Return a [*mcperr.ToolError]
+// for a failure the model should see (an isError result), an
+// [*InputRequired] to ask the client for input, or a [*mcperr.Error] to
+// refuse the request. Any other error becomes an isError result carrying
+// the error's text.
+type ToolHandler func(ctx context.Context, req *ToolRequest) (*CallToolResult, error)
+
+// TypedToolHandler is a tool handler whose arguments are decoded into In
+// and whose structured result is Out.
+type TypedToolHandler[In, Out any] func(ctx context.Context, req *ToolRequest, in In) (*CallToolResult, Out, error)
+
+type registeredTool struct {
+	def     Tool
+	handler ToolHandler
+	input   *jsonschema.Resolved
+	output  *jsonschema.Resolved // nil: no output schema
+	encoded []byte               // the tool as listed
+	params  []paramHeader        // x-mcp-header annotations
+}
+
+// paramHeader is one input property mirrored into an Mcp-Param-* header.
+type paramHeader struct {
+	header   string // canonical header name, e.g. "Mcp-Param-Region"
+	property string
+	kind     string // "string", "integer" or "boolean"
+}
+
+// AddTool registers a tool whose InputSchema is given. It panics if the
+// tool is malformed or its name is taken, as [http.ServeMux.Handle] does
+// for a conflicting pattern: both are programming errors.
+func (s *Server) AddTool(t *Tool, h ToolHandler) {
+	if t.InputSchema == nil {
+		panic(fmt.Sprintf("stateless: tool %q has no input schema", t.Name))
+	}
+	rt, err := newRegisteredTool(t, h)
+	if err != nil {
+		panic(err)
+	}
+	s.addTool(rt)
+}
+
+func (s *Server) addTool(rt *registeredTool) {
+	s.update(func(r *registry) {
+		var ok bool
+		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })
+		if !ok {
+			panic(fmt.Sprintf("stateless: tool %q registered twice", rt.def.Name))
+		}
+		if rt.def.Visible != nil {
+			r.toolsHidden = true
+		}
+	})
+}
+
+// AddTool registers a typed tool on s. Unless t gives them, the input
+// schema is inferred from In and the output schema from Out (none when Out
+// is any). Arguments are validated against the input schema before h
+// runs; a failure is an isError result the model can correct. The
+// structured result is validated against the output schema.
+func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
+	tt := *t
+	if tt.InputSchema == nil {
+		in, err := jsonschema.For[In](nil)
+		if err != nil {
+			panic(fmt.Sprintf("stateless: tool %q: input schema: %v", t.Name, err))
+		}
+		if in.Type != "object" {
+			panic(fmt.Sprintf("stateless: tool %q: input type %T is not a JSON object", t.Name, *new(In)))
+		}
+		tt.InputSchema = in
+	}
+	if tt.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		out, err := jsonschema.For[Out](nil)
+		if err != nil {
+			panic(fmt.Sprintf("stateless: tool %q: output schema: %v", t.Name, err))
+		}
+		tt.OutputSchema = out
+	}
+	var rt *registeredTool
+	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
+		var in In
+		if err := json.Unmarshal(req.Arguments, &in); err != nil {
+			return nil, mcperr.NewInvalidArguments("arguments do not decode: " + err.Error())
+		}
+		res, out, err := h(ctx, req, in)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			res = &CallToolResult{}
+		}
+		if rt.output != nil && res.StructuredContent == nil && !res.IsError {
+			res.StructuredContent = out
+		}
+		return res, nil
+	}
+	var err error
+	rt, err = newRegisteredTool(&tt, handler)
+	if err != nil {
+		panic(err)
+	}
+	s.addTool(rt)
+}
+
+func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
+	if !validToolName(t.Name) {
+		return nil, fmt.Errorf("stateless: tool name %q: want 1-128 characters of [A-Za-z0-9_.-]", t.Name)
+	}
+	if h == nil {
+		return nil, fmt.Errorf("stateless: tool %q has no handler", t.Name)
+	}
+	rt := &registeredTool{def: *t, handler: h}
+	in, raw, err := resolveSchema(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("stateless: tool %q: input schema: %w", t.Name, err)
+	}
+	if in.Schema().Type != "object" {
+		return nil, fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
+	}
+	rt.input = in
+	rt.def.InputSchema = raw
+	if rt.params, err = headerParams(in.Schema()); err != nil {
+		return nil, fmt.Errorf("stateless: tool %q: %w", t.Name, err)
+	}
+	if t.OutputSchema != nil {
+		out, raw, err := resolveSchema(t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
+		}
+		rt.output = out
+		rt.def.OutputSchema = raw
+	}
+	if rt.encoded, err = json.Marshal(&rt.def); err != nil {
+		return nil, fmt.Errorf("stateless: tool %q does not marshal: %w", t.Name, err)
+	}
+	return rt, nil
+}
+
+// resolveSchema turns any schema form into a resolved schema and its JSON.
+// Remote references are never fetched.
+func resolveSchema(v any) (*jsonschema.Resolved, json.RawMessage, error) {
+	var raw json.RawMessage
+	switch s := v.(type) {
+	case json.RawMessage:
+		raw = s
+	case []byte:
+		raw = s
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw = b
+	}
+	var sch jsonschema.Schema
+	if err := json.Unmarshal(raw, &sch); err != nil {
+		return nil, nil, err
+	}
+	res, err := sch.Resolve(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, raw, nil
+}
+
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// headerParams collects the x-mcp-header annotations of the top-level
+// properties of an input schema, checking the transport's rules: a header
+// name is a token, unique ignoring case, on a string, integer or boolean
+// property.
+func headerParams(s *jsonschema.Schema) ([]paramHeader, error) {
+	var out []paramHeader
+	seen := map[string]bool{}
+	for prop, ps := range s.Properties {
+		if ps == nil || ps.Extra == nil {
+			continue
+		}
+		v, ok := ps.Extra["x-mcp-header"]
+		if !ok {
+			continue
+		}
+		name, ok := v.(string)
+		if !ok || name == "" || !isToken(name) {
+			return nil, fmt.Errorf("property %q: x-mcp-header must be a non-empty header token", prop)
+		}
+		key := strings.ToLower(name)
+		if seen[key] {
+			return nil, fmt.Errorf("x-mcp-header %q is used twice (names are compared ignoring case)", name)
+		}
+		seen[key] = true
+		kind := ps.Type
+		if kind != "string" && kind != "integer" && kind != "boolean" {
+			return nil, fmt.Errorf("property %q: x-mcp-header needs type string, integer or boolean", prop)
+		}
+		out = append(out, paramHeader{header: "Mcp-Param-" + name, property: prop, kind: kind})
+	}
+	return out, nil
+}
+
+func isToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`()<>@,;:\"/[]?={}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
