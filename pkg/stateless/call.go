@@ -94,9 +94,8 @@ func (c *Call) Progress(progress, total float64, message string) {
 		b = strconv.AppendFloat(b, total, 'g', -1, 64)
 	}
 	if message != "" {
-		m, _ := json.Marshal(message)
 		b = append(b, `,"message":`...)
-		b = append(b, m...)
+		b = appendString(b, message)
 	}
 	b = append(b, "}}"...)
 	c.notes = append(c.notes, b)

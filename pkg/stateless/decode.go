@@ -33,7 +33,7 @@ type params struct {
 	Cursor *string `json:"cursor"`
 	// multi-round-trip retries
 	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   *string                    `json:"requestState"`
+	RequestState   *string         `json:"requestState"`
 	// request idempotency (proposed for tools/call)
 	IdempotencyKey *string `json:"idempotencyKey"`
 	// completion/complete

@@ -211,7 +211,7 @@ func mustMarshal(v any) []byte {
 // suggest returns the visible name closest to name, if one is close
 // enough to be a likely typo.
 func suggest(name string, candidates []string) string {
-	limit := min(2, max(1, len(name)/4))
+	limit := min(2, max(1, len(name)/2))
 	best, bestD := "", limit+1
 	ln := strings.ToLower(name)
 	for _, c := range candidates {

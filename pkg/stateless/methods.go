@@ -248,11 +248,11 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b reqstat
 			}
 		}
 		if len(res.Content) == 0 {
-			j, err := json.Marshal(res.StructuredContent)
+			j, err := marshalText(res.StructuredContent)
 			if err != nil {
 				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
 			}
-			res.Content = []Content{Text(string(j))}
+			res.Content = []Content{Text(j)}
 		}
 	}
 	if res.Content == nil {
@@ -442,4 +442,15 @@ func (x *exchange) complete(ctx context.Context) *Response {
 		res.Completion.HasMore = true
 	}
 	return x.result(res, &resultFields{})
+}
+
+// marshalText is JSON for a text block: compact, without HTML escaping.
+func marshalText(v any) (string, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", err
+	}
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
 }

@@ -1,7 +1,9 @@
 package stateless
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -142,23 +144,68 @@ type Content struct {
 	Meta        Meta              `json:"_meta,omitempty"`
 }
 
-// MarshalJSON keeps a text block's "text" even when empty, as the schema
-// requires it.
+// MarshalJSON writes the members each block type has: "text" on a text
+// block even when empty, "data" on image and audio blocks. It is written
+// by hand because content blocks are on every tool result's path.
 func (c Content) MarshalJSON() ([]byte, error) {
-	type plain Content
-	if c.Type == "text" && c.Text == "" {
-		return json.Marshal(struct {
-			plain
-			Text string `json:"text"`
-		}{plain(c), ""})
+	b := make([]byte, 0, 32+len(c.Text)+len(c.Data)*4/3)
+	b = append(b, `{"type":`...)
+	b = appendString(b, c.Type)
+	switch c.Type {
+	case "text":
+		b = append(b, `,"text":`...)
+		b = appendString(b, c.Text)
+	case "image", "audio":
+		b = append(b, `,"data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, c.Data)
+		b = append(b, '"')
+	default:
+		if c.Text != "" {
+			b = append(b, `,"text":`...)
+			b = appendString(b, c.Text)
+		}
+		if c.Data != nil {
+			b = append(b, `,"data":"`...)
+			b = base64.StdEncoding.AppendEncode(b, c.Data)
+			b = append(b, '"')
+		}
 	}
-	if (c.Type == "image" || c.Type == "audio") && len(c.Data) == 0 {
-		return json.Marshal(struct {
-			plain
-			Data string `json:"data"`
-		}{plain(c), ""})
+	for _, f := range [...]struct{ k, v string }{
+		{"mimeType", c.MIMEType}, {"uri", c.URI}, {"name", c.Name}, {"title", c.Title}, {"description", c.Description},
+	} {
+		if f.v != "" {
+			b = append(b, ',', '"')
+			b = append(b, f.k...)
+			b = append(b, '"', ':')
+			b = appendString(b, f.v)
+		}
 	}
-	return json.Marshal(plain(c))
+	if c.Size != nil {
+		b = append(b, `,"size":`...)
+		b = strconv.AppendInt(b, *c.Size, 10)
+	}
+	for _, f := range [...]struct {
+		k  string
+		v  any
+		ok bool
+	}{
+		{"resource", c.Resource, c.Resource != nil},
+		{"annotations", c.Annotations, c.Annotations != nil},
+		{"_meta", c.Meta, len(c.Meta) > 0},
+	} {
+		if !f.ok {
+			continue
+		}
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, ',', '"')
+		b = append(b, f.k...)
+		b = append(b, '"', ':')
+		b = append(b, v...)
+	}
+	return append(b, '}'), nil
 }
 
 // Text is a text content block.
