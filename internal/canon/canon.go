@@ -118,13 +118,28 @@ func appendNumber(dst []byte, lit string) ([]byte, error) {
 		if f == math.Trunc(f) {
 			return strconv.AppendInt(dst, int64(f), 10), nil
 		}
-		return strconv.AppendFloat(dst, f, 'g', -1, 64), nil
+		return appendExp(dst, strconv.FormatFloat(f, 'g', -1, 64)), nil
 	}
 	// Outside float64's exact range: keep the literal's digits, with the
 	// exponent marker and sign in one spelling. (big.Rat would normalise
 	// further, but parsing 1e999999999 exactly is a denial of service.)
 	lit = strings.Replace(strings.ToLower(lit), "e+", "e", 1)
 	return append(dst, lit...), nil
+}
+
+// appendExp appends a formatted float with its exponent written as
+// ECMAScript does: 1e-7, 1e21 (Go writes 1e-07, 1e+21).
+func appendExp(dst []byte, s string) []byte {
+	i := strings.IndexByte(s, 'e')
+	if i < 0 {
+		return append(dst, s...)
+	}
+	dst = append(dst, s[:i+1]...)
+	exp := s[i+1:]
+	if exp[0] == '-' {
+		dst = append(dst, '-')
+	}
+	return append(dst, strings.TrimLeft(exp, "+-0")...)
 }
 
 func compareUTF16(a, b string) int {

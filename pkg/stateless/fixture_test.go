@@ -46,7 +46,7 @@ func newFixture(t testing.TB, opts *stateless.Options) *fixture {
 		Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
 			f.echoRan.Add(1)
-			return nil, echoOut{Text: in.Text}, nil
+			return nil, echoOut(in), nil
 		})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Description: "Add two integers."},
 		func(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, addOut, error) {

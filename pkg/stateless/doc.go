@@ -1,0 +1,80 @@
+// Package stateless serves the Model Context Protocol, revision
+// 2026-07-28, from one stateless HTTP endpoint: every request carries its
+// protocol version and client capabilities in params._meta, so any
+// instance of a fleet (any Lambda invocation) can answer any request, and
+// nothing is kept between requests.
+//
+// Register tools, resources, resource templates, prompts and a completion
+// handler on a [Server], then serve it with [Server.ServeHTTP], an
+// [HTTPHandler] (which identifies callers), or [Server.Handle] from any
+// other transport, such as an API Gateway event adapter.
+//
+//	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, nil)
+//	stateless.AddTool(srv, &stateless.Tool{Name: "echo", Description: "Echo text."},
+//		func(ctx context.Context, req *stateless.ToolRequest, in EchoIn) (*stateless.CallToolResult, EchoOut, error) {
+//			return nil, EchoOut{Text: in.Text}, nil
+//		})
+//	http.Handle("/mcp", srv)
+//
+// # The path of one request
+//
+// Each step is one small function, and each refusal is one value of the
+// taxonomy in package errors, which decides its JSON-RPC code, HTTP status
+// and error.data:
+//
+//  1. Transport: POST only (405 with Allow: POST); Origin checked against
+//     the allow-list, loopback origins allowed on a loopback host, no
+//     Origin allowed (403); Content-Type application/json (415); an
+//     Accept that admits JSON (406); the body size limit (413).
+//  2. Message: exactly one JSON-RPC request or notification. Unparsable
+//     JSON is -32700; batches, responses and malformed envelopes are
+//     -32600, all with HTTP 400 and a JSON-RPC error body. A notification
+//     is answered 202 with no body.
+//  3. Era: a request whose _meta carries a protocol version is modern. One
+//     without is legacy if it is initialize, or if its
+//     MCP-Protocol-Version header is absent or names a served legacy
+//     revision; with a modern header it is a malformed modern request.
+//  4. _meta: protocolVersion must be a string and clientCapabilities an
+//     object (-32602, HTTP 400).
+//  5. Headers: MCP-Protocol-Version must equal the _meta version, Mcp-Method
+//     the method, Mcp-Name the tool or prompt name or the resource URI,
+//     each after trimming white space and decoding the =?base64?...?= form
+//     (-32020, HTTP 400).
+//  6. Version: a revision this server does not serve is -32022 with
+//     data {supported, requested}, HTTP 400.
+//  7. Method: unknown, removed (initialize, ping, logging/setLevel,
+//     resources/subscribe on the modern wire) or not advertised is -32601,
+//     HTTP 404.
+//  8. Params: the method's params must have its shape (-32602); for
+//     tools/call, Mcp-Param-* headers from x-mcp-header annotations must
+//     match the arguments (-32020).
+//  9. Request state: on a multi-round-trip retry, requestState is opened
+//     and checked against the request (principal, method, target, a
+//     canonical digest of the arguments, expiry) before any handler runs.
+//     Every failure is the same -32602.
+//  10. Arguments are validated against the tool's input schema; a failure
+//     is an isError result the model can correct.
+//  11. The handler runs. Its result is decorated: resultType, the server's
+//     identity in _meta, and cache hints where the spec requires them. An
+//     [InputRequired] becomes an input_required result, after checking
+//     that the client declared every capability its input requests need
+//     (-32021 otherwise).
+//  12. Progress and log notifications the handler emitted, if the request
+//     asked for them, are sent first, as a server-sent event stream that
+//     ends with the response.
+//
+// # Legacy clients
+//
+// Clients of revisions 2025-03-26 to 2025-11-25 are served on the same
+// endpoint without sessions: initialize is answered with the client's
+// version if served, else 2025-11-25 (never 2026-07-28), no session id is
+// minted, notifications/initialized is accepted, and results carry none of
+// the 2026-only members. What needs a server-to-client request is not
+// possible statelessly and is not offered to legacy clients: elicitation,
+// sampling and roots (a tool that needs input answers a legacy client with
+// an isError result saying it needs revision 2026-07-28), and anything
+// sent on a standalone GET stream (list-changed and resource-updated
+// notifications; GET is answered 405). logging/setLevel is accepted but
+// cannot be remembered; legacy requests get log messages at
+// [Options.LegacyLogLevel].
+package stateless
