@@ -114,10 +114,11 @@ func (x *exchange) transportChecks() *mcperr.Error {
 	if !x.s.originAllowed(r.Header.Get("Origin"), r.Host) {
 		return mcperr.New(mcperr.ForbiddenOrigin)
 	}
-	ct := r.Header.Get("Content-Type")
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil || mt != "application/json" {
-		return mcperr.New(mcperr.UnsupportedMediaType)
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return mcperr.New(mcperr.UnsupportedMediaType)
+		}
 	}
 	json, sse := acceptable(r.Header.Values("Accept"))
 	if !json {
@@ -134,6 +135,9 @@ func (x *exchange) transportChecks() *mcperr.Error {
 // a server-sent event stream. No Accept header admits both.
 func acceptable(vals []string) (jsonOK, sseOK bool) {
 	if len(vals) == 0 {
+		return true, true
+	}
+	if len(vals) == 1 && (vals[0] == "application/json, text/event-stream" || vals[0] == "text/event-stream, application/json") {
 		return true, true
 	}
 	for _, v := range vals {

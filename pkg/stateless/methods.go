@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 )
 
 // preEncoded is a result the server assembled as JSON itself; it is
@@ -197,22 +196,18 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	} else if k, _, ok := headerValue(x.r.Header, headerIdempotencyKey); ok {
 		x.call.IdempotencyKey = k
 	}
-	b := binding(x.call.Principal, "tools/call", t.def.Name, args)
+	b := stateKey{x.call.Principal, "tools/call", t.def.Name, args}
 	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
-	var v any
-	if err := json.Unmarshal(args, &v); err != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
-	}
-	if err := t.input.Validate(v); err != nil {
+	if err := t.input.validate(args); err != nil {
 		return x.toolFailure(mcperr.NewInvalidArguments(err.Error()))
 	}
 	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
 	return x.toolOutcome(ctx, t, b, res, err)
 }
 
-func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b reqstate.Binding, res *CallToolResult, err error) *Response {
+func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
 	if err != nil {
 		var ir *InputRequired
 		var me *mcperr.Error
@@ -242,17 +237,20 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b reqstat
 		res = &CallToolResult{}
 	}
 	if res.StructuredContent != nil && !res.IsError {
+		// Marshal once: the same bytes are validated, sent as
+		// structuredContent, and mirrored in a text block.
+		raw, err := marshalCompact(res.StructuredContent)
+		if err != nil {
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
+		}
 		if t.output != nil {
-			if err := validateValue(t.output, res.StructuredContent); err != nil {
+			if err := t.output.validate(raw); err != nil {
 				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("tool %s: structured result does not match its output schema: %w", t.def.Name, err)))
 			}
 		}
+		res.StructuredContent = json.RawMessage(raw)
 		if len(res.Content) == 0 {
-			j, err := marshalText(res.StructuredContent)
-			if err != nil {
-				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
-			}
-			res.Content = []Content{Text(j)}
+			res.Content = []Content{Text(string(raw))}
 		}
 	}
 	if res.Content == nil {
@@ -285,18 +283,6 @@ func (x *exchange) errorResult(text string) *Response {
 // form of a tool failure ([mcperr.ToolFailure]).
 const MetaToolFailure = "io.github.serverless-mcp/failure"
 
-func validateValue(r interface{ Validate(any) error }, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	var generic any
-	if err := json.Unmarshal(b, &generic); err != nil {
-		return err
-	}
-	return r.Validate(generic)
-}
-
 func (x *exchange) getPrompt(ctx context.Context) *Response {
 	d, p := x.d, &x.d.params
 	if p.Name == nil {
@@ -321,7 +307,7 @@ func (x *exchange) getPrompt(ctx context.Context) *Response {
 	if e := x.inputResponses(); e != nil {
 		return x.refuse(d.id, e)
 	}
-	b := binding(x.call.Principal, "prompts/get", pr.def.Name, p.Arguments)
+	b := stateKey{x.call.Principal, "prompts/get", pr.def.Name, p.Arguments}
 	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
@@ -349,7 +335,7 @@ func (x *exchange) inputResponses() *mcperr.Error {
 }
 
 // nonToolInput maps the error of a prompt or resource handler.
-func (x *exchange) nonToolInput(ctx context.Context, b reqstate.Binding, err error) *Response {
+func (x *exchange) nonToolInput(ctx context.Context, b stateKey, err error) *Response {
 	var ir *InputRequired
 	if errors.As(err, &ir) {
 		if x.legacy {
@@ -392,7 +378,7 @@ func (x *exchange) readResource(ctx context.Context) *Response {
 	if e := x.inputResponses(); e != nil {
 		return x.refuse(d.id, e)
 	}
-	b := binding(x.call.Principal, "resources/read", uri, nil)
+	b := stateKey{x.call.Principal, "resources/read", uri, nil}
 	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
@@ -444,13 +430,13 @@ func (x *exchange) complete(ctx context.Context) *Response {
 	return x.result(res, &resultFields{})
 }
 
-// marshalText is JSON for a text block: compact, without HTML escaping.
-func marshalText(v any) (string, error) {
+// marshalCompact is compact JSON without HTML escaping.
+func marshalCompact(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		return "", err
+		return nil, err
 	}
-	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -97,7 +97,7 @@ func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any
 
 // inputRequiredResult renders ir for the client: capability-gated, with
 // the state sealed under the request's binding.
-func (s *Server) inputRequiredResult(ctx context.Context, c *Call, b reqstate.Binding, ir *InputRequired) (map[string]any, *mcperr.Error) {
+func (s *Server) inputRequiredResult(ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
 	if len(ir.Requests) == 0 && ir.State == nil {
 		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
 	}
@@ -116,7 +116,7 @@ func (s *Server) inputRequiredResult(ctx context.Context, c *Call, b reqstate.Bi
 		out["inputRequests"] = ir.Requests
 	}
 	if ir.State != nil {
-		tok, err := s.sealer.Seal(ctx, b, ir.State)
+		tok, err := s.sealer.Seal(ctx, k.binding(), ir.State)
 		if err != nil {
 			if reqstate.IsInvalid(err) {
 				return nil, mcperr.Wrap(mcperr.Internal, err)
@@ -128,17 +128,24 @@ func (s *Server) inputRequiredResult(ctx context.Context, c *Call, b reqstate.Bi
 	return out, nil
 }
 
-// binding returns the request-state binding of a request.
-func binding(principal, method, target string, args json.RawMessage) reqstate.Binding {
-	return reqstate.Binding{Principal: principal, Method: method, Target: target, ArgsDigest: canon.Digest(args)}
+// stateKey names the request a state belongs to. Its binding, which
+// digests the arguments, is computed only when a state is sealed or
+// opened: most requests have none.
+type stateKey struct {
+	principal, method, target string
+	args                      json.RawMessage
+}
+
+func (k stateKey) binding() reqstate.Binding {
+	return reqstate.Binding{Principal: k.principal, Method: k.method, Target: k.target, ArgsDigest: canon.Digest(k.args)}
 }
 
 // openState opens the state of a retry before any handler runs.
-func (s *Server) openState(ctx context.Context, c *Call, b reqstate.Binding, token *string) *mcperr.Error {
+func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *string) *mcperr.Error {
 	if token == nil {
 		return nil
 	}
-	st, err := s.sealer.Open(ctx, b, *token)
+	st, err := s.sealer.Open(ctx, k.binding(), *token)
 	if err != nil {
 		if reqstate.IsInvalid(err) {
 			return mcperr.Wrap(mcperr.TamperedState, err)
@@ -147,4 +154,9 @@ func (s *Server) openState(ctx context.Context, c *Call, b reqstate.Binding, tok
 	}
 	c.state, c.hasState = st, true
 	return nil
+}
+
+// binding returns the request-state binding of a request.
+func binding(principal, method, target string, args json.RawMessage) reqstate.Binding {
+	return stateKey{principal, method, target, args}.binding()
 }

@@ -63,8 +63,8 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *ToolRequest, i
 type registeredTool struct {
 	def     Tool
 	handler ToolHandler
-	input   *jsonschema.Resolved
-	output  *jsonschema.Resolved // nil: no output schema
+	input   *schemaValidator
+	output  *schemaValidator // nil: no output schema
 	encoded []byte               // the tool as listed
 	params  []paramHeader        // x-mcp-header annotations
 }
@@ -168,7 +168,7 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 	if in.Schema().Type != "object" {
 		return nil, fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
 	}
-	rt.input = in
+	rt.input = newSchemaValidator(in)
 	rt.def.InputSchema = raw
 	if rt.params, err = headerParams(in.Schema()); err != nil {
 		return nil, fmt.Errorf("stateless: tool %q: %w", t.Name, err)
@@ -178,7 +178,7 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
 		}
-		rt.output = out
+		rt.output = newSchemaValidator(out)
 		rt.def.OutputSchema = raw
 	}
 	if rt.encoded, err = json.Marshal(&rt.def); err != nil {

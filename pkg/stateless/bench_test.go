@@ -1,0 +1,67 @@
+package stateless_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// benchServer is the benchmark's server: the trivial echo tool of the
+// comparison with the peers (bench/ module), and nothing else.
+func benchServer() *stateless.Server {
+	s := stateless.NewServer(stateless.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: "Echo text."},
+		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
+			return nil, echoOut(in), nil
+		})
+	return s
+}
+
+func benchHTTP(b *testing.B, method, name, body string) {
+	s := benchServer()
+	h := modernHeaders(method, name)
+	payload := []byte(body)
+	// Check the answer before timing it.
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(payload))
+	r.Header = h.Clone()
+	s.ServeHTTP(rec, r)
+	if rec.Code != 200 || bytes.Contains(rec.Body.Bytes(), []byte(`"error"`)) {
+		b.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(payload))
+		r.Header = h
+		s.ServeHTTP(rec, r)
+	}
+}
+
+func BenchmarkHTTPToolsList(b *testing.B) {
+	benchHTTP(b, "tools/list", "", req("1", "tools/list", withMeta("")))
+}
+
+func BenchmarkHTTPToolsCall(b *testing.B) {
+	benchHTTP(b, "tools/call", "echo", req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"}`)))
+}
+
+// BenchmarkHandleToolsCall is the call without net/http: the path a
+// Lambda event adapter takes.
+func BenchmarkHandleToolsCall(b *testing.B) {
+	s := benchServer()
+	r := &stateless.Request{Method: http.MethodPost, Header: modernHeaders("tools/call", "echo"),
+		Body: []byte(req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"}`)))}
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp := s.Handle(context.Background(), r); resp.Status != 200 {
+			b.Fatal(resp.Status)
+		}
+	}
+}

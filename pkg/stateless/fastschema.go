@@ -1,0 +1,394 @@
+package stateless
+
+import (
+	"encoding/json"
+	"errors"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// flatSchema validates the common shape of tool schemas — an object of
+// primitive, optionally nullable properties, with required members and
+// perhaps no additional properties — directly on the JSON bytes, without
+// decoding them into Go values. Every tool call validates its arguments
+// and most validate a structured result, and a general validator that
+// walks decoded maps costs several times the whole rest of the call.
+//
+// A schema that uses anything else is validated by jsonschema-go; the two
+// agree on every schema flatSchema accepts (see the differential fuzz
+// test).
+type flatSchema struct {
+	props      map[string]flatProp // at most 64, each with its index
+	required   []string
+	closed     bool // additionalProperties: false
+	nRequired  int
+	requiredIx map[string]int
+}
+
+type flatProp struct {
+	index    int
+	kind     byte // 's' string, 'i' integer, 'n' number, 'b' boolean
+	nullable bool
+	enum     []string // string enum, nil for none
+}
+
+// compileFlat returns a flatSchema for s, or nil if s uses anything
+// beyond the flat subset.
+func compileFlat(s *jsonschema.Schema) *flatSchema {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	var root map[string]json.RawMessage
+	if json.Unmarshal(raw, &root) != nil {
+		return nil
+	}
+	f := &flatSchema{props: map[string]flatProp{}, requiredIx: map[string]int{}}
+	for k, v := range root {
+		switch k {
+		case "type":
+			if string(v) != `"object"` {
+				return nil
+			}
+		case "title", "description", "$comment":
+		case "$schema":
+			if string(v) != `"https://json-schema.org/draft/2020-12/schema"` {
+				return nil
+			}
+		case "required":
+			if json.Unmarshal(v, &f.required) != nil {
+				return nil
+			}
+		case "additionalProperties":
+			if string(v) != "false" {
+				return nil
+			}
+			f.closed = true
+		case "properties":
+			var props map[string]json.RawMessage
+			if json.Unmarshal(v, &props) != nil {
+				return nil
+			}
+			if len(props) > 64 {
+				return nil
+			}
+			for name, ps := range props {
+				p, ok := compileFlatProp(ps)
+				if !ok {
+					return nil
+				}
+				p.index = len(f.props)
+				f.props[name] = p
+			}
+		default:
+			return nil
+		}
+	}
+	if _, ok := root["type"]; !ok {
+		return nil
+	}
+	for i, r := range f.required {
+		if _, dup := f.requiredIx[r]; dup {
+			return nil
+		}
+		f.requiredIx[r] = i
+	}
+	f.nRequired = len(f.required)
+	if f.nRequired > 64 {
+		return nil
+	}
+	return f
+}
+
+func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return flatProp{}, false
+	}
+	var p flatProp
+	hasType := false
+	for k, v := range m {
+		switch k {
+		case "title", "description", "$comment", "x-mcp-header", "default", "examples", "deprecated", "readOnly", "writeOnly":
+		case "type":
+			var one string
+			var many []string
+			switch {
+			case json.Unmarshal(v, &one) == nil:
+				many = []string{one}
+			case json.Unmarshal(v, &many) == nil:
+			default:
+				return p, false
+			}
+			for _, t := range many {
+				if t == "null" {
+					p.nullable = true
+					continue
+				}
+				if hasType {
+					return p, false // two non-null types
+				}
+				hasType = true
+				switch t {
+				case "string":
+					p.kind = 's'
+				case "integer":
+					p.kind = 'i'
+				case "number":
+					p.kind = 'n'
+				case "boolean":
+					p.kind = 'b'
+				default:
+					return p, false
+				}
+			}
+			if !hasType {
+				return p, false
+			}
+		case "enum":
+			if json.Unmarshal(v, &p.enum) != nil || p.enum == nil {
+				return p, false
+			}
+		default:
+			return p, false
+		}
+	}
+	if !hasType || (p.enum != nil && (p.kind != 's' || p.nullable)) {
+		return p, false
+	}
+	return p, true
+}
+
+var errFlatFallback = errors.New("flat schema cannot decide")
+
+// validate checks the JSON object in data. It returns errFlatFallback for
+// input it does not decide on its own (escaped keys or strings where the
+// decoded text matters); data must be syntactically valid JSON.
+func (f *flatSchema) validate(data []byte) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return errors.New("arguments must be an object")
+	}
+	var seen, seenProps uint64
+	i = skipSpace(data, i+1)
+	if i < len(data) && data[i] == '}' {
+		return f.checkRequired(seen)
+	}
+	for i < len(data) {
+		// Key.
+		if data[i] != '"' {
+			return errFlatFallback
+		}
+		end, escaped := scanString(data, i)
+		key := data[i+1 : end-1]
+		if escaped || !utf8.Valid(key) {
+			return errFlatFallback // the decoded key is not the bytes
+		}
+		i = skipSpace(data, end)
+		i = skipSpace(data, i+1) // ':'
+		vStart := i
+		i = skipValue(data, i)
+		value := data[vStart:i]
+
+		p, known := f.props[string(key)]
+		if known {
+			if seenProps&(1<<p.index) != 0 {
+				return errFlatFallback // a repeated key: the decoder keeps the last
+			}
+			seenProps |= 1 << p.index
+			if err := p.check(value); err != nil {
+				if err == errFlatFallback {
+					return err
+				}
+				return errors.New("property " + strconv.Quote(string(key)) + ": " + err.Error())
+			}
+		} else if f.closed {
+			return errors.New("unexpected property " + strconv.Quote(string(key)))
+		}
+		if ix, ok := f.requiredIx[string(key)]; ok {
+			seen |= 1 << ix
+		}
+		i = skipSpace(data, i)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+			continue
+		}
+		break
+	}
+	return f.checkRequired(seen)
+}
+
+func (f *flatSchema) checkRequired(seen uint64) error {
+	if f.nRequired == 0 || seen == (uint64(1)<<f.nRequired)-1 {
+		return nil
+	}
+	for i, r := range f.required {
+		if seen&(1<<i) == 0 {
+			return errors.New("missing required property " + strconv.Quote(r))
+		}
+	}
+	return nil
+}
+
+func (p flatProp) check(v []byte) error {
+	if len(v) == 0 {
+		return errors.New("empty value")
+	}
+	if v[0] == 'n' {
+		if p.nullable {
+			return nil
+		}
+		return errors.New("null is not allowed")
+	}
+	switch p.kind {
+	case 's':
+		if v[0] != '"' {
+			return errors.New("want a string")
+		}
+		if p.enum != nil {
+			end, escaped := scanString(v, 0)
+			s := v[1 : end-1]
+			if escaped || !utf8.Valid(s) {
+				return errFlatFallback
+			}
+			for _, e := range p.enum {
+				if e == string(s) {
+					return nil
+				}
+			}
+			return errors.New("value is not one of the allowed values")
+		}
+		return nil
+	case 'b':
+		if v[0] != 't' && v[0] != 'f' {
+			return errors.New("want a boolean")
+		}
+		return nil
+	case 'n', 'i':
+		if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+			return errors.New("want a number")
+		}
+		if !finiteLiteral(v) {
+			return errFlatFallback // the decoder refuses what float64 cannot hold
+		}
+		if p.kind == 'i' && !isIntegerLiteral(v) {
+			return errors.New("want an integer")
+		}
+		return nil
+	}
+	return errFlatFallback
+}
+
+// isIntegerLiteral reports whether a JSON number is an integer in JSON
+// Schema's sense: its value has no fractional part (so 2.0 is one).
+func isIntegerLiteral(v []byte) bool {
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			f, err := strconv.ParseFloat(string(v), 64)
+			return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+		}
+	}
+	return true
+}
+
+// finiteLiteral reports whether a JSON number surely fits a float64:
+// no exponent and fewer digits than the largest float64 has.
+func finiteLiteral(v []byte) bool {
+	if len(v) > 300 {
+		return false
+	}
+	for _, c := range v {
+		if c == 'e' || c == 'E' {
+			f, err := strconv.ParseFloat(string(v), 64)
+			return err == nil && !math.IsInf(f, 0)
+		}
+	}
+	return true
+}
+
+func skipSpace(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanString returns the index just past the string starting at d[i]
+// (a quote), and whether it contains escapes.
+func scanString(d []byte, i int) (int, bool) {
+	escaped := false
+	for j := i + 1; j < len(d); j++ {
+		switch d[j] {
+		case '\\':
+			escaped = true
+			j++
+		case '"':
+			return j + 1, escaped
+		}
+	}
+	return len(d), escaped
+}
+
+// skipValue returns the index just past the JSON value starting at d[i].
+func skipValue(d []byte, i int) int {
+	if i >= len(d) {
+		return i
+	}
+	switch d[i] {
+	case '"':
+		end, _ := scanString(d, i)
+		return end
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(d); j++ {
+			switch d[j] {
+			case '"':
+				end, _ := scanString(d, j)
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(d)
+	default:
+		j := i
+		for j < len(d) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ' ' && d[j] != '\t' && d[j] != '\n' && d[j] != '\r' {
+			j++
+		}
+		return j
+	}
+}
+
+// schemaValidator validates JSON bytes against a tool schema, on the flat
+// fast path when the schema allows it.
+type schemaValidator struct {
+	flat     *flatSchema
+	resolved *jsonschema.Resolved
+}
+
+func newSchemaValidator(r *jsonschema.Resolved) *schemaValidator {
+	return &schemaValidator{flat: compileFlat(r.Schema()), resolved: r}
+}
+
+// validate checks data, which must be valid JSON.
+func (v *schemaValidator) validate(data []byte) error {
+	if v.flat != nil {
+		err := v.flat.validate(data)
+		if err != errFlatFallback {
+			return err
+		}
+	}
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		return err
+	}
+	return v.resolved.Validate(generic)
+}
