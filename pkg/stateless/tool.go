@@ -65,8 +65,8 @@ type registeredTool struct {
 	handler ToolHandler
 	input   *schemaValidator
 	output  *schemaValidator // nil: no output schema
-	encoded []byte               // the tool as listed
-	params  []paramHeader        // x-mcp-header annotations
+	encoded []byte           // the tool as listed
+	params  []paramHeader    // x-mcp-header annotations
 }
 
 // paramHeader is one input property mirrored into an Mcp-Param-* header.
