@@ -433,3 +433,10 @@ func handlerError(ctx context.Context, err error) *mcperr.Error {
 	}
 	return mcperr.NewHandlerFailed(err.Error(), err)
 }
+
+// Refusal returns the response that refuses a request with e, for a
+// transport that rejects a request before it can be handed to Handle (an
+// event whose body does not decode, say). The response carries no id.
+func (s *Server) Refusal(e *mcperr.Error) *Response {
+	return (&exchange{s: s, o: &Outcome{}}).refuse(nil, e)
+}

@@ -1,0 +1,293 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// The demo is a small note book: the patterns a fork needs, each in one
+// tool. Adding a tool is one function with typed input and output, and
+// one AddTool line in register.
+type demo struct {
+	notes NoteStore
+}
+
+// register adds the demo's tools, resources and prompt to srv.
+func (d *demo) register(srv *stateless.Server) {
+	stateless.AddTool(srv, searchTool, d.search)
+	stateless.AddTool(srv, addTool, d.add)
+	stateless.AddTool(srv, deleteTool, d.delete)
+	stateless.AddTool(srv, digestTool, d.digest)
+	srv.AddResource(readme, d.readReadme)
+	srv.AddResourceTemplate(noteTemplate, d.readNote)
+	srv.AddPrompt(summarizePrompt, d.summarize)
+	srv.SetCompletionHandler(d.complete)
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// notes_search: a read-only tool.
+
+var searchTool = &stateless.Tool{
+	Name:        "notes_search",
+	Title:       "Search notes",
+	Description: "Lists your notes whose text contains the query (all notes when the query is empty).",
+	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+}
+
+type searchIn struct {
+	Query string `json:"query,omitempty" jsonschema:"text to look for, case-insensitive"`
+}
+
+type searchOut struct {
+	Notes []Note `json:"notes"`
+}
+
+func (d *demo) search(ctx context.Context, req *stateless.ToolRequest, in searchIn) (*stateless.CallToolResult, searchOut, error) {
+	all, err := d.notes.List(ctx, req.Principal)
+	if err != nil {
+		return nil, searchOut{}, mcperr.NewRetryLater(0, err)
+	}
+	out := searchOut{Notes: []Note{}}
+	q := strings.ToLower(in.Query)
+	for _, n := range all {
+		if strings.Contains(strings.ToLower(n.Text), q) {
+			out.Notes = append(out.Notes, n)
+		}
+	}
+	return nil, out, nil
+}
+
+// notes_add: a side-effecting tool.
+
+var addTool = &stateless.Tool{
+	Name:        "notes_add",
+	Title:       "Add a note",
+	Description: "Adds a note and returns its id. Send an idempotency key to make retries safe.",
+	Annotations: &stateless.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+}
+
+type addIn struct {
+	Text string `json:"text" jsonschema:"the note, at most 4000 characters"`
+}
+
+type addOut struct {
+	ID string `json:"id"`
+}
+
+func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, addOut, error) {
+	switch {
+	case strings.TrimSpace(in.Text) == "":
+		return nil, addOut{}, mcperr.NewInvalidArguments("text is empty")
+	case len([]rune(in.Text)) > 4000:
+		return nil, addOut{}, mcperr.NewInvalidArguments("text is longer than 4000 characters")
+	}
+	n, err := d.notes.Add(ctx, req.Principal, in.Text)
+	if err != nil {
+		return nil, addOut{}, mcperr.NewRetryLater(0, err)
+	}
+	return nil, addOut{ID: n.ID}, nil
+}
+
+// notes_delete: a tool that asks the user to confirm (multi-round trip).
+
+var deleteTool = &stateless.Tool{
+	Name:        "notes_delete",
+	Title:       "Delete a note",
+	Description: "Deletes a note after the user confirms it.",
+	Annotations: &stateless.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+}
+
+type deleteIn struct {
+	ID string `json:"id" jsonschema:"the note's id, as notes_search or notes_add gave it"`
+}
+
+type deleteOut struct {
+	Deleted bool `json:"deleted"`
+}
+
+const confirmKey = "confirm"
+
+func (d *demo) delete(ctx context.Context, req *stateless.ToolRequest, in deleteIn) (*stateless.CallToolResult, deleteOut, error) {
+	if !validNoteID(in.ID) {
+		return nil, deleteOut{}, mcperr.NewNotFound("no note with that id")
+	}
+	answer, ok := req.ElicitResult(confirmKey)
+	if _, asked := req.State(); !asked || !ok {
+		// First round, or the client came back without an answer: ask,
+		// showing the note when there is one. Like rm -i, the question
+		// comes first; whether the note exists is settled on delete.
+		what := "the note " + in.ID
+		if n, err := d.notes.Get(ctx, req.Principal, in.ID); err == nil {
+			what = fmt.Sprintf("the note %q", preview(n.Text))
+		}
+		return nil, deleteOut{}, &stateless.InputRequired{
+			Requests: map[string]stateless.InputRequest{confirmKey: stateless.ElicitForm(
+				"Delete "+what+"?",
+				map[string]any{
+					"type":       "object",
+					"properties": map[string]any{"confirm": map[string]any{"type": "boolean", "title": "Delete it"}},
+					"required":   []string{"confirm"},
+				})},
+			State: []byte("asked"),
+		}
+	}
+	if !answer.Accepted() || answer.Content["confirm"] != true {
+		return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("The user kept the note.")}}, deleteOut{}, nil
+	}
+	if err := d.notes.Delete(ctx, req.Principal, in.ID); errors.Is(err, ErrNoNote) {
+		return nil, deleteOut{}, mcperr.NewNotFound("no note with that id")
+	} else if err != nil {
+		return nil, deleteOut{}, mcperr.NewRetryLater(0, err)
+	}
+	return nil, deleteOut{Deleted: true}, nil
+}
+
+func preview(s string) string {
+	r := []rune(s)
+	if len(r) > 60 {
+		return string(r[:57]) + "..."
+	}
+	return s
+}
+
+// notes_digest: a tool that reports progress.
+
+var digestTool = &stateless.Tool{
+	Name:        "notes_digest",
+	Title:       "Count words in notes",
+	Description: "Counts the words in every note, reporting progress note by note.",
+	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+}
+
+type digestOut struct {
+	Notes int `json:"notes"`
+	Words int `json:"words"`
+}
+
+func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, digestOut, error) {
+	all, err := d.notes.List(ctx, req.Principal)
+	if err != nil {
+		return nil, digestOut{}, mcperr.NewRetryLater(0, err)
+	}
+	out := digestOut{Notes: len(all)}
+	for i, n := range all {
+		out.Words += len(strings.Fields(n.Text))
+		req.Progress(float64(i+1), float64(len(all)), "counted a note")
+	}
+	req.Log(stateless.LevelInfo, "notes_digest", fmt.Sprintf("counted %d words in %d notes", out.Words, out.Notes))
+	return nil, out, nil
+}
+
+// Resources.
+
+var readme = &stateless.Resource{
+	URI:         "notes://readme",
+	Name:        "readme",
+	Title:       "About this note book",
+	Description: "How to use the note book tools.",
+	MIMEType:    "text/markdown",
+}
+
+const readmeText = `# Note book
+
+- notes_add adds a note (send an idempotency key to make retries safe);
+- notes_search lists notes;
+- notes_delete deletes one after you confirm;
+- notes_digest counts words, reporting progress.
+
+Each note is also a resource: notes://note/{id}.
+`
+
+func (d *demo) readReadme(ctx context.Context, req *stateless.ResourceRequest) (*stateless.ReadResourceResult, error) {
+	return &stateless.ReadResourceResult{
+		Contents: []stateless.ResourceContents{{URI: readme.URI, MIMEType: readme.MIMEType, Text: readmeText}},
+		Cache:    &stateless.CacheHint{TTL: time.Hour}, // it changes with deployments only
+	}, nil
+}
+
+var noteTemplate = &stateless.ResourceTemplate{
+	URITemplate: "notes://note/{id}",
+	Name:        "note",
+	Title:       "A note",
+	Description: "One of your notes, by id.",
+	MIMEType:    "text/plain",
+}
+
+func (d *demo) readNote(ctx context.Context, req *stateless.ResourceRequest) (*stateless.ReadResourceResult, error) {
+	id := req.Vars["id"]
+	if !validNoteID(id) {
+		return nil, mcperr.NewUnknownResource(req.URI)
+	}
+	n, err := d.notes.Get(ctx, req.Principal, id)
+	if errors.Is(err, ErrNoNote) {
+		return nil, mcperr.NewUnknownResource(req.URI)
+	} else if err != nil {
+		return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+	}
+	return &stateless.ReadResourceResult{Contents: []stateless.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: n.Text}}}, nil
+}
+
+// Prompt and completion.
+
+var summarizePrompt = &stateless.Prompt{
+	Name:        "summarize_notes",
+	Title:       "Summarize my notes",
+	Description: "Asks the model to summarize your notes, optionally around a focus.",
+	Arguments:   []stateless.PromptArgument{{Name: "focus", Description: "what to focus on, such as todo or ideas"}},
+}
+
+func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*stateless.GetPromptResult, error) {
+	all, err := d.notes.List(ctx, req.Principal)
+	if err != nil {
+		return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+	}
+	var b strings.Builder
+	b.WriteString("Summarize these notes")
+	if f := req.Arguments["focus"]; f != "" {
+		fmt.Fprintf(&b, ", focusing on %s", f)
+	}
+	b.WriteString(":\n")
+	for _, n := range all {
+		fmt.Fprintf(&b, "- %s\n", n.Text)
+	}
+	if len(all) == 0 {
+		b.WriteString("(there are no notes yet)\n")
+	}
+	return &stateless.GetPromptResult{
+		Description: "Summary of your notes",
+		Messages:    []stateless.PromptMessage{{Role: "user", Content: stateless.Text(b.String())}},
+	}, nil
+}
+
+var focusValues = []string{"decisions", "ideas", "meetings", "people", "todo"}
+
+func (d *demo) complete(ctx context.Context, req *stateless.CompleteRequest) (*stateless.CompleteResult, error) {
+	var candidates []string
+	switch {
+	case req.RefType == "ref/prompt" && req.RefName == summarizePrompt.Name && req.Argument == "focus":
+		candidates = focusValues
+	case req.RefType == "ref/resource" && req.RefName == noteTemplate.URITemplate && req.Argument == "id":
+		all, err := d.notes.List(ctx, req.Principal)
+		if err != nil {
+			return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+		}
+		for _, n := range all {
+			candidates = append(candidates, n.ID)
+		}
+	}
+	res := &stateless.CompleteResult{}
+	for _, c := range candidates {
+		if strings.HasPrefix(c, req.Value) {
+			res.Completion.Values = append(res.Completion.Values, c)
+		}
+	}
+	res.Completion.Total = len(res.Completion.Values)
+	return res, nil
+}

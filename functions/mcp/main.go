@@ -1,0 +1,154 @@
+// Command mcp is the deployable MCP endpoint: inside AWS Lambda it serves
+// API Gateway (HTTP API and REST) and function URL events; anywhere else
+// it is a local HTTP server on MCP_ADDR (default 127.0.0.1:8080) at /mcp,
+// with embedded defaults and no configuration needed.
+//
+// The demo it serves is a note book (demo.go): fork it and put your own
+// tools in its place.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "mcp:", err)
+		os.Exit(1)
+	}
+}
+
+// run starts the endpoint in the mode the environment calls for.
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	cfg, err := LoadConfig(getenv)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	srv, err := newServer(cfg, logger)
+	if err != nil {
+		return err
+	}
+	if cfg.InLambda {
+		lambda.StartWithOptions(&apigw.Handler{Server: srv}, lambda.WithContext(ctx))
+		return nil
+	}
+	return serveLocal(ctx, cfg, srv, logger, stdout)
+}
+
+// newServer builds the demo server from the configuration.
+func newServer(cfg *Config, logger *slog.Logger) (*stateless.Server, error) {
+	sealer, err := newSealer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv := stateless.NewServer(stateless.Implementation{
+		Name:    "mcp-lambda-demo",
+		Title:   "Note book",
+		Version: version,
+	}, &stateless.Options{
+		Instructions:   "A note book: add, search, digest and delete notes. Notes belong to the caller.",
+		AllowedOrigins: cfg.AllowedOrigins,
+		Sealer:         sealer,
+		Observe:        logRequest(logger),
+	})
+	(&demo{notes: newMemoryNotes()}).register(srv)
+	return srv, nil
+}
+
+func newSealer(cfg *Config) (reqstate.Sealer, error) {
+	opts := &reqstate.LocalOptions{TTL: cfg.StateTTL}
+	if cfg.StateKey != nil {
+		return reqstate.NewLocalKey(cfg.StateKey, opts)
+	}
+	return reqstate.NewLocal(nil, opts), nil
+}
+
+// logRequest logs one line per request: never arguments, tokens or state.
+func logRequest(logger *slog.Logger) func(context.Context, *stateless.Outcome) {
+	return func(ctx context.Context, o *stateless.Outcome) {
+		attrs := make([]slog.Attr, 0, 9)
+		if lc, ok := lambdacontext.FromContext(ctx); ok {
+			attrs = append(attrs, slog.String("request_id", lc.AwsRequestID))
+		}
+		if id := apigw.RequestID(ctx); id != "" {
+			attrs = append(attrs, slog.String("gateway_request_id", id))
+		}
+		attrs = append(attrs,
+			slog.String("method", o.Method),
+			slog.Int("status", o.Status),
+			slog.Float64("duration_ms", float64(o.Duration.Microseconds())/1000),
+		)
+		if o.Target != "" {
+			attrs = append(attrs, slog.String("tool", o.Target))
+		}
+		outcome, level := "ok", slog.LevelInfo
+		switch {
+		case o.Code != 0:
+			outcome = o.Kind
+			if o.Status >= 500 {
+				level = slog.LevelError
+			}
+			attrs = append(attrs, slog.Int("code", o.Code))
+		case o.Kind != "":
+			outcome = o.Kind // a tool failure shown to the model
+		}
+		attrs = append(attrs, slog.String("outcome", outcome))
+		if o.Err != nil {
+			attrs = append(attrs, slog.String("error", o.Err.Error()))
+		}
+		logger.LogAttrs(ctx, level, "request", attrs...)
+	}
+}
+
+// serveLocal serves /mcp over HTTP until ctx ends or SIGINT/SIGTERM.
+func serveLocal(ctx context.Context, cfg *Config, srv *stateless.Server, logger *slog.Logger, stdout io.Writer) error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", srv)
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stdout, "MCP endpoint: http://%s/mcp\n", ln.Addr())
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdown); err != nil {
+		return err
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,170 @@
+// Package rie runs a Lambda function binary under the AWS Lambda Runtime
+// Interface Emulator (aws-lambda-rie, what `sam local invoke` runs inside
+// its container) on loopback, and invokes it the way Lambda does. Tests,
+// `make invoke` and the conformance front use it; it is not part of the
+// deployed product.
+package rie
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Emulator is one running emulator with one function.
+type Emulator struct {
+	cmd    *exec.Cmd
+	url    string
+	client *http.Client
+	mu     sync.Mutex // the emulator serves one invocation at a time
+	log    *lockedWriter
+	done   chan error
+}
+
+// Options configure Start.
+type Options struct {
+	// RIE is the path of aws-lambda-rie.
+	RIE string
+	// Bootstrap is the path of the function binary.
+	Bootstrap string
+	// Env is added to the emulator's environment (KEY=VALUE).
+	Env []string
+	// Output, if set, receives the emulator's and the function's output;
+	// otherwise it is kept and returned by Log.
+	Output io.Writer
+}
+
+// Start starts the emulator on two free loopback ports and waits until it
+// accepts connections.
+func Start(ctx context.Context, o Options) (*Emulator, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	api := "127.0.0.1:" + strconv.Itoa(ports[0])
+	runtimeAPI := "127.0.0.1:" + strconv.Itoa(ports[1])
+	cmd := exec.Command(o.RIE, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, o.Bootstrap)
+	cmd.Env = append(os.Environ(), o.Env...)
+	e := &Emulator{cmd: cmd, url: "http://" + api + "/2015-03-31/functions/function/invocations",
+		client: &http.Client{Timeout: 60 * time.Second}, done: make(chan error, 1)}
+	if o.Output != nil {
+		cmd.Stdout, cmd.Stderr = o.Output, o.Output
+	} else {
+		e.log = &lockedWriter{w: &bytes.Buffer{}}
+		cmd.Stdout, cmd.Stderr = e.log, e.log
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("rie: starting %s: %w", o.RIE, err)
+	}
+	go func() { e.done <- cmd.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", api, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return e, nil
+		}
+		select {
+		case err := <-e.done:
+			return nil, fmt.Errorf("rie: emulator exited before listening: %v", err)
+		case <-ctx.Done():
+			e.Stop()
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			e.Stop()
+			return nil, errors.New("rie: emulator did not listen within 10s")
+		}
+	}
+}
+
+// Invoke sends one invocation payload and returns the function's
+// response payload.
+func (e *Emulator) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("rie: invoke: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("rie: reading the response: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("rie: invoke answered %d: %s", resp.StatusCode, body)
+	}
+	return body, nil
+}
+
+// Log returns what the emulator and the function printed, when Output
+// was not set.
+func (e *Emulator) Log() string {
+	if e.log == nil {
+		return ""
+	}
+	e.log.mu.Lock()
+	defer e.log.mu.Unlock()
+	return e.log.w.(*bytes.Buffer).String()
+}
+
+// Stop ends the emulator and the function.
+func (e *Emulator) Stop() error {
+	if e.cmd.Process == nil {
+		return nil
+	}
+	_ = e.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-e.done:
+	case <-time.After(3 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.done
+	}
+	return nil
+}
+
+// freePorts returns n distinct free TCP ports on 127.0.0.1.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var lns []net.Listener
+	defer func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("rie: finding a free port: %w", err)
+		}
+		lns = append(lns, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

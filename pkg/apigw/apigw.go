@@ -1,0 +1,263 @@
+// Package apigw serves a [stateless.Server] to AWS Lambda invocations from
+// API Gateway HTTP APIs (payload format 2.0), REST API proxy integrations
+// (payload format 1.0) and Lambda function URLs.
+//
+// It is kept apart from the protocol core so that the core never imports
+// Lambda types: this package turns an event into a [stateless.Request] —
+// method, headers with canonical names (gateways lower-case them; REST
+// APIs also send multi-value headers), the base64-decoded body, the host,
+// and the caller's principal from the request context's authorizer — and
+// the [stateless.Response] back into the event's response shape.
+//
+// [Handler] implements lambda.Handler on raw payloads, so one function
+// serves all three event shapes without reflection.
+package apigw
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// Kind is the shape of an event.
+type Kind uint8
+
+// The event shapes served.
+const (
+	Unknown     Kind = iota
+	HTTPAPI          // API Gateway HTTP API, payload format 2.0
+	REST             // API Gateway REST API proxy integration, payload format 1.0
+	FunctionURL      // Lambda function URL (payload format 2.0)
+)
+
+func (k Kind) String() string {
+	switch k {
+	case HTTPAPI:
+		return "http-api"
+	case REST:
+		return "rest"
+	case FunctionURL:
+		return "function-url"
+	}
+	return "unknown"
+}
+
+// event is the union of the three request shapes, decoded in one pass.
+type event struct {
+	Version           string              `json:"version"`
+	HTTPMethod        string              `json:"httpMethod"` // 1.0
+	Headers           map[string]string   `json:"headers"`
+	MultiValueHeaders map[string][]string `json:"multiValueHeaders"` // 1.0
+	Cookies           []string            `json:"cookies"`           // 2.0
+	Body              string              `json:"body"`
+	IsBase64Encoded   bool                `json:"isBase64Encoded"`
+	RequestContext    struct {
+		RequestID  string `json:"requestId"`
+		DomainName string `json:"domainName"`
+		HTTPMethod string `json:"httpMethod"` // 1.0
+		HTTP       struct {
+			Method string `json:"method"`
+		} `json:"http"` // 2.0
+		Identity struct {
+			UserArn string `json:"userArn"`
+		} `json:"identity"` // 1.0 IAM
+		Authorizer json.RawMessage `json:"authorizer"`
+	} `json:"requestContext"`
+}
+
+// Request is an event turned into a protocol request.
+type Request struct {
+	Kind      Kind
+	RequestID string // API Gateway's request id, for logs
+	*stateless.Request
+}
+
+// ErrNotHTTP is returned for a payload that is none of the served event
+// shapes: a direct invocation with some other payload. The function fails
+// the invocation rather than guessing.
+var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function URL event")
+
+// Decode turns an event payload into a request.
+func Decode(payload []byte) (*Request, error) {
+	var ev event
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrNotHTTP, err)
+	}
+	r := &Request{Request: &stateless.Request{}}
+	switch {
+	case ev.Version == "2.0" && ev.RequestContext.HTTP.Method != "":
+		r.Kind = HTTPAPI
+		if strings.Contains(ev.RequestContext.DomainName, ".lambda-url.") {
+			r.Kind = FunctionURL
+		}
+		r.Method = ev.RequestContext.HTTP.Method
+	case ev.HTTPMethod != "":
+		r.Kind = REST
+		r.Method = ev.HTTPMethod
+	default:
+		return nil, ErrNotHTTP
+	}
+	r.RequestID = ev.RequestContext.RequestID
+	r.Header = make(http.Header, len(ev.Headers)+len(ev.MultiValueHeaders)+1)
+	for k, v := range ev.Headers {
+		r.Header[http.CanonicalHeaderKey(k)] = []string{v}
+	}
+	// Multi-value headers carry every value; they win over the single-value
+	// map, which holds only the last.
+	for k, vs := range ev.MultiValueHeaders {
+		if len(vs) > 0 {
+			r.Header[http.CanonicalHeaderKey(k)] = vs
+		}
+	}
+	if len(ev.Cookies) > 0 {
+		r.Header["Cookie"] = []string{strings.Join(ev.Cookies, "; ")}
+	}
+	r.Host = r.Header.Get("Host")
+	if r.Host == "" {
+		r.Host = ev.RequestContext.DomainName
+	}
+	if ev.IsBase64Encoded {
+		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		if err != nil {
+			return nil, fmt.Errorf("apigw: body marked base64 does not decode: %w", err)
+		}
+		r.Body = b
+	} else {
+		r.Body = []byte(ev.Body)
+	}
+	r.Principal = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity.UserArn)
+	return r, nil
+}
+
+// authorizer is the union of the authorizer contexts.
+type authorizer struct {
+	// HTTP API and function URL (2.0).
+	JWT *struct {
+		Claims map[string]any `json:"claims"`
+	} `json:"jwt"`
+	IAM *struct {
+		UserArn string `json:"userArn"`
+	} `json:"iam"`
+	Lambda map[string]any `json:"lambda"`
+	// REST API (1.0): a Cognito user pool authorizer's claims, or a Lambda
+	// authorizer's principal.
+	Claims      map[string]any `json:"claims"`
+	PrincipalID string         `json:"principalId"`
+}
+
+// principal names the caller as the gateway's authorizer established it:
+// a JWT's subject (HTTP API JWT authorizer, REST Cognito authorizer), an
+// IAM caller's ARN, or a Lambda authorizer's principal. "" when the
+// route has no authorizer.
+func principal(k Kind, raw json.RawMessage, restIAM string) string {
+	var a authorizer
+	if len(raw) > 0 && json.Unmarshal(raw, &a) != nil {
+		return ""
+	}
+	switch {
+	case a.JWT != nil && str(a.JWT.Claims["sub"]) != "":
+		return str(a.JWT.Claims["sub"])
+	case a.IAM != nil && a.IAM.UserArn != "":
+		return a.IAM.UserArn
+	case str(a.Lambda["principalId"]) != "":
+		return str(a.Lambda["principalId"])
+	case str(a.Lambda["sub"]) != "":
+		return str(a.Lambda["sub"])
+	case str(a.Claims["sub"]) != "":
+		return str(a.Claims["sub"])
+	case a.PrincipalID != "":
+		return a.PrincipalID
+	case k == REST && restIAM != "":
+		return restIAM
+	}
+	return ""
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// response is the response payload of all three shapes. REST APIs read
+// multiValueHeaders as well; the 2.0 shapes ignore it, so it is sent to
+// REST only.
+type response struct {
+	StatusCode        int                 `json:"statusCode"`
+	Headers           map[string]string   `json:"headers,omitempty"`
+	MultiValueHeaders map[string][]string `json:"multiValueHeaders,omitempty"`
+	Body              string              `json:"body"`
+	IsBase64Encoded   bool                `json:"isBase64Encoded"`
+}
+
+// Encode turns a response into the response payload for an event of kind
+// k. Bodies are JSON or an event stream, both text, so never base64.
+func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
+	out := response{StatusCode: resp.Status, Body: string(resp.Body)}
+	if len(resp.Header) > 0 {
+		out.Headers = make(map[string]string, len(resp.Header))
+		for name, vs := range resp.Header {
+			out.Headers[name] = strings.Join(vs, ", ")
+		}
+		if k == REST {
+			out.MultiValueHeaders = resp.Header
+		}
+	}
+	return json.Marshal(out)
+}
+
+// Handler serves a stateless.Server to Lambda. It implements
+// lambda.Handler.
+type Handler struct {
+	Server *stateless.Server
+}
+
+// Invoke implements lambda.Handler. The context carries the invocation's
+// deadline, which the request inherits.
+func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	r, err := Decode(payload)
+	if err != nil {
+		if errors.Is(err, ErrNotHTTP) {
+			return nil, err
+		}
+		// A gateway event whose body cannot be read is the client's
+		// fault: answer it as a malformed body.
+		return Encode(kindOf(payload), h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
+	}
+	ctx = WithRequestID(ctx, r.RequestID)
+	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
+}
+
+func kindOf(payload []byte) Kind {
+	var peek struct {
+		Version    string `json:"version"`
+		HTTPMethod string `json:"httpMethod"`
+	}
+	_ = json.Unmarshal(payload, &peek)
+	if peek.HTTPMethod != "" {
+		return REST
+	}
+	return HTTPAPI
+}
+
+type requestIDKey struct{}
+
+// WithRequestID returns a context carrying the gateway's request id.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	if id == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the gateway request id in ctx, or "".
+func RequestID(ctx context.Context) string {
+	s, _ := ctx.Value(requestIDKey{}).(string)
+	return s
+}
