@@ -6,11 +6,15 @@
 // idempotency claims are fingerprinted by one; a client that re-serialises
 // its arguments between retries must not be taken for a different request.
 //
-// The form: objects with keys sorted by their UTF-16 code units (as RFC
-// 8785 does), no insignificant white space, strings as encoding/json writes
-// them without HTML escaping, and numbers in the shortest form that parses
-// back to the same float64 when they are within float64's exact range, or
-// their literal text (with a normalised exponent) when they are not.
+// The form, after RFC 8785: objects with keys sorted by their UTF-16 code
+// units, no insignificant white space, strings as encoding/json writes
+// them without HTML escaping, and every number as its float64 value —
+// integers below 10^21 in full, others in the shortest form that parses
+// back to the same float64 — because that is what a JavaScript or Python
+// client re-serialises: 12345678901234567890 comes back as
+// 12345678901234567000 and is the same argument. Only numbers beyond
+// float64's range keep their literal text (no JSON peer holds them as
+// numbers).
 package canon
 
 import (
@@ -29,7 +33,7 @@ import (
 // Absent and null arguments are the empty object: a tool call without
 // arguments and one with {} are the same call.
 func Append(dst, src []byte) ([]byte, error) {
-	src = bytes.TrimSpace(src)
+	src = bytes.Trim(src, " \t\r\n")
 	if len(src) == 0 || string(src) == "null" {
 		return append(dst, "{}"...), nil
 	}
@@ -39,7 +43,7 @@ func Append(dst, src []byte) ([]byte, error) {
 	if err := d.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canon: %w", err)
 	}
-	if d.More() {
+	if len(bytes.Trim(src[d.InputOffset():], " \t\r\n")) > 0 {
 		return nil, fmt.Errorf("canon: trailing data after the JSON value")
 	}
 	return appendValue(dst, v)
@@ -109,22 +113,21 @@ func appendString(dst []byte, s string) []byte {
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
 }
 
-// maxExact is 2^53: integers beyond it do not survive float64.
-const maxExact = 1 << 53
-
 func appendNumber(dst []byte, lit string) ([]byte, error) {
 	f, err := strconv.ParseFloat(lit, 64)
-	if err == nil && !math.IsInf(f, 0) && math.Abs(f) <= maxExact {
-		if f == math.Trunc(f) {
-			return strconv.AppendInt(dst, int64(f), 10), nil
-		}
-		return appendExp(dst, strconv.FormatFloat(f, 'g', -1, 64)), nil
+	if err != nil || math.IsInf(f, 0) {
+		// Beyond float64's range: no JSON peer can hold it as a number,
+		// so keep the literal, in one spelling of its exponent.
+		lit = strings.Replace(strings.ToLower(lit), "e+", "e", 1)
+		return append(dst, lit...), nil
 	}
-	// Outside float64's exact range: keep the literal's digits, with the
-	// exponent marker and sign in one spelling. (big.Rat would normalise
-	// further, but parsing 1e999999999 exactly is a denial of service.)
-	lit = strings.Replace(strings.ToLower(lit), "e+", "e", 1)
-	return append(dst, lit...), nil
+	if f == 0 {
+		return append(dst, '0'), nil // -0 too
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
+		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
+	}
+	return appendExp(dst, strconv.FormatFloat(f, 'g', -1, 64)), nil
 }
 
 // appendExp appends a formatted float with its exponent written as

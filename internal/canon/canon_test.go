@@ -8,7 +8,8 @@ func TestAppend(t *testing.T) {
 		{`null`, `{}`},
 		{` { "b" : 1 , "a" : [ true , null , "x" ] } `, `{"a":[true,null,"x"],"b":1}`},
 		{`{"n":1.0,"m":1e2,"k":-0,"f":0.5,"e":1E-7}`, `{"e":1e-7,"f":0.5,"k":0,"m":100,"n":1}`},
-		{`{"big":12345678901234567890123}`, `{"big":12345678901234567890123}`},
+		{`{"big":12345678901234567890123}`, `{"big":1.2345678901234568e22}`},
+		{`{"big":12345678901234567890}`, `{"big":12345678901234567000}`},
 		{`{"big":1E+400}`, `{"big":1e400}`},
 		{`{"s":"\u0041\u00e9<>&\/"}`, `{"s":"Aé<>&/"}`},
 		{`{"\u00e9":1,"z":2,"é":3}`, `{"z":2,"é":3}`},
@@ -39,6 +40,9 @@ func TestDigestIgnoresEncoding(t *testing.T) {
 	}
 	if a == Digest([]byte(`{"to":"bob","amount":11}`)) {
 		t.Error("different arguments digest the same")
+	}
+	if Digest([]byte(`{"n":12345678901234567890}`)) != Digest([]byte(`{"n":1.2345678901234567e19}`)) {
+		t.Error("a big integer re-serialised as a double digests differently")
 	}
 	if Digest(nil) != Digest([]byte(`{}`)) {
 		t.Error("absent arguments differ from {}")

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -135,6 +136,10 @@ func (l *Local) Open(_ context.Context, b Binding, token string) ([]byte, error)
 	}
 	if len(token) > l.maxTokenLen() {
 		return nil, fmt.Errorf("%w: too long", ErrInvalid)
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		// The decoder skips CR and LF; a token is exactly what was issued.
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(localPrefix):])
 	if err != nil {

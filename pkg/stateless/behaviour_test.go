@@ -488,3 +488,35 @@ func TestConcurrentRegistrationAndServing(t *testing.T) {
 	}
 	<-done
 }
+
+// TestCaseVariantArgumentsCannotBypassTheSchema: a schema that allows
+// extra properties checks "amount"; encoding/json would decode "AMOUNT"
+// into the same field. The call is refused before the handler runs.
+func TestCaseVariantArgumentsCannotBypassTheSchema(t *testing.T) {
+	type payIn struct {
+		Amount string `json:"amount"`
+		Memo   struct {
+			Note string `json:"note"`
+		} `json:"memo"`
+	}
+	s := stateless.NewServer(stateless.Implementation{Name: "pay", Version: "1"}, nil)
+	ran := 0
+	stateless.AddTool(s, &stateless.Tool{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"string","maxLength":3}}}`)},
+		func(ctx context.Context, req *stateless.ToolRequest, in payIn) (*stateless.CallToolResult, any, error) {
+			ran++
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text(in.Amount)}}, nil, nil
+		})
+	for _, args := range []string{`{"amount":"1","AMOUNT":"1000000"}`, `{"AMOUNT":"1000000"}`, `{"amount":"1","memo":{"NOTE":"x"}}`, `{"amount":"1","\u0041mount":"9999"}`} {
+		r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":`+args))).Body)
+		if r.Result["isError"] != true {
+			t.Errorf("%s: %v", args, r.Result)
+		}
+	}
+	if ran != 0 {
+		t.Errorf("the handler ran %d times", ran)
+	}
+	r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"12","other":1}`))).Body)
+	if r.Result["isError"] == true || ran != 1 {
+		t.Errorf("a proper call was refused: %v", r.Result)
+	}
+}

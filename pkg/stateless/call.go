@@ -63,7 +63,7 @@ func (c *Call) InputResponse(key string) (json.RawMessage, bool) {
 // false when there is no answer or it is not an ElicitResult.
 func (c *Call) ElicitResult(key string) (*ElicitResult, bool) {
 	raw, ok := c.inputResponses[key]
-	if !ok {
+	if !ok || elicitResultGuard.check(raw) != nil {
 		return nil, false
 	}
 	var r ElicitResult

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -76,12 +77,34 @@ type decoded struct {
 	method    string
 	params    params
 	paramsErr error // params present but not of the union's shape
+	metaErr   error // _meta has a case-variant key
 	hasParams bool
+}
+
+// Guards against case-variant keys (see keyGuard) for the envelope, the
+// params union, _meta and the client capabilities. They are derived from
+// the types once and never change.
+var (
+	envelopeGuard = newKeyGuard(reflect.TypeFor[message]())
+	paramsGuard   = func() *keyGuard {
+		g := newKeyGuard(reflect.TypeFor[params]())
+		g.fields["_meta"] = nil // checked on its own, for its own error
+		return g
+	}()
+	metaGuard         = newKeyGuard(reflect.TypeFor[requestMeta]())
+	capabilitiesGuard = newKeyGuard(reflect.TypeFor[ClientCapabilities]())
+	elicitResultGuard = newKeyGuard(reflect.TypeFor[ElicitResult]())
+)
+
+// trimJSONSpace trims the four white-space bytes JSON allows, and only
+// those: a body that starts with a vertical tab or U+00A0 is not JSON.
+func trimJSONSpace(b []byte) []byte {
+	return bytes.Trim(b, " \t\r\n")
 }
 
 // decodeMessage reads exactly one JSON-RPC request or notification.
 func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
-	body = bytes.TrimSpace(body)
+	body = trimJSONSpace(body)
 	if len(body) == 0 {
 		return nil, mcperr.New(mcperr.ParseError)
 	}
@@ -116,6 +139,14 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 	if validID(m.ID) {
 		d.id = m.ID
 	}
+	if envelopeGuard.check(body) != nil {
+		// Echo only an id spelled exactly "id".
+		d.id = nil
+		if id := rawMember(body, "id"); validID(id) {
+			d.id = id
+		}
+		return d, mcperr.Wrap(mcperr.InvalidRequest, errCaseVariant)
+	}
 	if m.Method == nil {
 		if m.Result != nil || m.Error != nil {
 			return d, mcperr.New(mcperr.ResponseRejected)
@@ -129,11 +160,18 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		return d, mcperr.New(mcperr.InvalidRequest)
 	}
 	d.method = *m.Method
-	if p := bytes.TrimSpace(m.Params); len(p) > 0 && string(p) != "null" {
-		if p[0] != '{' {
+	if p := trimJSONSpace(m.Params); len(p) > 0 && string(p) != "null" {
+		switch {
+		case p[0] != '{':
 			d.paramsErr = errors.New("params is not an object")
-		} else if err := json.Unmarshal(p, &d.params); err != nil {
-			d.paramsErr = err
+		case paramsGuard.check(p) != nil:
+			d.paramsErr = errCaseVariant
+		default:
+			if err := json.Unmarshal(p, &d.params); err != nil {
+				d.paramsErr = err
+			} else if d.params.Meta != nil && metaGuard.check(rawMember(p, "_meta")) != nil {
+				d.metaErr = errCaseVariant
+			}
 		}
 		d.hasParams = true
 	}
@@ -149,7 +187,7 @@ func validID(raw json.RawMessage) bool {
 	}
 	switch c := raw[0]; {
 	case c == '"':
-		return true
+		return utf8.Valid(raw)
 	case c == '-' || c >= '0' && c <= '9':
 		return true
 	}
@@ -178,8 +216,40 @@ func jsonString(raw json.RawMessage) (string, bool) {
 }
 
 func isObject(raw json.RawMessage) bool {
-	raw = bytes.TrimSpace(raw)
+	raw = trimJSONSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
+}
+
+// rawMember returns the raw value of key in the JSON object obj, or nil.
+// obj must be valid JSON.
+func rawMember(obj []byte, key string) []byte {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil
+	}
+	i = skipSpace(obj, i+1)
+	var found []byte
+	for i < len(obj) && obj[i] == '"' {
+		end, escaped := scanString(obj, i)
+		k := obj[i+1 : end-1]
+		if escaped {
+			var u string
+			_ = json.Unmarshal(obj[i:end], &u)
+			k = []byte(u)
+		}
+		i = skipSpace(obj, end)
+		i = skipSpace(obj, i+1)
+		start := i
+		i = skipValue(obj, i)
+		if string(k) == key {
+			found = obj[start:i] // the last one wins, as in encoding/json
+		}
+		i = skipSpace(obj, i)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	return found
 }
 
 // parseInputResponses checks that inputResponses, when present, is an

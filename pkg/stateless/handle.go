@@ -228,6 +228,9 @@ func (x *exchange) request(ctx context.Context) *Response {
 	if d.paramsErr != nil && metaError(d.paramsErr) {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.paramsErr))
 	}
+	if d.metaErr != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.metaErr))
+	}
 	x.call.Principal = x.r.Principal
 	if x.call.Principal == "" {
 		x.call.Principal = Anonymous
@@ -268,6 +271,9 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	pv, ok := jsonString(meta.ProtocolVersion)
 	if !ok || !isObject(meta.ClientCapabilities) {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
+	}
+	if capabilitiesGuard.check(meta.ClientCapabilities) != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, errCaseVariant))
 	}
 	if !hvOK || hv != pv || !checkStandardHeaders(x.r.Header, d.method, targetName(d)) {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))

@@ -46,8 +46,13 @@ func headerValue(hdr http.Header, h string) (v string, present, ok bool) {
 func decodeHeaderValue(raw string) (string, bool) {
 	v := strings.Trim(raw, " \t")
 	if strings.HasPrefix(v, "=?base64?") && strings.HasSuffix(v, "?=") && len(v) >= len("=?base64??=") {
-		// Strict: padding is required and nothing but the alphabet is read.
-		b, err := base64.StdEncoding.Strict().DecodeString(v[len("=?base64?") : len(v)-2])
+		// Strict: padding is required, and nothing but the alphabet is
+		// read (the decoder itself would skip CR and LF).
+		inner := v[len("=?base64?") : len(v)-2]
+		if strings.ContainsAny(inner, "\r\n") {
+			return "", false
+		}
+		b, err := base64.StdEncoding.Strict().DecodeString(inner)
 		if err != nil {
 			return "", false
 		}

@@ -128,7 +128,13 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 		tt.OutputSchema = out
 	}
 	var rt *registeredTool
+	guard := newKeyGuard(reflect.TypeFor[In]())
 	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
+		if guard.check(req.Arguments) != nil {
+			// encoding/json would decode a case variant into a field the
+			// schema did not check under that name.
+			return nil, mcperr.NewInvalidArguments("argument names are case-sensitive; a name differs from a known one only in case")
+		}
 		var in In
 		if err := json.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, mcperr.NewInvalidArguments("arguments do not decode: " + err.Error())
