@@ -1,0 +1,63 @@
+package bench
+
+import (
+	"net/http/httptest"
+	"testing"
+)
+
+// benchCase measures every implementation answering c, as sub-benchmarks
+// impl=<name> so that benchstat can compare them (-col /impl). Each answer
+// is verified once before timing; an answer covered by a finding is
+// skipped, naming it.
+func benchCase(b *testing.B, c *Case) {
+	for _, im := range Impls {
+		b.Run("impl="+im.Name, func(b *testing.B) {
+			if f := FindingFor(im.Name, c); f != nil {
+				b.Skipf("finding %s: %s", f.ID, f.Summary)
+			}
+			h := im.New()
+			first := c.Do(h)
+			if err := c.Check(first); err != nil {
+				b.Fatalf("wrong answer, not measured: %v\n%s", err, first.Body)
+			}
+			want := first.Status
+			b.ReportAllocs()
+			for b.Loop() {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, c.NewRequest())
+				if w.Code != want {
+					b.Fatalf("status %d, want %d", w.Code, want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkDiscover measures server/discover.
+func BenchmarkDiscover(b *testing.B) { benchCase(b, Discover) }
+
+// BenchmarkToolsList measures tools/list of the two tools.
+func BenchmarkToolsList(b *testing.B) { benchCase(b, ToolsList) }
+
+// BenchmarkToolsCallEcho measures tools/call of echo with a 100-byte text.
+func BenchmarkToolsCallEcho(b *testing.B) { benchCase(b, ToolsCallEcho) }
+
+// BenchmarkToolsCallAdd measures tools/call of add.
+func BenchmarkToolsCallAdd(b *testing.B) { benchCase(b, ToolsCallAdd) }
+
+// BenchmarkUnsupportedVersion measures the refusal of a request for
+// protocol version 1999-01-01.
+func BenchmarkUnsupportedVersion(b *testing.B) { benchCase(b, Unsupported) }
+
+// BenchmarkHarness measures what every benchmark above pays besides the
+// server: a fresh request, a recorder and an empty 200 answer. Subtract it
+// to compare servers alone.
+func BenchmarkHarness(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		r := ToolsCallEcho.NewRequest()
+		w.WriteHeader(200)
+		_ = r
+	}
+}
