@@ -1,5 +1,7 @@
-# Make targets for the serverless MCP endpoint. `make test` installs what the
-# tests need (pinned) and runs everything; see README.md.
+# Make targets for the serverless MCP endpoint; see README.md.
+#
+#   make run      the endpoint on http://127.0.0.1:8080/mcp, no configuration
+#   make test     installs what the tests need (pinned), then runs them all
 
 SHELL := /bin/bash
 GO ?= go
@@ -8,22 +10,58 @@ export GOBIN := $(TOOLS)/bin
 export PATH := $(GOBIN):$(PATH)
 
 STATICCHECK_VERSION := v0.8.2
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
+RIE := $(GOBIN)/aws-lambda-rie
+
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+HOSTARCH := $(shell $(GO) env GOARCH)
+# How Lambda runs a Go function: static, no RPC shim, nothing to strip.
+BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -X main.version=$(VERSION)'
+
+EVENT ?= events/discover.json
 FUZZTIME ?= 20s
+MODULES := . interop bench deploy
 
-MODULES := . interop bench
-
-.PHONY: all test unit vet lint fmt tools fuzz bench clean
+.PHONY: all run build build-McpFunction invoke deploy test unit vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
+## run: the endpoint locally with embedded defaults
+run:
+	$(GO) run ./functions/mcp
+
+## build: Lambda binaries for arm64 (deployed) and amd64 (run here)
+build: build/arm64/bootstrap build/amd64/bootstrap sizes
+
+build/%/bootstrap: FORCE
+	GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $@ ./functions/mcp
+
+sizes:
+	@for f in build/*/bootstrap; do printf '%s\t%s bytes\n' "$$f" "$$(stat -c %s $$f)"; done
+
+## build-McpFunction: what `sam build` runs (BuildMethod: makefile)
+build-McpFunction:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/mcp
+
+## invoke: one event through the real binary under the Lambda runtime emulator
+invoke: tools build/$(HOSTARCH)/bootstrap
+	$(GO) run ./internal/rie/invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap -event $(EVENT)
+
+## deploy: build and deploy with the SAM CLI (asks for the stack's settings)
+deploy:
+	sam build && sam deploy --guided
+
 ## tools: install the pinned tools the tests use (idempotent)
-tools: $(GOBIN)/staticcheck
+tools: $(GOBIN)/staticcheck $(RIE)
 
 $(GOBIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## test: vet, lint and test every module, with the race detector
-test: tools vet lint unit
+$(RIE):
+	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+## test: vet, lint, build for both architectures, and test every module
+test: tools vet lint build unit
 
 unit:
 	@set -e; for m in $(MODULES); do \
@@ -41,12 +79,12 @@ lint: tools
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-## fuzz: run every fuzz target for FUZZTIME each
+## fuzz: every fuzz target for FUZZTIME each
 fuzz:
 	@set -e; for pkg in ./pkg/stateless ./pkg/reqstate ./internal/canon; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$pkg $$f"; \
-			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) $$pkg; \
+			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s $$pkg; \
 		done; \
 	done
 
@@ -55,4 +93,4 @@ bench:
 	cd bench && $(GO) run ./report
 
 clean:
-	rm -rf $(TOOLS)
+	rm -rf $(TOOLS) build .aws-sam

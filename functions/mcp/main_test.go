@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfig(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	c, err := LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.StateTTL != 10*time.Minute || c.StateKey != nil {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = LoadConfig(env(envRuntimeAPI, "127.0.0.1:9001", envLogLevel, "debug", envAllowedOrigins, " https://a.example , http://localhost:3000/ ",
+		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.StateKey) != 32 || c.StateTTL != 90*time.Second ||
+		strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
+		t.Errorf("parsed: %+v", c)
+	}
+	for _, bad := range [][2]string{
+		{envLogLevel, "loud"},
+		{envAllowedOrigins, "a.example"},
+		{envStateKey, "c2hvcnQ="},
+		{envStateKey, "not base64!"},
+		{envStateTTL, "forever"},
+		{envStateTTL, "-1s"},
+	} {
+		_, err := LoadConfig(env(bad[0], bad[1]))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%q: error %v does not name the variable", bad[0], bad[1], err)
+		}
+	}
+}
+
+// TestRunLocal starts the local mode on a free port, calls it, and shuts
+// it down as SIGINT would.
+func TestRunLocal(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, func(k string) string {
+			return map[string]string{envAddr: "127.0.0.1:0", envLogLevel: "error"}[k]
+		}, pw)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "MCP endpoint: ")
+	if !ok || !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.HasSuffix(url, "/mcp") {
+		t.Fatalf("first line %q", line)
+	}
+	go io.Copy(io.Discard, pr)
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "server/discover")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"mcp-lambda-demo"`) {
+		t.Errorf("%d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no graceful shutdown")
+	}
+}
+
+func TestRunRefusesBadConfig(t *testing.T) {
+	err := run(context.Background(), func(k string) string {
+		if k == envStateTTL {
+			return "soon"
+		}
+		return ""
+	}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), envStateTTL) {
+		t.Errorf("err = %v", err)
+	}
+}
