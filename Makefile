@@ -22,7 +22,7 @@ EVENT ?= events/discover.json
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy
 
-.PHONY: all run build build-McpFunction invoke deploy test unit vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction invoke deploy test unit integration stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -52,7 +52,15 @@ deploy:
 	sam build && sam deploy --guided
 
 ## tools: install the pinned tools the tests use (idempotent)
-tools: $(GOBIN)/staticcheck $(RIE)
+tools: $(GOBIN)/staticcheck $(RIE) tools/node_modules/.installed java
+
+tools/node_modules/.installed: tools/package.json tools/package-lock.json
+	cd tools && npm ci --no-audit --no-fund
+	touch $@
+
+# DynamoDB Local runs on Java; Debian's headless JRE where the machine has none.
+java:
+	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends default-jre-headless; }
 
 $(GOBIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -61,7 +69,26 @@ $(RIE):
 	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 ## test: vet, lint, build for both architectures, and test every module
-test: tools vet lint build unit
+test: tools vet lint build unit integration
+
+# Packages whose tests talk to DynamoDB Local (and local-kms): built
+# outside, run inside a network namespace that has only loopback, because
+# the emulators listen on every interface.
+INTEGRATION := ./pkg/claims
+
+## integration: the tests against the real emulators
+integration: tools
+	@set -e; for p in $(INTEGRATION); do \
+		bin=$(TOOLS)/$$(basename $$p).integration.test; \
+		$(GO) test -race -tags integration -c -o $$bin $$p; \
+		echo "== integration $$p"; \
+		(cd $$p && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1' $$bin); \
+	done
+
+## stress: the claim race, MCP_STRESS_TRIALS (default 1000) times
+stress: tools
+	$(GO) test -tags integration -c -o $(TOOLS)/claims.integration.test ./pkg/claims
+	cd pkg/claims && MCP_STRESS_TRIALS=$${MCP_STRESS_TRIALS:-1000} unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestRaceGoroutines -test.v' $(TOOLS)/claims.integration.test
 
 unit:
 	@set -e; for m in $(MODULES); do \

@@ -28,6 +28,15 @@ type Config struct {
 	// StateTTL is how long a multi-round-trip state stays valid
 	// (MCP_STATE_TTL, a Go duration).
 	StateTTL time.Duration
+	// ClaimsTable is the DynamoDB table of idempotency claims and notes
+	// (MCP_CLAIMS_TABLE). Unset: both are kept in memory, per instance.
+	ClaimsTable string
+	// StateKMSKey is the KMS key that roots request-state sealing
+	// (MCP_STATE_KMS_KEY: a key id, ARN or alias). Unset: MCP_STATE_KEY or
+	// a random per-process key.
+	StateKMSKey string
+	// Audience names this endpoint in sealed state (MCP_AUDIENCE).
+	Audience string
 }
 
 // Environment variable names.
@@ -38,6 +47,9 @@ const (
 	envAllowedOrigins = "MCP_ALLOWED_ORIGINS"
 	envStateKey       = "MCP_STATE_KEY"
 	envStateTTL       = "MCP_STATE_TTL"
+	envClaimsTable    = "MCP_CLAIMS_TABLE"
+	envStateKMSKey    = "MCP_STATE_KMS_KEY"
+	envAudience       = "MCP_AUDIENCE"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -83,5 +95,28 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		c.StateTTL = d
 	}
+	if v := getenv(envClaimsTable); v != "" {
+		if !validTableName(v) {
+			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", envClaimsTable, v)
+		}
+		c.ClaimsTable = v
+	}
+	c.StateKMSKey = strings.TrimSpace(getenv(envStateKMSKey))
+	if c.StateKMSKey != "" && c.StateKey != nil {
+		return nil, fmt.Errorf("set one of %s and %s, not both", envStateKMSKey, envStateKey)
+	}
+	c.Audience = getenv(envAudience)
 	return c, nil
+}
+
+func validTableName(s string) bool {
+	if len(s) < 3 || len(s) > 255 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -58,9 +59,23 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 
 // newServer builds the demo server from the configuration.
 func newServer(cfg *Config, logger *slog.Logger) (*stateless.Server, error) {
+	return newServerWith(cfg, logger, &awsClients{})
+}
+
+// newServerWith builds the server with the given (lazily made) AWS
+// clients.
+func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stateless.Server, error) {
 	sealer, err := newSealer(cfg)
 	if err != nil {
 		return nil, err
+	}
+	var store claims.Store = claims.NewMemory()
+	var notes NoteStore = newMemoryNotes()
+	if cfg.ClaimsTable != "" {
+		store = &lazyStore{aws: clients, table: cfg.ClaimsTable}
+		notes = &dynamoNotes{aws: clients, table: cfg.ClaimsTable}
+	} else if cfg.InLambda {
+		logger.Warn("no " + envClaimsTable + ": idempotency claims and notes are kept per instance")
 	}
 	srv := stateless.NewServer(stateless.Implementation{
 		Name:    "mcp-lambda-demo",
@@ -70,9 +85,10 @@ func newServer(cfg *Config, logger *slog.Logger) (*stateless.Server, error) {
 		Instructions:   "A note book: add, search, digest and delete notes. Notes belong to the caller.",
 		AllowedOrigins: cfg.AllowedOrigins,
 		Sealer:         sealer,
+		Idempotency:    claims.New(store, nil),
 		Observe:        logRequest(logger),
 	})
-	(&demo{notes: newMemoryNotes()}).register(srv)
+	(&demo{notes: notes}).register(srv)
 	return srv, nil
 }
 

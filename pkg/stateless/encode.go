@@ -211,3 +211,13 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// appendRawResult appends the response carrying an already encoded result
+// object.
+func appendRawResult(dst []byte, id, result json.RawMessage) []byte {
+	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
+	dst = append(dst, id...)
+	dst = append(dst, `,"result":`...)
+	dst = append(dst, result...)
+	return append(dst, '}')
+}

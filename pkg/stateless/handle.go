@@ -70,6 +70,12 @@ type exchange struct {
 	acceptsSSE bool
 	version    string
 	legacy     bool
+
+	// resultBytes is the result object of the response, for an
+	// idempotency claim to store; inputRequired marks it as a round that
+	// asked for input, which is not stored.
+	resultBytes   []byte
+	inputRequired bool
 }
 
 func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Response) {
@@ -397,6 +403,7 @@ func (x *exchange) result(v any, f *resultFields) *Response {
 	if err != nil {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("encoding result: %w", err)))
 	}
+	x.resultBytes = body[len(`{"jsonrpc":"2.0","id":`)+len(x.d.id)+len(`,"result":`) : len(body)-1]
 	return x.respond(body)
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -43,6 +44,7 @@ func (x *exchange) initialize() *Response {
 	}
 	x.version, x.o.Version = v, v
 	caps := x.reg.capabilities()
+	caps.Extensions = nil // a 2026-07-28 member
 	res := struct {
 		ProtocolVersion string             `json:"protocolVersion"`
 		Capabilities    ServerCapabilities `json:"capabilities"`
@@ -203,8 +205,53 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	if err := t.input.validate(args); err != nil {
 		return x.toolFailure(mcperr.NewInvalidArguments(err.Error()))
 	}
+	var ticket Ticket
+	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
+		replay, tk, refusal := idem.Begin(ctx, &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args})
+		if refusal != nil {
+			return x.refuse(d.id, refusal)
+		}
+		if replay != nil {
+			marked, err := markReplay(replay)
+			if err != nil {
+				return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
+			}
+			x.o.Kind = "replay"
+			return x.respond(appendRawResult(nil, d.id, marked))
+		}
+		ticket = tk
+		defer func() {
+			// A handler that panicked, or a path that left without a
+			// result, gives the claim up so a retry can run.
+			if ticket != nil {
+				x.finishClaim(ctx, ticket.Release)
+			}
+		}()
+	}
 	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
-	return x.toolOutcome(ctx, t, b, res, err)
+	resp := x.toolOutcome(ctx, t, b, res, err)
+	if ticket != nil {
+		if x.resultBytes != nil && !x.inputRequired {
+			result := x.resultBytes
+			x.finishClaim(ctx, func(ctx context.Context) error { return ticket.Complete(ctx, result) })
+		} else {
+			x.finishClaim(ctx, ticket.Release)
+		}
+		ticket = nil
+	}
+	return resp
+}
+
+// finishClaim completes or releases a claim even when the request's own
+// deadline has passed: the result exists and must be recorded, or the
+// claim must be freed. A failure is logged; the client still gets the
+// result of a tool that ran.
+func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := f(ctx); err != nil && x.o.Err == nil {
+		x.o.Err = fmt.Errorf("finishing the idempotency claim: %w", err)
+	}
 }
 
 func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
@@ -221,6 +268,7 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 			if e != nil {
 				return x.refuse(x.d.id, e)
 			}
+			x.inputRequired = true
 			return x.result(out, &resultFields{resultTyp: "input_required"})
 		case errors.As(err, &me):
 			return x.refuse(x.d.id, me)

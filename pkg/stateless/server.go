@@ -51,6 +51,10 @@ type Options struct {
 	// reason, never request contents. Default: discard.
 	Logger *slog.Logger
 
+	// Idempotency, if set, makes side-effecting tool calls exactly-once
+	// (see package claims). nil runs every call as it comes.
+	Idempotency Idempotency
+
 	// LegacyLogLevel is the least severe level of the log messages sent to
 	// clients of revisions before 2026-07-28, which set a level once per
 	// session with logging/setLevel; a stateless server cannot remember
@@ -119,7 +123,7 @@ func NewServer(info Implementation, opts *Options) *Server {
 		panic(fmt.Sprintf("stateless: server info does not marshal: %v", err))
 	}
 	s.serverInfoMeta = append([]byte(`"`+metaServerInfo+`":`), b...)
-	s.reg.Store(&registry{})
+	s.reg.Store(&registry{idempotency: s.opts.Idempotency != nil})
 	s.bufs.New = func() any { return new(buffer) }
 	return s
 }
@@ -133,6 +137,7 @@ type registry struct {
 	prompts   []*registeredPrompt
 	complete  CompletionHandler
 
+	idempotency     bool // side-effecting calls are claimed
 	toolsHidden     bool // some tool has a visibility rule
 	promptsHidden   bool
 	resourcesHidden bool
@@ -209,6 +214,9 @@ func (r *registry) capabilities() ServerCapabilities {
 	// Logging: notifications/message rides on a request's own response
 	// stream when the request's _meta asks for a level.
 	c.Logging = &struct{}{}
+	if r.idempotency {
+		c.Extensions = map[string]any{MetaIdempotency: map[string]any{}}
+	}
 	return c
 }
 

@@ -91,6 +91,16 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 }
 
 func (s *Server) addTool(rt *registeredTool) {
+	if s.opts.Idempotency != nil && !rt.def.ReadOnly() {
+		// Tell clients that this tool's calls take an idempotency key.
+		meta := Meta{}
+		for k, v := range rt.def.Meta {
+			meta[k] = v
+		}
+		meta[MetaIdempotency] = map[string]any{"byArguments": rt.def.IdempotentByArguments}
+		rt.def.Meta = meta
+		rt.encoded = mustMarshal(&rt.def)
+	}
 	s.update(func(r *registry) {
 		var ok bool
 		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })

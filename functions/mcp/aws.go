@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+)
+
+// awsClients creates the AWS SDK clients on first use, not at start: a
+// cold start that serves discover, a list or a read-only tool pays nothing
+// for them.
+type awsClients struct {
+	once   sync.Once
+	cfg    aws.Config
+	err    error
+	dynamo *dynamodb.Client
+	// configure lets tests point the clients at local emulators.
+	configure func(*aws.Config)
+}
+
+func (a *awsClients) load(ctx context.Context) error {
+	a.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		a.cfg, a.err = config.LoadDefaultConfig(ctx)
+		if a.err != nil {
+			a.err = fmt.Errorf("loading the AWS configuration: %w", a.err)
+			return
+		}
+		if a.configure != nil {
+			a.configure(&a.cfg)
+		}
+		a.dynamo = dynamodb.NewFromConfig(a.cfg)
+	})
+	return a.err
+}
+
+// lazyStore is a claims.Store whose DynamoDB client is made on the first
+// claim.
+type lazyStore struct {
+	aws   *awsClients
+	table string
+}
+
+func (l *lazyStore) store(ctx context.Context) (claims.Store, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %w", claims.ErrUnavailable, err)
+	}
+	return claims.NewDynamoDB(l.aws.dynamo, l.table), nil
+}
+
+func (l *lazyStore) Claim(ctx context.Context, c claims.Claim, now time.Time) (bool, *claims.Record, error) {
+	s, err := l.store(ctx)
+	if err != nil {
+		return false, nil, err
+	}
+	return s.Claim(ctx, c, now)
+}
+
+func (l *lazyStore) Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error {
+	s, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Complete(ctx, key, owner, response, oversize, expiresAt)
+}
+
+func (l *lazyStore) Release(ctx context.Context, key, owner string) error {
+	s, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Release(ctx, key, owner)
+}

@@ -1,0 +1,109 @@
+// Package claims makes side-effecting MCP tool calls exactly-once across
+// retries, across Lambda instances and across crashes, with idempotency
+// claims held in a shared store by conditional writes.
+//
+// A client that retries a tools/call — a lost stream, a timeout, a double
+// click — sends the same idempotency key (params.idempotencyKey, as
+// proposed for MCP in SEP-3182, or an Idempotency-Key header), or calls a
+// tool that declares its arguments to be its identity. The first call
+// claims the key: one conditional write that succeeds only if no live
+// claim or completed record holds it. It runs the tool and completes the
+// claim with the result, conditional on still owning it. Every other call
+// with the key gets, at once:
+//
+//   - the stored result, marked as a replay, once the first completed;
+//   - a retryable "in progress" refusal, with a retry-after hint, while
+//     the first one's lease is live;
+//   - a conflict refusal, if its tool or arguments differ from the first;
+//   - the claim, if the first one's lease lapsed without completing (its
+//     caller crashed or timed out): the tool runs again.
+//
+// If the store cannot be reached, the call fails closed: a retryable
+// refusal, and the tool does not run. Read-only tools make no claims.
+//
+// The one gap: a caller that crashes after the tool's effect but before
+// completing leaves a claim whose lease lapses, and a retry after that
+// runs the tool again. A tool closes the gap by making its effect
+// conditional on something the effect itself changes (see
+// docs/idempotency.md).
+package claims
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is the state of a claim record.
+type Status string
+
+// The statuses.
+const (
+	InProgress Status = "in_progress"
+	Completed  Status = "completed"
+)
+
+// Record is a claim as stored.
+type Record struct {
+	// Key identifies the claim: a digest of (principal, tool, key).
+	Key    string
+	Status Status
+	// Owner is the token of the caller that holds the claim; only it may
+	// complete or release it (fencing).
+	Owner string
+	// LeaseUntil is when an in-progress claim may be taken over.
+	LeaseUntil time.Time
+	// Fingerprint is a digest of the tool and its canonical arguments.
+	Fingerprint string
+	// Response is the stored result, once completed; nil if it was too
+	// large to keep (Oversize).
+	Response []byte
+	Oversize bool
+	// ExpiresAt is when the record is forgotten (the table's TTL).
+	ExpiresAt time.Time
+}
+
+// live reports whether r still holds its key at now: a completed record
+// until it expires, an in-progress one until its lease lapses. Expiry
+// counts in whole seconds and leases in milliseconds, as DynamoDB stores
+// them, so that every store agrees to the instant.
+func (r *Record) live(now time.Time) bool {
+	if now.Unix() >= r.ExpiresAt.Unix() {
+		return false
+	}
+	return r.Status == Completed || now.UnixMilli() < r.LeaseUntil.UnixMilli()
+}
+
+// Claim is one attempt to take a key.
+type Claim struct {
+	Key         string
+	Owner       string
+	Fingerprint string
+	LeaseUntil  time.Time
+	ExpiresAt   time.Time
+}
+
+// Store keeps claim records. Both implementations — DynamoDB and memory —
+// pass one contract test suite (claimstest).
+type Store interface {
+	// Claim takes c.Key for c.Owner, unless a live record holds it. It
+	// reports whether the claim was taken; when it was not, the record
+	// that holds the key.
+	Claim(ctx context.Context, c Claim, now time.Time) (taken bool, holder *Record, err error)
+	// Complete stores the response and marks the claim completed, if
+	// owner still holds it; otherwise ErrNotOwner.
+	Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error
+	// Release deletes an in-progress claim, if owner still holds it;
+	// otherwise ErrNotOwner.
+	Release(ctx context.Context, key, owner string) error
+}
+
+// ErrNotOwner means the caller's claim lapsed and another caller took it
+// over: it must not write the key's record.
+var ErrNotOwner = errors.New("claims: the claim is held by another caller")
+
+// ErrUnavailable wraps every failure to reach the store: unreachable,
+// throttled past the retries, timed out. Callers fail closed.
+var ErrUnavailable = errors.New("claims: store unavailable")
+
+func errorsJoin(errs ...error) error { return errors.Join(errs...) }

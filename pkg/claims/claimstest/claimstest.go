@@ -1,0 +1,188 @@
+// Package claimstest is the contract every claims.Store must meet. One
+// suite runs against the in-memory store and against DynamoDB (Local in
+// tests), so that both have exactly the same semantics.
+package claimstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+)
+
+// Run runs the contract against stores made by newStore; each test gets a
+// fresh store (or one whose keys do not collide with other tests').
+func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
+	t0 := time.Unix(1_900_000_000, 0)
+	ctx := context.Background()
+	var seq atomic.Int64
+	key := func() string { return fmt.Sprintf("claim#contract-%d-%d", time.Now().UnixNano(), seq.Add(1)) }
+	claim := func(k, owner string, now time.Time) claims.Claim {
+		return claims.Claim{Key: k, Owner: owner, Fingerprint: "fp-" + k, LeaseUntil: now.Add(30 * time.Second), ExpiresAt: now.Add(time.Hour)}
+	}
+
+	t.Run("first claim is taken, a second sees the holder", func(t *testing.T) {
+		s, k := newStore(t), key()
+		taken, holder, err := s.Claim(ctx, claim(k, "a", t0), t0)
+		if err != nil || !taken || holder != nil {
+			t.Fatalf("first: %v %v %v", taken, holder, err)
+		}
+		taken, holder, err = s.Claim(ctx, claim(k, "b", t0), t0.Add(time.Second))
+		if err != nil || taken {
+			t.Fatalf("second: %v %v", taken, err)
+		}
+		if holder.Owner != "a" || holder.Status != claims.InProgress || holder.Fingerprint != "fp-"+k ||
+			holder.LeaseUntil.UnixMilli() != t0.Add(30*time.Second).UnixMilli() {
+			t.Errorf("holder %+v", holder)
+		}
+	})
+
+	t.Run("completed claims replay their response", func(t *testing.T) {
+		s, k := newStore(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if err := s.Complete(ctx, k, "a", []byte(`{"ok":true}`), false, t0.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		// Long after the lease: a completed record still holds the key.
+		_, holder, err := s.Claim(ctx, claim(k, "b", t0), t0.Add(time.Hour))
+		if err != nil || holder == nil || holder.Status != claims.Completed || string(holder.Response) != `{"ok":true}` || holder.Oversize {
+			t.Fatalf("holder %+v %v", holder, err)
+		}
+	})
+
+	t.Run("oversize completion keeps no response", func(t *testing.T) {
+		s, k := newStore(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if err := s.Complete(ctx, k, "a", nil, true, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		_, holder, err := s.Claim(ctx, claim(k, "b", t0), t0)
+		if err != nil || holder == nil || !holder.Oversize || holder.Response != nil || holder.Status != claims.Completed {
+			t.Fatalf("holder %+v %v", holder, err)
+		}
+	})
+
+	t.Run("only the owner completes or releases", func(t *testing.T) {
+		s, k := newStore(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if err := s.Complete(ctx, k, "b", []byte(`{}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("complete by another: %v", err)
+		}
+		if err := s.Release(ctx, k, "b"); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("release by another: %v", err)
+		}
+		if err := s.Release(ctx, k, "a"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, k, "a"); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("second release: %v", err)
+		}
+		mustTake(t, s, claim(k, "c", t0), t0)
+		if err := s.Complete(ctx, k, "c", []byte(`{}`), false, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Release(ctx, k, "c"); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("release after completion: %v", err)
+		}
+		if err := s.Complete(ctx, k, "c", []byte(`{"again":1}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("second completion: %v", err)
+		}
+	})
+
+	t.Run("a lapsed lease is taken over and the late owner is fenced", func(t *testing.T) {
+		s, k := newStore(t), key()
+		c := claim(k, "a", t0)
+		c.LeaseUntil = t0.Add(time.Second)
+		mustTake(t, s, c, t0)
+		// Exactly at the lease end the claim is free.
+		taken, _, err := s.Claim(ctx, claim(k, "b", t0), t0.Add(time.Second))
+		if err != nil || !taken {
+			t.Fatalf("takeover: %v %v", taken, err)
+		}
+		if err := s.Complete(ctx, k, "a", []byte(`{"stale":true}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("late completion: %v", err)
+		}
+		if err := s.Release(ctx, k, "a"); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("late release: %v", err)
+		}
+		if err := s.Complete(ctx, k, "b", []byte(`{"fresh":true}`), false, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		_, holder, _ := s.Claim(ctx, claim(k, "c", t0), t0.Add(2*time.Second))
+		if holder == nil || string(holder.Response) != `{"fresh":true}` {
+			t.Errorf("holder %+v", holder)
+		}
+	})
+
+	t.Run("an expired record no longer holds the key", func(t *testing.T) {
+		s, k := newStore(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if err := s.Complete(ctx, k, "a", []byte(`{}`), false, t0.Add(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		taken, _, err := s.Claim(ctx, claim(k, "b", t0), t0.Add(10*time.Second))
+		if err != nil || !taken {
+			t.Fatalf("after expiry: %v %v", taken, err)
+		}
+	})
+
+	t.Run("concurrent claims: exactly one is taken", func(t *testing.T) {
+		s, k := newStore(t), key()
+		const n = 16
+		var wg sync.WaitGroup
+		var won atomic.Int32
+		errs := make(chan error, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				taken, holder, err := s.Claim(ctx, claim(k, fmt.Sprint("owner-", i), t0), t0)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if taken {
+					won.Add(1)
+				} else if holder == nil {
+					errs <- errors.New("not taken and no holder")
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if won.Load() != 1 {
+			t.Errorf("%d claims taken", won.Load())
+		}
+	})
+
+	t.Run("a cancelled request fails closed", func(t *testing.T) {
+		s, k := newStore(t), key()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, _, err := s.Claim(cctx, claim(k, "a", t0), t0); !errors.Is(err, claims.ErrUnavailable) {
+			t.Errorf("claim: %v", err)
+		}
+		if err := s.Complete(cctx, k, "a", nil, false, t0); !errors.Is(err, claims.ErrUnavailable) {
+			t.Errorf("complete: %v", err)
+		}
+		if err := s.Release(cctx, k, "a"); !errors.Is(err, claims.ErrUnavailable) {
+			t.Errorf("release: %v", err)
+		}
+	})
+}
+
+func mustTake(t *testing.T, s claims.Store, c claims.Claim, now time.Time) {
+	t.Helper()
+	taken, holder, err := s.Claim(context.Background(), c, now)
+	if err != nil || !taken {
+		t.Fatalf("claim %s: taken=%v holder=%+v err=%v", c.Key, taken, holder, err)
+	}
+}

@@ -1,0 +1,214 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DynamoAPI is the part of the DynamoDB client the store uses.
+type DynamoAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// DynamoDB is a Store in a DynamoDB table whose partition key is the
+// string attribute "pk" and whose TTL attribute is "expires_at" (epoch
+// seconds), as template.yaml creates it. Items:
+//
+//	pk          S  claim#<digest>
+//	status      S  in_progress | completed
+//	owner       S  the holder's token
+//	lease_until N  epoch milliseconds (in progress only)
+//	fingerprint S  digest of the tool and its canonical arguments
+//	response    B  the stored result, gzipped when large (completed only)
+//	oversize    BOOL  completed, but the result was too large to keep
+//	expires_at  N  epoch seconds: the TTL
+type DynamoDB struct {
+	client DynamoAPI
+	table  string
+}
+
+// NewDynamoDB returns a store in table.
+func NewDynamoDB(client DynamoAPI, table string) *DynamoDB {
+	return &DynamoDB{client: client, table: table}
+}
+
+var _ Store = (*DynamoDB)(nil)
+
+// Attribute names. status, owner and response are DynamoDB reserved words, so the
+// expressions name attributes through placeholders; DynamoDB refuses a
+// placeholder an expression does not use, so each operation has its set.
+var (
+	claimNames    = map[string]string{"#st": "status", "#lu": "lease_until", "#ex": "expires_at"}
+	completeNames = map[string]string{"#st": "status", "#ow": "owner", "#lu": "lease_until", "#ex": "expires_at", "#ov": "oversize"}
+	releaseNames  = map[string]string{"#st": "status", "#ow": "owner"}
+
+	completeWithResponseNames = map[string]string{"#st": "status", "#ow": "owner", "#lu": "lease_until", "#ex": "expires_at", "#ov": "oversize", "#rs": "response"}
+)
+
+// takeover is the condition under which a claim may be written: no item,
+// or an expired one (TTL deletion lags by up to days), or one in progress
+// whose lease lapsed.
+const takeover = "attribute_not_exists(pk) OR #ex <= :now_s OR (#st = :in_progress AND #lu <= :now_ms)"
+
+// Claim implements Store with ONE conditional PutItem. When the key is
+// held, the holder comes back with the failed condition (ALL_OLD), so a
+// duplicate costs one round trip; a consistent read is the fallback when
+// it does not.
+func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Record, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &d.table,
+			Item: map[string]types.AttributeValue{
+				"pk":          str(c.Key),
+				"status":      str(string(InProgress)),
+				"owner":       str(c.Owner),
+				"lease_until": num(c.LeaseUntil.UnixMilli()),
+				"fingerprint": str(c.Fingerprint),
+				"expires_at":  num(c.ExpiresAt.Unix()),
+			},
+			ConditionExpression:      aws.String(takeover),
+			ExpressionAttributeNames: claimNames,
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":now_s":       num(now.Unix()),
+				":now_ms":      num(now.UnixMilli()),
+				":in_progress": str(string(InProgress)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return true, nil, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return false, nil, fmt.Errorf("%w: claiming: %w", ErrUnavailable, err)
+		}
+		item := ccf.Item
+		if item == nil {
+			out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
+				TableName: &d.table, Key: map[string]types.AttributeValue{"pk": str(c.Key)}, ConsistentRead: aws.Bool(true),
+			})
+			if err != nil {
+				return false, nil, fmt.Errorf("%w: reading the holder: %w", ErrUnavailable, err)
+			}
+			item = out.Item
+		}
+		if item == nil {
+			continue // released between the write and the read: try again
+		}
+		r, err := decodeRecord(item)
+		if err != nil {
+			return false, nil, err
+		}
+		return false, r, nil
+	}
+	return false, nil, fmt.Errorf("%w: the claim kept changing hands", ErrUnavailable)
+}
+
+// owned is the condition of every write by a claim's holder: fencing, so
+// that a caller whose lease lapsed cannot overwrite its successor.
+const owned = "#ow = :owner AND #st = :in_progress"
+
+// Complete implements Store with one conditional UpdateItem.
+func (d *DynamoDB) Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error {
+	update := "SET #st = :completed, #ov = :oversize, #ex = :exp REMOVE #lu"
+	values := map[string]types.AttributeValue{
+		":completed":   str(string(Completed)),
+		":oversize":    &types.AttributeValueMemberBOOL{Value: oversize},
+		":exp":         num(expiresAt.Unix()),
+		":owner":       str(owner),
+		":in_progress": str(string(InProgress)),
+	}
+	names := completeNames
+	if !oversize {
+		update = "SET #st = :completed, #ov = :oversize, #ex = :exp, #rs = :response REMOVE #lu"
+		values[":response"] = &types.AttributeValueMemberB{Value: response}
+		names = completeWithResponseNames
+	}
+	_, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &d.table,
+		Key:                       map[string]types.AttributeValue{"pk": str(key)},
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(owned),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	return d.fenced(err, "completing")
+}
+
+// Release implements Store with one conditional DeleteItem.
+func (d *DynamoDB) Release(ctx context.Context, key, owner string) error {
+	_, err := d.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName:                &d.table,
+		Key:                      map[string]types.AttributeValue{"pk": str(key)},
+		ConditionExpression:      aws.String(owned),
+		ExpressionAttributeNames: releaseNames,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": str(owner), ":in_progress": str(string(InProgress)),
+		},
+	})
+	return d.fenced(err, "releasing")
+}
+
+func (d *DynamoDB) fenced(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ErrNotOwner
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
+}
+
+func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
+	r := &Record{}
+	var err error
+	get := func(name string) string {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	getN := func(name string) int64 {
+		v, ok := item[name].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		n, perr := strconv.ParseInt(v.Value, 10, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("claims: attribute %s is not an integer", name)
+		}
+		return n
+	}
+	r.Key = get("pk")
+	r.Status = Status(get("status"))
+	r.Owner = get("owner")
+	r.Fingerprint = get("fingerprint")
+	r.LeaseUntil = time.UnixMilli(getN("lease_until"))
+	r.ExpiresAt = time.Unix(getN("expires_at"), 0)
+	if v, ok := item["response"].(*types.AttributeValueMemberB); ok {
+		r.Response = v.Value
+	}
+	if v, ok := item["oversize"].(*types.AttributeValueMemberBOOL); ok {
+		r.Oversize = v.Value
+	}
+	if r.Status != InProgress && r.Status != Completed {
+		return nil, fmt.Errorf("claims: record %s has status %q", r.Key, r.Status)
+	}
+	return r, err
+}
+
+func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
