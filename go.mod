@@ -9,6 +9,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/credentials v1.21.0
 	github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue v1.21.21
 	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/aws/aws-sdk-go-v2/service/kms v1.62.6
 	github.com/aws/smithy-go v1.28.9
 	github.com/google/jsonschema-go v0.4.3
 	github.com/yosida95/uritemplate/v3 v3.0.2

@@ -22,6 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
 )
 
 // Server is a running DynamoDB Local.
@@ -48,25 +50,10 @@ func jarDir(dir string) (string, error) {
 	}
 }
 
-// LoopbackOnly reports whether this process's network namespace has no
-// interface but loopback.
-func LoopbackOnly() bool {
-	ifs, err := net.Interfaces()
-	if err != nil {
-		return false
-	}
-	for _, i := range ifs {
-		if i.Flags&net.FlagLoopback == 0 {
-			return false
-		}
-	}
-	return true
-}
-
 // Start starts DynamoDB Local in memory on a free port and waits until it
 // answers.
 func Start(ctx context.Context) (*Server, error) {
-	if !LoopbackOnly() {
+	if !loopback.Only() {
 		return nil, errors.New("dynamolocal: DynamoDB Local listens on every interface; run it in a loopback-only network namespace (make integration)")
 	}
 	wd, _ := os.Getwd()

@@ -1,0 +1,107 @@
+// Package localkms starts local-kms (installed by `make tools`), an
+// implementation of the AWS KMS API, for integration tests, and gives a
+// client for it. Like DynamoDB Local it listens on every interface, so it
+// only starts in a loopback-only network namespace.
+package localkms
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
+)
+
+// Server is a running local-kms.
+type Server struct {
+	Endpoint string
+	cmd      *exec.Cmd
+	done     chan error
+	dir      string
+}
+
+// binary finds local-kms: $MCP_LOCAL_KMS, or .tools/bin of the repository
+// that contains the working directory.
+func binary() (string, error) {
+	if p := os.Getenv("MCP_LOCAL_KMS"); p != "" {
+		return p, nil
+	}
+	wd, _ := os.Getwd()
+	for d := wd; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".tools/bin/local-kms")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", errors.New("localkms: local-kms is not installed; run make tools")
+		}
+	}
+}
+
+// Start starts local-kms on a free port with an empty data directory.
+func Start(ctx context.Context) (*Server, error) {
+	if !loopback.Only() {
+		return nil, errors.New("localkms: local-kms listens on every interface; run it in a loopback-only network namespace (make integration)")
+	}
+	bin, err := binary()
+	if err != nil {
+		return nil, err
+	}
+	port, err := loopback.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "localkms")
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KMS_REGION=us-east-1", "KMS_ACCOUNT_ID=111122223333", "KMS_DATA_PATH="+dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("localkms: %w", err)
+	}
+	s := &Server{Endpoint: "http://" + loopback.Addr(port), cmd: cmd, done: make(chan error, 1), dir: dir}
+	go func() { s.done <- cmd.Wait() }()
+	if err := loopback.WaitListening(ctx, loopback.Addr(port), s.done, 10*time.Second); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("localkms: %w", err)
+	}
+	return s, nil
+}
+
+// Stop ends local-kms.
+func (s *Server) Stop() {
+	if s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	}
+	os.RemoveAll(s.dir)
+}
+
+// Client returns a KMS client for the server; opts are applied last.
+func (s *Server) Client(opts ...func(*kms.Options)) *kms.Client {
+	cfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")}
+	return kms.NewFromConfig(cfg, append([]func(*kms.Options){func(o *kms.Options) {
+		o.BaseEndpoint = aws.String(s.Endpoint)
+	}}, opts...)...)
+}
+
+// CreateKey creates a symmetric encryption key and returns its ARN.
+func CreateKey(ctx context.Context, c *kms.Client) (string, error) {
+	out, err := c.CreateKey(ctx, &kms.CreateKeyInput{Description: aws.String("request state test key")})
+	if err != nil {
+		return "", err
+	}
+	return *out.KeyMetadata.Arn, nil
+}

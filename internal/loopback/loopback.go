@@ -1,0 +1,63 @@
+// Package loopback has what the test emulators share: a check that the
+// process runs in a network namespace with nothing but loopback, a free
+// port, and a wait for a server to listen.
+package loopback
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Only reports whether this process's network namespace has no interface
+// but loopback, so that a server listening on every interface is still
+// reachable from this machine alone.
+func Only() bool {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return false
+	}
+	for _, i := range ifs {
+		if i.Flags&net.FlagLoopback == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 at the time of the call.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Addr is 127.0.0.1:port.
+func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+
+// WaitListening waits until addr accepts a connection, the process ends
+// (exited receives), ctx ends, or limit passes.
+func WaitListening(ctx context.Context, addr string, exited <-chan error, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case err := <-exited:
+			return errors.Join(errors.New("exited before listening"), err)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("not listening in time")
+		}
+	}
+}
