@@ -218,3 +218,14 @@ func inflate(stored []byte) (json.RawMessage, error) {
 	}
 	return stored, nil
 }
+
+var _ stateless.Redeemer = (*Guard)(nil)
+
+// Redeem implements stateless.Redeemer: one conditional write, taken the
+// first time, refused after.
+func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (bool, error) {
+	now := g.opts.Now()
+	taken, _, err := g.store.Claim(ctx, Claim{Key: "redeem#" + id, Owner: newOwner(), Fingerprint: "redeem",
+		LeaseUntil: until, ExpiresAt: until}, now)
+	return taken, err
+}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -518,5 +519,37 @@ func TestCaseVariantArgumentsCannotBypassTheSchema(t *testing.T) {
 	r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"12","other":1}`))).Body)
 	if r.Result["isError"] == true || ran != 1 {
 		t.Errorf("a proper call was refused: %v", r.Result)
+	}
+}
+
+// TestSingleUseState: a state the handler marks single-use opens once.
+func TestSingleUseState(t *testing.T) {
+	s := stateless.NewServer(stateless.Implementation{Name: "once", Version: "1"}, &stateless.Options{Redeemer: claims.New(claims.NewMemory(), nil)})
+	ran := 0
+	stateless.AddTool(s, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
+		if _, ok := req.State(); !ok {
+			return nil, nil, &stateless.InputRequired{Requests: confirmRequest(), State: []byte("ask"), SingleUse: true}
+		}
+		ran++
+		return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("approved")}}, nil, nil
+	})
+	caps := metaJSON(`{"elicitation":{}}`)
+	first := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)).Body)
+	state := first.Result["requestState"].(string)
+	retry := `{"name":"approve","arguments":{},"inputResponses":{"ok":{"action":"accept"}},"requestState":"` + state + `","_meta":` + caps + `}`
+	if r := call(t, s, "POST", modernHeaders("tools/call", "approve"), req("2", "tools/call", retry)); r.Status != 200 || ran != 1 {
+		t.Fatalf("first redemption: %d %s", r.Status, r.Body)
+	}
+	r := call(t, s, "POST", modernHeaders("tools/call", "approve"), req("3", "tools/call", retry))
+	if r.Status != 400 || decodeRPC(t, r.Body).Error.Code != -32602 || ran != 1 {
+		t.Errorf("second redemption: %d %s, ran %d", r.Status, r.Body, ran)
+	}
+	// Without a redeemer, a single-use state cannot be issued.
+	s2 := stateless.NewServer(stateless.Implementation{Name: "x", Version: "1"}, nil)
+	stateless.AddTool(s2, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
+		return nil, nil, &stateless.InputRequired{Requests: confirmRequest(), State: []byte("ask"), SingleUse: true}
+	})
+	if r := call(t, s2, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); r.Status != 500 {
+		t.Errorf("no redeemer: %d %s", r.Status, r.Body)
 	}
 }

@@ -2,8 +2,12 @@ package stateless
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/canon"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -26,7 +30,30 @@ type InputRequired struct {
 	// State is sealed by the server and returned on the retry. nil sends
 	// no requestState.
 	State []byte
+	// SingleUse makes State redeemable once: the first retry that carries
+	// it is served, every later one is refused as an invalid state. It
+	// needs Options.Redeemer. Binding a state to its request does not stop
+	// a client from sending the same retry twice; this does.
+	SingleUse bool
 }
+
+// Redeemer records that a single-use state was redeemed; package claims
+// implements it with the same conditional write as a claim.
+type Redeemer interface {
+	// Redeem reports whether id is redeemed for the first time. The
+	// record must outlive the state (until).
+	Redeem(ctx context.Context, id string, until time.Time) (first bool, err error)
+}
+
+// State flags, the first byte of every sealed state.
+const (
+	stateMultiUse  byte = 0
+	stateSingleUse byte = 1
+)
+
+// redemptionWindow is how long a redemption is remembered: longer than any
+// state's validity.
+const redemptionWindow = 24 * time.Hour
 
 func (*InputRequired) Error() string { return "stateless: input required" }
 
@@ -116,7 +143,14 @@ func (s *Server) inputRequiredResult(ctx context.Context, c *Call, k stateKey, i
 		out["inputRequests"] = ir.Requests
 	}
 	if ir.State != nil {
-		tok, err := s.sealer.Seal(ctx, k.binding(), ir.State)
+		flag := stateMultiUse
+		if ir.SingleUse {
+			if s.opts.Redeemer == nil {
+				return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("a single-use state needs Options.Redeemer"))
+			}
+			flag = stateSingleUse
+		}
+		tok, err := s.sealer.Seal(ctx, k.binding(), append([]byte{flag}, ir.State...))
 		if err != nil {
 			if reqstate.IsInvalid(err) {
 				return nil, mcperr.Wrap(mcperr.Internal, err)
@@ -152,7 +186,23 @@ func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *stri
 		}
 		return mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
 	}
-	c.state, c.hasState = st, true
+	if len(st) == 0 || st[0] > stateSingleUse {
+		return mcperr.Wrap(mcperr.TamperedState, errors.New("state without its flags"))
+	}
+	if st[0] == stateSingleUse {
+		if s.opts.Redeemer == nil {
+			return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state and no redeemer"))
+		}
+		sum := sha256.Sum256([]byte(*token))
+		first, err := s.opts.Redeemer.Redeem(ctx, hex.EncodeToString(sum[:]), time.Now().Add(redemptionWindow))
+		if err != nil {
+			return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+		}
+		if !first {
+			return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed again"))
+		}
+	}
+	c.state, c.hasState = st[1:], true
 	return nil
 }
 

@@ -55,6 +55,10 @@ type Options struct {
 	// (see package claims). nil runs every call as it comes.
 	Idempotency Idempotency
 
+	// Redeemer records redemptions of single-use request state (see
+	// InputRequired.SingleUse); package claims implements it.
+	Redeemer Redeemer
+
 	// LegacyLogLevel is the least severe level of the log messages sent to
 	// clients of revisions before 2026-07-28, which set a level once per
 	// session with logging/setLevel; a stateless server cannot remember

@@ -1,0 +1,90 @@
+package apigw
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+func TestDecodeShapesAndPrincipals(t *testing.T) {
+	tests := []struct {
+		name, payload string
+		kind          Kind
+		method        string
+		principal     string
+		header        map[string]string
+		body          string
+	}{
+		{"http api, jwt", `{"version":"2.0","headers":{"content-type":"application/json","mcp-method":"tools/list"},"requestContext":{"requestId":"r1","domainName":"a.execute-api.us-east-1.amazonaws.com","http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"sub":"user-1"}}}},"body":"{}"}`,
+			HTTPAPI, "POST", "user-1", map[string]string{"Mcp-Method": "tools/list", "Content-Type": "application/json"}, "{}"},
+		{"http api, iam", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"iam":{"userArn":"arn:aws:iam::1:user/x"}}}}`,
+			HTTPAPI, "POST", "arn:aws:iam::1:user/x", nil, ""},
+		{"http api, lambda authorizer", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"lambda":{"principalId":"p-9"}}}}`,
+			HTTPAPI, "POST", "p-9", nil, ""},
+		{"function url", `{"version":"2.0","headers":{"host":"u.lambda-url.us-east-1.on.aws"},"requestContext":{"domainName":"u.lambda-url.us-east-1.on.aws","http":{"method":"GET"}}}`,
+			FunctionURL, "GET", "", map[string]string{"Host": "u.lambda-url.us-east-1.on.aws"}, ""},
+		{"rest, cognito, multi-value", `{"httpMethod":"POST","headers":{"Mcp-Name":"b"},"multiValueHeaders":{"Mcp-Name":["a","b"]},"requestContext":{"authorizer":{"claims":{"sub":"c-1"}}},"body":"x"}`,
+			REST, "POST", "c-1", map[string]string{"Mcp-Name": "a"}, "x"},
+		{"rest, lambda authorizer", `{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"p-2"}}}`, REST, "POST", "p-2", nil, ""},
+		{"rest, iam", `{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r"}}}`, REST, "POST", "arn:aws:iam::1:role/r", nil, ""},
+		{"base64 body", `{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"` + base64.StdEncoding.EncodeToString([]byte(`{"a":1}`)) + `"}`,
+			HTTPAPI, "POST", "", nil, `{"a":1}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Decode([]byte(tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Kind != tt.kind || r.Method != tt.method || r.Principal != tt.principal || string(r.Body) != tt.body {
+				t.Errorf("got kind %v method %q principal %q body %q", r.Kind, r.Method, r.Principal, r.Body)
+			}
+			for k, v := range tt.header {
+				if got := r.Header.Get(k); got != v {
+					t.Errorf("header %s = %q, want %q", k, got, v)
+				}
+			}
+		})
+	}
+	if _, err := Decode([]byte(`{"Records":[]}`)); !errors.Is(err, ErrNotHTTP) {
+		t.Errorf("an SQS-like payload: %v", err)
+	}
+	if _, err := Decode([]byte(`not json`)); !errors.Is(err, ErrNotHTTP) {
+		t.Errorf("garbage: %v", err)
+	}
+}
+
+func TestInvoke(t *testing.T) {
+	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)}
+	// A body marked base64 that is not: a parse error, not a failed invocation.
+	out, err := h.Invoke(context.Background(), []byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"!!"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+		Body       string            `json:"body"`
+	}
+	json.Unmarshal(out, &resp)
+	if resp.StatusCode != 400 || resp.Headers["Content-Type"] != "application/json" {
+		t.Errorf("bad base64: %s", out)
+	}
+	if _, err := h.Invoke(context.Background(), []byte(`{"Records":[]}`)); err == nil {
+		t.Error("a non-HTTP event was answered")
+	}
+	// REST responses carry multi-value headers too.
+	out, _ = h.Invoke(context.Background(), []byte(`{"httpMethod":"GET","requestContext":{}}`))
+	var rest struct {
+		StatusCode        int                 `json:"statusCode"`
+		MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+	}
+	json.Unmarshal(out, &rest)
+	if rest.StatusCode != 405 || rest.MultiValueHeaders["Allow"][0] != "POST" {
+		t.Errorf("REST GET: %s", out)
+	}
+}
