@@ -12,6 +12,7 @@ export PATH := $(GOBIN):$(PATH)
 STATICCHECK_VERSION := v0.8.2
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := $(GOBIN)/aws-lambda-rie
+LOCAL_KMS_VERSION := v0.0.0-20260228092603-2a5e92d09ab6
 
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 HOSTARCH := $(shell $(GO) env GOARCH)
@@ -52,7 +53,7 @@ deploy:
 	sam build && sam deploy --guided
 
 ## tools: install the pinned tools the tests use (idempotent)
-tools: $(GOBIN)/staticcheck $(RIE) tools/node_modules/.installed java
+tools: $(GOBIN)/staticcheck $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	cd tools && npm ci --no-audit --no-fund
@@ -68,21 +69,24 @@ $(GOBIN)/staticcheck:
 $(RIE):
 	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
+$(GOBIN)/local-kms:
+	$(GO) install github.com/nsmithuk/local-kms@$(LOCAL_KMS_VERSION)
+
 ## test: vet, lint, build for both architectures, and test every module
 test: tools vet lint build unit integration
 
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := ./pkg/claims
+INTEGRATION := pkg/claims pkg/reqstate interop
 
 ## integration: the tests against the real emulators
 integration: tools
-	@set -e; for p in $(INTEGRATION); do \
-		bin=$(TOOLS)/$$(basename $$p).integration.test; \
-		$(GO) test -race -tags integration -c -o $$bin $$p; \
-		echo "== integration $$p"; \
-		(cd $$p && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1' $$bin); \
+	@set -e; for d in $(INTEGRATION); do \
+		bin=$(TOOLS)/$$(basename $$d).integration.test; \
+		(cd $$d && $(GO) test -race -tags integration -c -o $$bin .); \
+		echo "== integration $$d"; \
+		(cd $$d && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1' $$bin); \
 	done
 
 ## stress: the claim race, MCP_STRESS_TRIALS (default 1000) times

@@ -121,11 +121,18 @@ var confirmSchema = map[string]any{
 //   - prompt greet with a required argument name ([GreetText]);
 //   - completion of the greet prompt's name from [CompletionNames], and of
 //     the note template's id.
-func NewFixtureServer() *stateless.Server {
-	srv := stateless.NewServer(
-		stateless.Implementation{Name: FixtureName, Version: FixtureVersion},
-		&stateless.Options{Instructions: FixtureInstructions},
-	)
+func NewFixtureServer() *stateless.Server { return NewFixtureServerWith(nil) }
+
+// NewFixtureServerWith is NewFixtureServer with options, for example a
+// sealer shared by several instances; the fixture's instructions are
+// always set.
+func NewFixtureServerWith(opts *stateless.Options) *stateless.Server {
+	o := stateless.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	o.Instructions = FixtureInstructions
+	srv := stateless.NewServer(stateless.Implementation{Name: FixtureName, Version: FixtureVersion}, &o)
 
 	stateless.AddTool(srv, &stateless.Tool{
 		Name:        ToolEcho,

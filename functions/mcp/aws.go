@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
@@ -21,6 +22,7 @@ type awsClients struct {
 	cfg    aws.Config
 	err    error
 	dynamo *dynamodb.Client
+	kms    *kms.Client
 	// configure lets tests point the clients at local emulators.
 	configure func(*aws.Config)
 }
@@ -38,6 +40,7 @@ func (a *awsClients) load(ctx context.Context) error {
 			a.configure(&a.cfg)
 		}
 		a.dynamo = dynamodb.NewFromConfig(a.cfg)
+		a.kms = kms.NewFromConfig(a.cfg)
 	})
 	return a.err
 }
@@ -78,4 +81,23 @@ func (l *lazyStore) Release(ctx context.Context, key, owner string) error {
 		return err
 	}
 	return s.Release(ctx, key, owner)
+}
+
+// lazyKMS is a reqstate.KMSAPI whose client is made on first use: only a
+// multi-round-trip request needs it, and only when its data key is not
+// cached yet.
+type lazyKMS struct{ aws *awsClients }
+
+func (l lazyKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.kms.GenerateDataKey(ctx, in, opts...)
+}
+
+func (l lazyKMS) Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.kms.Decrypt(ctx, in, opts...)
 }

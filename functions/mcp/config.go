@@ -37,6 +37,9 @@ type Config struct {
 	StateKMSKey string
 	// Audience names this endpoint in sealed state (MCP_AUDIENCE).
 	Audience string
+	// FunctionName names the function in the KMS encryption context
+	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
+	FunctionName string
 }
 
 // Environment variable names.
@@ -106,6 +109,10 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("set one of %s and %s, not both", envStateKMSKey, envStateKey)
 	}
 	c.Audience = getenv(envAudience)
+	c.FunctionName = getenv("AWS_LAMBDA_FUNCTION_NAME")
+	if c.FunctionName == "" {
+		c.FunctionName = "mcp"
+	}
 	return c, nil
 }
 

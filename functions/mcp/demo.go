@@ -136,6 +136,8 @@ func (d *demo) delete(ctx context.Context, req *stateless.ToolRequest, in delete
 					"required":   []string{"confirm"},
 				})},
 			State: []byte("asked"),
+			// One confirmation deletes once: a replayed retry is refused.
+			SingleUse: true,
 		}
 	}
 	if !answer.Accepted() || answer.Content["confirm"] != true {

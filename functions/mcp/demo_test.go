@@ -105,6 +105,12 @@ func TestDemoNoteBook(t *testing.T) {
 	if !strings.Contains(toJSON(declined), "kept the note") {
 		t.Errorf("decline: %v", declined)
 	}
+	// The confirmation is single-use: the declined state cannot be
+	// answered again; a new question is asked.
+	if r := alice.call("tools/call", "notes_delete", `"name":"notes_delete","arguments":{"id":"`+id+`"},"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":"`+state+`"`); !strings.Contains(toJSON(r), "-32602") {
+		t.Errorf("a redeemed state answered again: %v", r)
+	}
+	state = alice.call("tools/call", "notes_delete", `"name":"notes_delete","arguments":{"id":"`+id+`"}`)["requestState"].(string)
 	done := alice.call("tools/call", "notes_delete", `"name":"notes_delete","arguments":{"id":"`+id+`"},"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":"`+state+`"`)
 	if structured(done)["deleted"] != true {
 		t.Errorf("accept: %v", done)

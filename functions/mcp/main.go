@@ -65,7 +65,7 @@ func newServer(cfg *Config, logger *slog.Logger) (*stateless.Server, error) {
 // newServerWith builds the server with the given (lazily made) AWS
 // clients.
 func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stateless.Server, error) {
-	sealer, err := newSealer(cfg)
+	sealer, err := newSealer(cfg, clients)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +77,7 @@ func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stat
 	} else if cfg.InLambda {
 		logger.Warn("no " + envClaimsTable + ": idempotency claims and notes are kept per instance")
 	}
+	guard := claims.New(store, nil)
 	srv := stateless.NewServer(stateless.Implementation{
 		Name:    "mcp-lambda-demo",
 		Title:   "Note book",
@@ -85,19 +86,26 @@ func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stat
 		Instructions:   "A note book: add, search, digest and delete notes. Notes belong to the caller.",
 		AllowedOrigins: cfg.AllowedOrigins,
 		Sealer:         sealer,
-		Idempotency:    claims.New(store, nil),
+		Idempotency:    guard,
+		Redeemer:       guard,
 		Observe:        logRequest(logger),
 	})
 	(&demo{notes: notes}).register(srv)
 	return srv, nil
 }
 
-func newSealer(cfg *Config) (reqstate.Sealer, error) {
-	opts := &reqstate.LocalOptions{TTL: cfg.StateTTL}
-	if cfg.StateKey != nil {
-		return reqstate.NewLocalKey(cfg.StateKey, opts)
+// newSealer picks the request-state sealer: rooted in KMS when a key is
+// configured (template.yaml passes one), else a key from the environment,
+// else a random per-process key (local runs).
+func newSealer(cfg *Config, clients *awsClients) (reqstate.Sealer, error) {
+	opts := reqstate.LocalOptions{TTL: cfg.StateTTL, Audience: cfg.Audience}
+	switch {
+	case cfg.StateKMSKey != "":
+		return reqstate.NewKMS(lazyKMS{clients}, reqstate.KMSOptions{LocalOptions: opts, KeyID: cfg.StateKMSKey, Function: cfg.FunctionName})
+	case cfg.StateKey != nil:
+		return reqstate.NewLocalKey(cfg.StateKey, &opts)
 	}
-	return reqstate.NewLocal(nil, opts), nil
+	return reqstate.NewLocal(nil, &opts), nil
 }
 
 // logRequest logs one line per request: never arguments, tokens or state.

@@ -1,0 +1,108 @@
+//go:build integration
+
+package interop
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+var (
+	kmsServer *localkms.Server
+	kmsKey    string
+)
+
+func TestMain(m *testing.M) {
+	ctx := context.Background()
+	var err error
+	if kmsServer, err = localkms.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if kmsKey, err = localkms.CreateKey(ctx, kmsServer.Client()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		kmsServer.Stop()
+		os.Exit(1)
+	}
+	code := m.Run()
+	kmsServer.Stop()
+	os.Exit(code)
+}
+
+// kmsCalls counts one instance's KMS operations.
+type kmsCalls struct {
+	generate, decrypt atomic.Int32
+}
+
+func (c *kmsCalls) option(o *kms.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			switch awsmiddleware.GetOperationName(ctx) {
+			case "GenerateDataKey":
+				c.generate.Add(1)
+			case "Decrypt":
+				c.decrypt.Add(1)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	})
+}
+
+// serveTwoInstances serves two fixture servers that share nothing but the
+// KMS key, behind a front that sends each request to the next instance in
+// turn: a multi-round call's rounds land on different instances, as they
+// may on Lambda.
+func serveTwoInstances(t *testing.T) string {
+	t.Helper()
+	var calls [2]kmsCalls
+	var handlers [2]http.Handler
+	for i := range handlers {
+		sealer, err := reqstate.NewKMS(kmsServer.Client(calls[i].option), reqstate.KMSOptions{KeyID: kmsKey, Function: "interop",
+			LocalOptions: reqstate.LocalOptions{Audience: "interop"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		handlers[i] = NewFixtureServerWith(&stateless.Options{Sealer: sealer})
+	}
+	var mu sync.Mutex
+	next := 0
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		h := handlers[next%2]
+		next++
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		ts.Close()
+		// One instance generated a data key and sealed; the other opened
+		// it after exactly one Decrypt.
+		g0, g1 := calls[0].generate.Load(), calls[1].generate.Load()
+		d0, d1 := calls[0].decrypt.Load(), calls[1].decrypt.Load()
+		if g0+g1 != 1 || d0+d1 != 1 || (g0 == 1) == (d0 == 1) {
+			t.Errorf("KMS calls: instance 0 generate %d decrypt %d, instance 1 generate %d decrypt %d", g0, d0, g1, d1)
+		}
+	})
+	return ts.URL
+}
+
+// TestGoSDKElicitationAcrossInstances: the go-sdk client drives the
+// confirm tool's two rounds, sealed on one instance and opened on the
+// other.
+func TestGoSDKElicitationAcrossInstances(t *testing.T) {
+	testGoSDKElicitation(t, serveTwoInstances)
+}
