@@ -9,15 +9,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/smithy-go/middleware"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
+	"github.com/serverless-mcp/mcp-lambda/internal/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -43,35 +42,16 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// kmsCalls counts one instance's KMS operations.
-type kmsCalls struct {
-	generate, decrypt atomic.Int32
-}
-
-func (c *kmsCalls) option(o *kms.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			switch awsmiddleware.GetOperationName(ctx) {
-			case "GenerateDataKey":
-				c.generate.Add(1)
-			case "Decrypt":
-				c.decrypt.Add(1)
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
-}
-
 // serveTwoInstances serves two fixture servers that share nothing but the
 // KMS key, behind a front that sends each request to the next instance in
 // turn: a multi-round call's rounds land on different instances, as they
 // may on Lambda.
 func serveTwoInstances(t *testing.T) string {
 	t.Helper()
-	var calls [2]kmsCalls
+	var calls [2]opcount.Counter
 	var handlers [2]http.Handler
 	for i := range handlers {
-		sealer, err := reqstate.NewKMS(kmsServer.Client(calls[i].option), reqstate.KMSOptions{KeyID: kmsKey, Function: "interop",
+		sealer, err := reqstate.NewKMS(awskms.New(kmsServer.Client(func(o *kms.Options) { o.APIOptions = append(o.APIOptions, calls[i].Middleware) })), reqstate.KMSOptions{KeyID: kmsKey, Function: "interop",
 			LocalOptions: reqstate.LocalOptions{Audience: "interop"}})
 		if err != nil {
 			t.Fatal(err)
@@ -91,8 +71,8 @@ func serveTwoInstances(t *testing.T) string {
 		ts.Close()
 		// One instance generated a data key and sealed; the other opened
 		// it after exactly one Decrypt.
-		g0, g1 := calls[0].generate.Load(), calls[1].generate.Load()
-		d0, d1 := calls[0].decrypt.Load(), calls[1].decrypt.Load()
+		c0, c1 := calls[0].Take(), calls[1].Take()
+		g0, g1, d0, d1 := c0["GenerateDataKey"], c1["GenerateDataKey"], c0["Decrypt"], c1["Decrypt"]
 		if g0+g1 != 1 || d0+d1 != 1 || (g0 == 1) == (d0 == 1) {
 			t.Errorf("KMS calls: instance 0 generate %d decrypt %d, instance 1 generate %d decrypt %d", g0, d0, g1, d1)
 		}

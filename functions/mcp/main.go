@@ -26,6 +26,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -101,7 +102,7 @@ func newSealer(cfg *Config, clients *awsClients) (reqstate.Sealer, error) {
 	opts := reqstate.LocalOptions{TTL: cfg.StateTTL, Audience: cfg.Audience}
 	switch {
 	case cfg.StateKMSKey != "":
-		return reqstate.NewKMS(lazyKMS{clients}, reqstate.KMSOptions{LocalOptions: opts, KeyID: cfg.StateKMSKey, Function: cfg.FunctionName})
+		return reqstate.NewKMS(awskms.New(lazyKMS{clients}), reqstate.KMSOptions{LocalOptions: opts, KeyID: cfg.StateKMSKey, Function: cfg.FunctionName})
 	case cfg.StateKey != nil:
 		return reqstate.NewLocalKey(cfg.StateKey, &opts)
 	}

@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,12 +60,10 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
 	cmd := exec.Command("java", "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", filepath.Join(dir, "DynamoDBLocal.jar"),
 		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -75,25 +72,11 @@ func Start(ctx context.Context) (*Server, error) {
 	}
 	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan error, 1)}
 	go func() { s.done <- cmd.Wait() }()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 100*time.Millisecond); err == nil {
-			c.Close()
-			return s, nil
-		}
-		select {
-		case err := <-s.done:
-			return nil, fmt.Errorf("dynamolocal: exited before listening: %v", err)
-		case <-ctx.Done():
-			s.Stop()
-			return nil, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, errors.New("dynamolocal: not listening after 30s")
-		}
+	if err := loopback.WaitListening(ctx, loopback.Addr(port), s.done, 30*time.Second); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("dynamolocal: %w", err)
 	}
+	return s, nil
 }
 
 // Stop ends DynamoDB Local.

@@ -11,13 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"sync"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
 )
 
 // Emulator is one running emulator with one function.
@@ -46,12 +46,18 @@ type Options struct {
 // Start starts the emulator on two free loopback ports and waits until it
 // accepts connections.
 func Start(ctx context.Context, o Options) (*Emulator, error) {
-	ports, err := freePorts(2)
+	p1, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	api := "127.0.0.1:" + strconv.Itoa(ports[0])
-	runtimeAPI := "127.0.0.1:" + strconv.Itoa(ports[1])
+	p2, err := loopback.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	if p2 == p1 {
+		return nil, errors.New("rie: no two free ports")
+	}
+	api, runtimeAPI := loopback.Addr(p1), loopback.Addr(p2)
 	cmd := exec.Command(o.RIE, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, o.Bootstrap)
 	cmd.Env = append(os.Environ(), o.Env...)
 	e := &Emulator{cmd: cmd, url: "http://" + api + "/2015-03-31/functions/function/invocations",
@@ -66,26 +72,11 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 		return nil, fmt.Errorf("rie: starting %s: %w", o.RIE, err)
 	}
 	go func() { e.done <- cmd.Wait() }()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", api, 100*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return e, nil
-		}
-		select {
-		case err := <-e.done:
-			return nil, fmt.Errorf("rie: emulator exited before listening: %v", err)
-		case <-ctx.Done():
-			e.Stop()
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			e.Stop()
-			return nil, errors.New("rie: emulator did not listen within 10s")
-		}
+	if err := loopback.WaitListening(ctx, api, e.done, 10*time.Second); err != nil {
+		e.Stop()
+		return nil, fmt.Errorf("rie: emulator: %w", err)
 	}
+	return e, nil
 }
 
 // Invoke sends one invocation payload and returns the function's
@@ -136,26 +127,6 @@ func (e *Emulator) Stop() error {
 		<-e.done
 	}
 	return nil
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("rie: finding a free port: %w", err)
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 type lockedWriter struct {

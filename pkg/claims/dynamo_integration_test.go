@@ -18,13 +18,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims/claimstest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -57,31 +57,6 @@ func TestMain(m *testing.M) {
 
 func TestDynamoDBContract(t *testing.T) {
 	claimstest.Run(t, func(t *testing.T) claims.Store { return claims.NewDynamoDB(local.Client(), table) })
-}
-
-// counter counts DynamoDB operations by name, with SDK middleware.
-type counter struct {
-	mu  sync.Mutex
-	ops map[string]int
-}
-
-func (c *counter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			c.mu.Lock()
-			c.ops[awsmiddleware.GetOperationName(ctx)]++
-			c.mu.Unlock()
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func (c *counter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ops := c.ops
-	c.ops = map[string]int{}
-	return ops
 }
 
 // effectServer is a server whose side-effecting tool counts its runs.
@@ -125,15 +100,15 @@ func newKey(t *testing.T) string { return fmt.Sprintf("%s-%d", t.Name(), time.No
 // TestRoundTrips counts DynamoDB calls: a first call costs two writes, a
 // duplicate one call, a read-only call none.
 func TestRoundTrips(t *testing.T) {
-	c := &counter{ops: map[string]int{}}
-	srv, runs := effectServer(claims.NewDynamoDB(local.Client(c.option), table), nil)
+	c := &opcount.Counter{}
+	srv, runs := effectServer(claims.NewDynamoDB(local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) }), table), nil)
 	ctx := context.Background()
 	key := newKey(t)
 
 	if st, out := callTool(ctx, srv, "charge", `{"n":5}`, key); st != 200 || out["result"] == nil {
 		t.Fatalf("first: %d %v", st, out)
 	}
-	if ops := c.take(); ops["PutItem"] != 1 || ops["UpdateItem"] != 1 || len(ops) != 2 {
+	if ops := c.Take(); ops["PutItem"] != 1 || ops["UpdateItem"] != 1 || len(ops) != 2 {
 		t.Errorf("first call: %v, want one PutItem and one UpdateItem", ops)
 	}
 	st, out := callTool(ctx, srv, "charge", `{"n":5}`, key)
@@ -144,11 +119,11 @@ func TestRoundTrips(t *testing.T) {
 	if meta[stateless.MetaReplay] != true || out["result"].(map[string]any)["structuredContent"].(map[string]any)["charged"] != float64(5) {
 		t.Errorf("replay: %v", out)
 	}
-	if ops := c.take(); ops["PutItem"] != 1 || len(ops) != 1 {
+	if ops := c.Take(); ops["PutItem"] != 1 || len(ops) != 1 {
 		t.Errorf("duplicate: %v, want one PutItem", ops)
 	}
 	callTool(ctx, srv, "balance", `{}`, key)
-	if ops := c.take(); len(ops) != 0 {
+	if ops := c.Take(); len(ops) != 0 {
 		t.Errorf("read-only call: %v, want none", ops)
 	}
 	// Same key, other arguments: a conflict, on the ALL_OLD path.

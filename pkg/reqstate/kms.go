@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
@@ -13,16 +12,24 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 )
 
-// KMSAPI is the part of the KMS client the sealer uses.
-type KMSAPI interface {
-	GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error)
-	Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func(*kms.Options)) (*kms.DecryptOutput, error)
+// KeyService is what the KMS sealer needs of AWS KMS: data keys under a
+// root key, with an encryption context. Package awskms adapts the AWS SDK
+// client; keeping the SDK out of this package keeps it out of every
+// program that only needs the local sealer.
+type KeyService interface {
+	// GenerateDataKey returns a new 256-bit data key, in plaintext and
+	// encrypted under keyID with encCtx.
+	GenerateDataKey(ctx context.Context, keyID string, encCtx map[string]string) (plaintext, encrypted []byte, err error)
+	// Decrypt returns the plaintext of an encrypted data key. A failure
+	// that is the ciphertext's fault (forged, altered, another key or
+	// context) wraps ErrKeyRefused; any other is the service's.
+	Decrypt(ctx context.Context, keyID string, encrypted []byte, encCtx map[string]string) ([]byte, error)
 }
+
+// ErrKeyRefused marks a KeyService refusal of the presented ciphertext.
+var ErrKeyRefused = errors.New("reqstate: the key service refused the ciphertext")
 
 // KMSOptions configure a [KMS] sealer.
 type KMSOptions struct {
@@ -63,7 +70,7 @@ const Purpose = "mcp-request-state"
 // of its encrypted form. A token sealed on another instance costs one
 // Decrypt, then none.
 type KMS struct {
-	client KMSAPI
+	client KeyService
 	opts   KMSOptions
 	ctx    map[string]string
 
@@ -112,7 +119,7 @@ type dataKey struct {
 const kmsPrefix = "k1."
 
 // NewKMS returns a sealer rooted in the KMS key opts.KeyID.
-func NewKMS(client KMSAPI, opts KMSOptions) (*KMS, error) {
+func NewKMS(client KeyService, opts KMSOptions) (*KMS, error) {
 	if opts.KeyID == "" {
 		return nil, errors.New("reqstate: a KMS sealer needs a key id")
 	}
@@ -155,22 +162,18 @@ func (k *KMS) sealingKey(ctx context.Context) (*dataKey, error) {
 		c.uses++
 		return c, nil
 	}
-	out, err := k.client.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{
-		KeyId:             &k.opts.KeyID,
-		KeySpec:           types.DataKeySpecAes256,
-		EncryptionContext: k.ctx,
-	})
+	plaintext, encrypted, err := k.client.GenerateDataKey(ctx, k.opts.KeyID, k.ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: GenerateDataKey: %w", ErrUnavailable, err)
 	}
-	aead, err := newAEAD(out.Plaintext)
-	clear(out.Plaintext)
+	aead, err := newAEAD(plaintext)
+	clear(plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("reqstate: data key: %w", err)
 	}
-	k.current = &dataKey{aead: aead, encrypted: out.CiphertextBlob, created: now, uses: 1}
+	k.current = &dataKey{aead: aead, encrypted: encrypted, created: now, uses: 1}
 	// The instance that sealed can open without asking KMS.
-	k.opened.put(sha256.Sum256(out.CiphertextBlob), aead)
+	k.opened.put(sha256.Sum256(encrypted), aead)
 	return k.current, nil
 }
 
@@ -191,22 +194,12 @@ func (k *KMS) Seal(ctx context.Context, b Binding, state []byte) (string, error)
 	if err != nil {
 		return "", err
 	}
-	now := k.opts.Now()
-	plain := make([]byte, 16, 16+len(state))
-	binary.BigEndian.PutUint64(plain[0:], uint64(now.Unix()))
-	binary.BigEndian.PutUint64(plain[8:], uint64(now.Add(k.opts.TTL).Unix()))
-	plain = append(plain, state...)
-
-	ns := dk.aead.NonceSize()
-	out := binary.AppendUvarint(make([]byte, 0, 8+len(dk.encrypted)+ns+len(plain)+dk.aead.Overhead()), uint64(len(dk.encrypted)))
-	out = append(out, dk.encrypted...)
-	nonceAt := len(out)
-	out = append(out, make([]byte, ns)...)
-	rand.Read(out[nonceAt:])
 	// The header (length and encrypted key) is authenticated too: KMS may
 	// decrypt an altered blob to the same key, and a token must be
 	// exactly what was issued.
-	out = dk.aead.Seal(out, out[nonceAt:], plain, append(k.aad(b), out[:nonceAt]...))
+	header := binary.AppendUvarint(make([]byte, 0, 8+len(dk.encrypted)), uint64(len(dk.encrypted)))
+	header = append(header, dk.encrypted...)
+	out := sealPayload(dk.aead, header, k.aad(b), state, k.opts.Now(), k.opts.TTL)
 	return kmsPrefix + base64.RawURLEncoding.EncodeToString(out), nil
 }
 
@@ -256,13 +249,9 @@ func (k *KMS) openingKey(ctx context.Context, encrypted []byte) (cipher.AEAD, er
 	case refused:
 		return nil, fmt.Errorf("%w: data key did not decrypt (remembered)", ErrInvalid)
 	}
-	out, err := k.client.Decrypt(ctx, &kms.DecryptInput{
-		CiphertextBlob:    encrypted,
-		KeyId:             &k.opts.KeyID,
-		EncryptionContext: k.ctx,
-	})
+	plaintext, err := k.client.Decrypt(ctx, k.opts.KeyID, encrypted, k.ctx)
 	if err != nil {
-		if tokensFault(err) {
+		if errors.Is(err, ErrKeyRefused) {
 			k.mu.Lock()
 			k.refused.put(id, nil)
 			k.mu.Unlock()
@@ -270,8 +259,8 @@ func (k *KMS) openingKey(ctx context.Context, encrypted []byte) (cipher.AEAD, er
 		}
 		return nil, fmt.Errorf("%w: Decrypt: %w", ErrUnavailable, err)
 	}
-	aead, err = newAEAD(out.Plaintext)
-	clear(out.Plaintext)
+	aead, err = newAEAD(plaintext)
+	clear(plaintext)
 	if err != nil {
 		return nil, fmt.Errorf("%w: data key: %w", ErrInvalid, err)
 	}
@@ -279,15 +268,4 @@ func (k *KMS) openingKey(ctx context.Context, encrypted []byte) (cipher.AEAD, er
 	k.opened.put(id, aead)
 	k.mu.Unlock()
 	return aead, nil
-}
-
-// tokensFault reports whether a Decrypt failure is the presented
-// ciphertext's fault (forged, altered, another key or context) rather
-// than KMS's (throttled, unreachable, disabled key).
-func tokensFault(err error) bool {
-	var (
-		invalid   *types.InvalidCiphertextException
-		incorrect *types.IncorrectKeyException
-	)
-	return errors.As(err, &invalid) || errors.As(err, &incorrect)
 }

@@ -10,18 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
+	"github.com/serverless-mcp/mcp-lambda/internal/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 )
 
 var (
@@ -46,37 +46,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// kmsCounter counts KMS operations with SDK middleware.
-type kmsCounter struct {
-	mu  sync.Mutex
-	ops map[string]int
-}
-
-func (c *kmsCounter) option(o *kms.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			c.mu.Lock()
-			c.ops[awsmiddleware.GetOperationName(ctx)]++
-			c.mu.Unlock()
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
-}
-
-func (c *kmsCounter) take() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ops := c.ops
-	c.ops = map[string]int{}
-	return ops
-}
-
-func newKMSSealer(t testing.TB, c *kmsCounter, function string, opts ...func(*kms.Options)) *reqstate.KMS {
+func newKMSSealer(t testing.TB, c *opcount.Counter, function string, opts ...func(*kms.Options)) *reqstate.KMS {
 	t.Helper()
 	if c != nil {
-		opts = append(opts, c.option)
+		opts = append(opts, func(o *kms.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) })
 	}
-	s, err := reqstate.NewKMS(kmsServer.Client(opts...), reqstate.KMSOptions{KeyID: keyARN, Function: function,
+	s, err := reqstate.NewKMS(awskms.New(kmsServer.Client(opts...)), reqstate.KMSOptions{KeyID: keyARN, Function: function,
 		LocalOptions: reqstate.LocalOptions{Audience: "https://api.example.com/mcp"}})
 	if err != nil {
 		t.Fatal(err)
@@ -88,34 +63,34 @@ func newKMSSealer(t testing.TB, c *kmsCounter, function string, opts ...func(*km
 // after one Decrypt, then from cache; in steady state a round costs no
 // KMS call.
 func TestKMSAcrossInstances(t *testing.T) {
-	ca, cb := &kmsCounter{ops: map[string]int{}}, &kmsCounter{ops: map[string]int{}}
+	ca, cb := &opcount.Counter{}, &opcount.Counter{}
 	a, b := newKMSSealer(t, ca, "mcp"), newKMSSealer(t, cb, "mcp")
 	tok, err := a.Seal(ctx, binding(), []byte("round-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ops := ca.take(); ops["GenerateDataKey"] != 1 || len(ops) != 1 {
+	if ops := ca.Take(); ops["GenerateDataKey"] != 1 || len(ops) != 1 {
 		t.Errorf("first seal: %v", ops)
 	}
 	got, err := b.Open(ctx, binding(), tok)
 	if err != nil || string(got) != "round-1" {
 		t.Fatalf("open on b: %q %v", got, err)
 	}
-	if ops := cb.take(); ops["Decrypt"] != 1 || len(ops) != 1 {
+	if ops := cb.Take(); ops["Decrypt"] != 1 || len(ops) != 1 {
 		t.Errorf("cold open: %v", ops)
 	}
 	if _, err := b.Open(ctx, binding(), tok); err != nil {
 		t.Fatal(err)
 	}
-	if ops := cb.take(); len(ops) != 0 {
+	if ops := cb.Take(); len(ops) != 0 {
 		t.Errorf("warm open: %v", ops)
 	}
 	// Rounds alternate between the instances: after each has its own key
 	// and has opened the other's once, no round calls KMS.
 	tokB, _ := b.Seal(ctx, binding(), []byte("x"))
 	a.Open(ctx, binding(), tokB)
-	ca.take()
-	cb.take()
+	ca.Take()
+	cb.Take()
 	for round := 0; round < 10; round++ {
 		sealer, opener := a, b
 		if round%2 == 1 {
@@ -129,14 +104,14 @@ func TestKMSAcrossInstances(t *testing.T) {
 			t.Fatalf("round %d: %q %v", round, st, err)
 		}
 	}
-	if opsA, opsB := ca.take(), cb.take(); len(opsA)+len(opsB) != 0 {
+	if opsA, opsB := ca.Take(), cb.Take(); len(opsA)+len(opsB) != 0 {
 		t.Errorf("steady state: %v %v, want no KMS calls", opsA, opsB)
 	}
 }
 
 // TestKMSTampering: every alteration or transplant is ErrInvalid.
 func TestKMSTampering(t *testing.T) {
-	c := &kmsCounter{ops: map[string]int{}}
+	c := &opcount.Counter{}
 	s := newKMSSealer(t, c, "mcp")
 	tok, err := s.Seal(ctx, binding(), []byte("state"))
 	if err != nil {
@@ -183,9 +158,9 @@ func TestKMSTampering(t *testing.T) {
 		}
 	}
 	// Garbage presented again is refused from the cache, not by KMS.
-	c.take()
+	c.Take()
 	s.Open(ctx, binding(), cases["garbage key"])
-	if ops := c.take(); len(ops) != 0 {
+	if ops := c.Take(); len(ops) != 0 {
 		t.Errorf("a known-bad key cost %v", ops)
 	}
 }
@@ -208,7 +183,7 @@ func TestKMSUnavailable(t *testing.T) {
 	good := newKMSSealer(t, nil, "mcp")
 	tok, _ := good.Seal(ctx, binding(), []byte("state"))
 	for name, client := range map[string]*kms.Client{"down": down.Client(fast), "throttled": kmsServer.Client(throttle)} {
-		s, _ := reqstate.NewKMS(client, reqstate.KMSOptions{KeyID: keyARN, Function: "mcp", LocalOptions: reqstate.LocalOptions{Audience: "https://api.example.com/mcp"}})
+		s, _ := reqstate.NewKMS(awskms.New(client), reqstate.KMSOptions{KeyID: keyARN, Function: "mcp", LocalOptions: reqstate.LocalOptions{Audience: "https://api.example.com/mcp"}})
 		if _, err := s.Seal(ctx, binding(), []byte("x")); !errors.Is(err, reqstate.ErrUnavailable) {
 			t.Errorf("%s seal: %v", name, err)
 		}

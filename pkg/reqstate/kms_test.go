@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/kms"
-	"github.com/aws/aws-sdk-go-v2/service/kms/types"
-
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 )
 
@@ -50,32 +47,32 @@ func contextAAD(ec map[string]string) []byte {
 	return b
 }
 
-func (f *fakeKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, _ ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
+func (f *fakeKMS) GenerateDataKey(ctx context.Context, keyID string, encCtx map[string]string) ([]byte, []byte, error) {
 	f.generate.Add(1)
 	if f.fail != nil {
-		return nil, f.fail
+		return nil, nil, f.fail
 	}
 	pt := make([]byte, 32)
 	rand.Read(pt)
 	nonce := make([]byte, 12)
 	rand.Read(nonce)
-	blob := f.aead.Seal(nonce, nonce, pt, contextAAD(in.EncryptionContext))
-	return &kms.GenerateDataKeyOutput{Plaintext: bytes.Clone(pt), CiphertextBlob: blob}, nil
+	blob := f.aead.Seal(nonce, nonce, pt, contextAAD(encCtx))
+	return bytes.Clone(pt), blob, nil
 }
 
-func (f *fakeKMS) Decrypt(ctx context.Context, in *kms.DecryptInput, _ ...func(*kms.Options)) (*kms.DecryptOutput, error) {
+func (f *fakeKMS) Decrypt(ctx context.Context, keyID string, encrypted []byte, encCtx map[string]string) ([]byte, error) {
 	f.decrypt.Add(1)
 	if f.fail != nil {
 		return nil, f.fail
 	}
-	if len(in.CiphertextBlob) < 12 {
-		return nil, &types.InvalidCiphertextException{}
+	if len(encrypted) < 12 {
+		return nil, reqstate.ErrKeyRefused
 	}
-	pt, err := f.aead.Open(nil, in.CiphertextBlob[:12], in.CiphertextBlob[12:], contextAAD(in.EncryptionContext))
+	pt, err := f.aead.Open(nil, encrypted[:12], encrypted[12:], contextAAD(encCtx))
 	if err != nil {
-		return nil, &types.InvalidCiphertextException{}
+		return nil, reqstate.ErrKeyRefused
 	}
-	return &kms.DecryptOutput{Plaintext: pt}, nil
+	return pt, nil
 }
 
 func newFakeSealer(t testing.TB, f *fakeKMS, opts reqstate.KMSOptions) *reqstate.KMS {

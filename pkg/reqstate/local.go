@@ -110,16 +110,7 @@ func (l *Local) Seal(_ context.Context, b Binding, state []byte) (string, error)
 	if len(state) > l.opts.MaxState {
 		return "", fmt.Errorf("reqstate: state of %d bytes exceeds the %d-byte bound", len(state), l.opts.MaxState)
 	}
-	now := l.opts.Now()
-	plain := make([]byte, 16, 16+len(state))
-	binary.BigEndian.PutUint64(plain[0:], uint64(now.Unix()))
-	binary.BigEndian.PutUint64(plain[8:], uint64(now.Add(l.opts.TTL).Unix()))
-	plain = append(plain, state...)
-
-	ns := l.aead.NonceSize()
-	out := make([]byte, ns, ns+len(plain)+l.aead.Overhead())
-	rand.Read(out)
-	out = l.aead.Seal(out, out[:ns], plain, l.aad(b))
+	out := sealPayload(l.aead, nil, l.aad(b), state, l.opts.Now(), l.opts.TTL)
 	return localPrefix + base64.RawURLEncoding.EncodeToString(out), nil
 }
 
@@ -146,6 +137,20 @@ func (l *Local) Open(_ context.Context, b Binding, token string) ([]byte, error)
 		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
 	}
 	return openPayload(l.aead, raw, l.aad(b), l.opts.Now(), l.opts.Skew)
+}
+
+// sealPayload appends to header a random nonce and the AEAD sealing of
+// [issuedAt | expiry | state], with ad and the header as additional data.
+func sealPayload(aead cipher.AEAD, header, ad, state []byte, now time.Time, ttl time.Duration) []byte {
+	plain := make([]byte, 16, 16+len(state))
+	binary.BigEndian.PutUint64(plain[0:], uint64(now.Unix()))
+	binary.BigEndian.PutUint64(plain[8:], uint64(now.Add(ttl).Unix()))
+	plain = append(plain, state...)
+	ns := aead.NonceSize()
+	out := make([]byte, len(header)+ns, len(header)+ns+len(plain)+aead.Overhead())
+	copy(out, header)
+	rand.Read(out[len(header):])
+	return aead.Seal(out, out[len(header):], plain, append(ad, header...))
 }
 
 // openPayload authenticates raw (nonce | ciphertext) under aead and ad and
