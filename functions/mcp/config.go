@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -59,7 +61,7 @@ const (
 // production, a map in tests).
 func LoadConfig(getenv func(string) string) (*Config, error) {
 	c := &Config{
-		InLambda: getenv(envRuntimeAPI) != "",
+		InLambda: runner.InLambda(getenv),
 		Addr:     "127.0.0.1:8080",
 		LogLevel: slog.LevelInfo,
 		StateTTL: 10 * time.Minute,

@@ -9,20 +9,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"os/signal"
-	"syscall"
-	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
@@ -51,11 +45,10 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if cfg.InLambda {
-		lambda.StartWithOptions(&apigw.Handler{Server: srv}, lambda.WithContext(ctx))
-		return nil
+	if err := runner.Run(ctx, cfg.InLambda, srv, cfg.Addr, logger, stdout); err != nil {
+		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
 	}
-	return serveLocal(ctx, cfg, srv, logger, stdout)
+	return nil
 }
 
 // newServer builds the demo server from the configuration.
@@ -144,36 +137,4 @@ func logRequest(logger *slog.Logger) func(context.Context, *stateless.Outcome) {
 		}
 		logger.LogAttrs(ctx, level, "request", attrs...)
 	}
-}
-
-// serveLocal serves /mcp over HTTP until ctx ends or SIGINT/SIGTERM.
-func serveLocal(ctx context.Context, cfg *Config, srv *stateless.Server, logger *slog.Logger, stdout io.Writer) error {
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
-	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "MCP endpoint: http://%s/mcp\n", ln.Addr())
-
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	logger.Info("shutting down")
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(shutdown); err != nil {
-		return err
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

@@ -1,0 +1,63 @@
+// Command conformance is the fixture server of the official MCP
+// conformance suite, built on the same library as the product and run the
+// same way: on Lambda behind API Gateway, or locally on MCP_ADDR at /mcp.
+// It exposes every tool, resource, template, prompt and completion the
+// suite calls (fixtures.go). Its multi-round fixtures use the real sealer:
+// KMS when MCP_STATE_KMS_KEY is set, else a key from MCP_STATE_KEY, else a
+// random per-process key.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
+)
+
+func main() {
+	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sealer, err := newSealer(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	addr := getenv("MCP_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	return runner.Run(ctx, runner.InLambda(getenv), newServer(sealer), addr, logger, stdout)
+}
+
+func newSealer(ctx context.Context, getenv func(string) string) (reqstate.Sealer, error) {
+	opts := reqstate.LocalOptions{Audience: getenv("MCP_AUDIENCE")}
+	if key := getenv("MCP_STATE_KMS_KEY"); key != "" {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("MCP_STATE_KMS_KEY is set but the AWS configuration does not load: %w", err)
+		}
+		return reqstate.NewKMS(awskms.New(kms.NewFromConfig(cfg)), reqstate.KMSOptions{LocalOptions: opts, KeyID: key, Function: "conformance"})
+	}
+	if v := getenv("MCP_STATE_KEY"); v != "" {
+		k, err := base64.StdEncoding.DecodeString(v)
+		if err != nil {
+			return nil, fmt.Errorf("MCP_STATE_KEY must be 32 bytes in standard base64: %w", err)
+		}
+		return reqstate.NewLocalKey(k, &opts)
+	}
+	return reqstate.NewLocal(nil, &opts), nil
+}
