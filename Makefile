@@ -23,7 +23,7 @@ EVENT ?= events/discover.json
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy
 
-.PHONY: all run build build-McpFunction invoke deploy test unit integration stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction invoke deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -72,8 +72,14 @@ $(RIE):
 $(GOBIN)/local-kms:
 	$(GO) install github.com/nsmithuk/local-kms@$(LOCAL_KMS_VERSION)
 
-## test: vet, lint, build for both architectures, and test every module
-test: tools vet lint build unit integration
+## test: vet, lint, build for both architectures, run the conformance
+## suite on both paths, and test every module (go test's summary last)
+test: tools vet lint build conformance integration unit
+
+## conformance: the official suite against the fixture function, local and
+## through the Lambda path, at 2026-07-28 and 2025-11-25
+conformance: tools
+	$(GO) run ./internal/confrun -tools tools -rie $(RIE)
 
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because

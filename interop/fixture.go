@@ -15,7 +15,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -253,4 +256,28 @@ func ToolNames() []string {
 	names := []string{ToolEcho, ToolAdd, ToolConfirm}
 	slices.Sort(names)
 	return names
+}
+
+// NewKeyedServer is a server whose side-effecting tool "transfer" is made
+// exactly-once by in-memory idempotency claims; its result carries a
+// sequence number, so a replay shows it did not run again.
+func NewKeyedServer() *stateless.Server {
+	srv := stateless.NewServer(stateless.Implementation{Name: "keyed", Version: "1"},
+		&stateless.Options{Idempotency: claims.New(claims.NewMemory(), nil)})
+	var mu sync.Mutex
+	runs := 0
+	type in struct {
+		Amount int `json:"amount"`
+		Wait   int `json:"waitMs,omitempty"`
+	}
+	stateless.AddTool(srv, &stateless.Tool{Name: "transfer", Description: "Moves an amount; runs once per idempotency key."},
+		func(ctx context.Context, req *stateless.ToolRequest, a in) (*stateless.CallToolResult, map[string]int, error) {
+			mu.Lock()
+			runs++
+			run := runs
+			mu.Unlock()
+			time.Sleep(time.Duration(a.Wait) * time.Millisecond)
+			return nil, map[string]int{"moved": a.Amount, "run": run}, nil
+		})
+	return srv
 }

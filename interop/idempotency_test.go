@@ -1,17 +1,14 @@
 package interop
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -32,31 +29,30 @@ func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 // idempotency outcome intact: the replayed result with its marker, and the
 // in-progress (HTTP 409) and conflict (HTTP 422) refusals as JSON-RPC
 // errors with their code and data.
-func TestGoSDKIdempotency(t *testing.T) {
-	srv := stateless.NewServer(stateless.Implementation{Name: "keyed", Version: "1"},
-		&stateless.Options{Idempotency: claims.New(claims.NewMemory(), nil)})
-	var mu sync.Mutex
-	runs := 0
-	type in struct {
-		Amount int `json:"amount"`
-		Wait   int `json:"waitMs,omitempty"`
-	}
-	stateless.AddTool(srv, &stateless.Tool{Name: "transfer"}, func(ctx context.Context, req *stateless.ToolRequest, a in) (*stateless.CallToolResult, map[string]int, error) {
-		mu.Lock()
-		runs++
-		mu.Unlock()
-		time.Sleep(time.Duration(a.Wait) * time.Millisecond)
-		return nil, map[string]int{"moved": a.Amount}, nil
-	})
+func TestGoSDKIdempotency(t *testing.T) { testGoSDKIdempotency(t, serveKeyed, false) }
+
+// TestGoSDKIdempotencyLambda is the same through the Lambda path.
+func TestGoSDKIdempotencyLambda(t *testing.T) {
+	// The emulator runs one invocation at a time, so a concurrent
+	// duplicate waits for the first and gets its replay.
+	testGoSDKIdempotency(t, func(t *testing.T) string { return startLambdaWith(t, "MCP_FIXTURE=keyed") }, true)
+}
+
+func serveKeyed(t *testing.T) string {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
+	mux.Handle("/mcp", NewKeyedServer())
 	ts := httptest.NewServer(mux)
-	defer ts.Close()
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
+}
+
+func testGoSDKIdempotency(t *testing.T, serve serveFunc, serialized bool) {
+	url := serve(t)
 	ctx := testContext(t)
 
 	connect := func(key string) *mcp.ClientSession {
 		c := mcp.NewClient(goSDKClientInfo, nil)
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp",
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
 			HTTPClient: &http.Client{Transport: keyHeader{key, http.DefaultTransport}}}, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -79,8 +75,8 @@ func TestGoSDKIdempotency(t *testing.T) {
 	}
 	b1, _ := json.Marshal(first.StructuredContent)
 	b2, _ := json.Marshal(again.StructuredContent)
-	if string(b1) != string(b2) || runs != 1 {
-		t.Errorf("replay %s vs %s, runs %d", b2, b1, runs)
+	if string(b1) != string(b2) {
+		t.Errorf("replay %s vs %s", b2, b1)
 	}
 
 	_, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 43}})
@@ -97,15 +93,21 @@ func TestGoSDKIdempotency(t *testing.T) {
 		done <- err
 	}()
 	time.Sleep(100 * time.Millisecond)
-	_, err = slow.CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 1, "waitMs": 500}})
+	dup, err := slow.CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 1, "waitMs": 500}})
+	if serialized {
+		if err != nil || dup.Meta[stateless.MetaReplay] != true {
+			t.Errorf("serialized duplicate: %v %+v", err, dup)
+		}
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	e = rpcError(t, err)
 	if json.Unmarshal(e.Data, &data); e.Code != -32600 || data["type"] != "idempotency_key_in_progress" || data["retryable"] != true || data["retryAfterMs"] == nil {
 		t.Errorf("in progress surfaced as %d %s", e.Code, e.Data)
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	if runs != 2 {
-		t.Errorf("runs = %d, want 2", runs)
 	}
 }

@@ -1,0 +1,157 @@
+// Command confrun runs the official MCP conformance suite against the
+// conformance fixture function on both of its paths — its local HTTP mode,
+// and the built Lambda bootstrap under the runtime emulator behind an API
+// Gateway front — at revisions 2026-07-28 and 2025-11-25 (the latter with
+// the baseline of what a stateless server cannot do). `make conformance`
+// runs it; it exits non-zero if any run fails.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+)
+
+func main() {
+	tools := flag.String("tools", "tools", "directory of the npm test tools (node_modules)")
+	riePath := flag.String("rie", ".tools/bin/aws-lambda-rie", "path of aws-lambda-rie")
+	out := flag.String("out", "", "directory for the suite's checks.json files (none when empty)")
+	flag.Parse()
+	if err := run(*tools, *riePath, *out); err != nil {
+		fmt.Fprintln(os.Stderr, "confrun:", err)
+		os.Exit(1)
+	}
+}
+
+// stateKey seals the fixture's multi-round state on both paths.
+const stateKey = "Y29uZm9ybWFuY2UtZml4dHVyZS1zdGF0ZS1rZXktMzI="
+
+func run(tools, riePath, out string) error {
+	tmp, err := os.MkdirTemp("", "confrun")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	local, bootstrap := filepath.Join(tmp, "conformance"), filepath.Join(tmp, "bootstrap")
+	if err := build(local, "", "./functions/conformance"); err != nil {
+		return err
+	}
+	if err := build(bootstrap, runtime.GOARCH, "./functions/conformance"); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+
+	localURL, stopLocal, err := startLocal(ctx, local)
+	if err != nil {
+		return err
+	}
+	defer stopLocal()
+	e, err := rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bootstrap, Env: []string{"MCP_STATE_KEY=" + stateKey}})
+	if err != nil {
+		return err
+	}
+	defer e.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	front := &http.Server{Handler: &rie.Front{Emulator: e}, ReadHeaderTimeout: 10 * time.Second}
+	go front.Serve(ln)
+	defer front.Close()
+	lambdaURL := "http://" + ln.Addr().String() + "/mcp"
+
+	baseline, err := filepath.Abs("functions/conformance/baseline-2025-11-25.yml")
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, target := range []struct{ name, url string }{{"local HTTP", localURL}, {"Lambda (emulator + API Gateway front)", lambdaURL}} {
+		for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+			args := []string{"server", "--url", target.url, "--requirements", rev}
+			if rev == "2025-11-25" {
+				args = append(args, "--expected-failures", baseline)
+			}
+			if out != "" {
+				args = append(args, "-o", filepath.Join(out, strings.Fields(target.name)[0]+"-"+rev))
+			}
+			fmt.Printf("\n=== conformance %s, %s: %s ===\n", rev, target.name, target.url)
+			if err := suite(ctx, tools, args); err != nil {
+				failed = append(failed, fmt.Sprintf("%s %s: %v", target.name, rev, err))
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return errors.New("failing runs:\n  " + strings.Join(failed, "\n  "))
+	}
+	fmt.Println("\nconformance: all four runs passed")
+	return nil
+}
+
+func build(out, goarch, pkg string) error {
+	args := []string{"build", "-trimpath", "-o", out}
+	env := os.Environ()
+	if goarch != "" {
+		args = append(args, "-tags", "lambda.norpc")
+		env = append(env, "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s: %w", pkg, err)
+	}
+	return nil
+}
+
+// startLocal starts the fixture's local mode on a free port and returns
+// its URL, as the binary prints it.
+func startLocal(ctx context.Context, bin string) (string, func(), error) {
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "MCP_ADDR=127.0.0.1:0", "MCP_STATE_KEY="+stateKey)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("the local fixture printed no URL: %w", err)
+	}
+	go io.Copy(io.Discard, stdout)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "MCP endpoint: ")
+	if !ok {
+		stop()
+		return "", nil, fmt.Errorf("unexpected first line %q", line)
+	}
+	return url, stop, nil
+}
+
+// suite runs the conformance CLI on the Node 22 that tools/ provides.
+func suite(ctx context.Context, tools string, args []string) error {
+	bin, err := filepath.Abs(filepath.Join(tools, "node_modules", ".bin"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	return cmd.Run()
+}

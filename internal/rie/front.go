@@ -1,0 +1,115 @@
+package rie
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+)
+
+// Front is a loopback HTTP front for a function under the emulator: it
+// turns each HTTP request into an API Gateway HTTP API (payload 2.0)
+// event, invokes the function, and turns the function's response back
+// into HTTP, as API Gateway would. Invocations are serialised, since the
+// emulator serves one at a time. It is a test tool, not part of the
+// deployed product.
+type Front struct {
+	Emulator *Emulator
+}
+
+type v2Event struct {
+	Version         string            `json:"version"`
+	RouteKey        string            `json:"routeKey"`
+	RawPath         string            `json:"rawPath"`
+	RawQueryString  string            `json:"rawQueryString"`
+	Cookies         []string          `json:"cookies,omitempty"`
+	Headers         map[string]string `json:"headers"`
+	RequestContext  v2Context         `json:"requestContext"`
+	Body            string            `json:"body,omitempty"`
+	IsBase64Encoded bool              `json:"isBase64Encoded"`
+}
+
+type v2Context struct {
+	RequestID  string `json:"requestId"`
+	DomainName string `json:"domainName"`
+	Stage      string `json:"stage"`
+	HTTP       struct {
+		Method   string `json:"method"`
+		Path     string `json:"path"`
+		Protocol string `json:"protocol"`
+		SourceIP string `json:"sourceIp"`
+	} `json:"http"`
+}
+
+type v2Response struct {
+	StatusCode      int               `json:"statusCode"`
+	Headers         map[string]string `json:"headers"`
+	Cookies         []string          `json:"cookies"`
+	Body            string            `json:"body"`
+	IsBase64Encoded bool              `json:"isBase64Encoded"`
+}
+
+// ServeHTTP implements http.Handler.
+func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
+	if err != nil {
+		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	ev := v2Event{Version: "2.0", RouteKey: r.Method + " " + r.URL.Path, RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery,
+		Headers: map[string]string{}}
+	for k, vs := range r.Header {
+		// API Gateway lower-cases names and joins repeated values.
+		ev.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
+	}
+	ev.Headers["host"] = r.Host
+	ev.RequestContext.RequestID = "front"
+	ev.RequestContext.DomainName = r.Host
+	ev.RequestContext.Stage = "$default"
+	ev.RequestContext.HTTP.Method = r.Method
+	ev.RequestContext.HTTP.Path = r.URL.Path
+	ev.RequestContext.HTTP.Protocol = r.Proto
+	ev.RequestContext.HTTP.SourceIP = "127.0.0.1"
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	out, err := f.Emulator.Invoke(r.Context(), payload)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	var resp v2Response
+	if err := json.Unmarshal(out, &resp); err != nil {
+		http.Error(w, "front: the function's response is not an API Gateway response", http.StatusBadGateway)
+		return
+	}
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	for _, c := range resp.Cookies {
+		w.Header().Add("Set-Cookie", c)
+	}
+	respBody := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			http.Error(w, "front: bad base64 body", http.StatusBadGateway)
+			return
+		}
+	}
+	if resp.StatusCode == 0 {
+		resp.StatusCode = http.StatusOK
+	}
+	w.WriteHeader(resp.StatusCode)
+	w.Write(respBody)
+}

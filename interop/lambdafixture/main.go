@@ -1,0 +1,31 @@
+// Command lambdafixture is the interop fixture server built as a Lambda
+// function, so that the real clients can be run through the Lambda path:
+// the built bootstrap under the runtime emulator, behind an API Gateway
+// front.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/runner"
+	"github.com/serverless-mcp/mcp-lambda/interop"
+)
+
+func main() {
+	addr := os.Getenv("MCP_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	srv := interop.NewFixtureServer()
+	if os.Getenv("MCP_FIXTURE") == "keyed" {
+		srv = interop.NewKeyedServer()
+	}
+	if err := runner.Run(context.Background(), runner.InLambda(os.Getenv), srv, addr, logger, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "lambdafixture:", err)
+		os.Exit(1)
+	}
+}
