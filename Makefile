@@ -23,7 +23,7 @@ EVENT ?= events/discover.json
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy
 
-.PHONY: all run build build-McpFunction invoke deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction build-ConformanceFunction invoke deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -43,6 +43,10 @@ sizes:
 ## build-McpFunction: what `sam build` runs (BuildMethod: makefile)
 build-McpFunction:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/mcp
+
+## build-ConformanceFunction: the optional conformance fixture, for `sam build`
+build-ConformanceFunction:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/conformance
 
 ## invoke: one event through the real binary under the Lambda runtime emulator
 invoke: tools build/$(HOSTARCH)/bootstrap

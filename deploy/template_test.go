@@ -251,3 +251,29 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
+
+// TestConformanceFunction: the optional fixture deploys only on request,
+// on its own route, and may use only the state key.
+func TestConformanceFunction(t *testing.T) {
+	r := raw(t)
+	fn := at(t, r, "Resources", "ConformanceFunction")
+	if at(t, fn, "Condition").Value != "DeployConformance" {
+		t.Error("the conformance function is not conditional")
+	}
+	if at(t, fn, "Metadata", "BuildMethod").Value != "makefile" {
+		t.Error("build method")
+	}
+	if p := at(t, fn, "Properties", "Events", "Post", "Properties", "Path").Value; p != "/conformance" {
+		t.Errorf("path %q", p)
+	}
+	stmts := at(t, fn, "Properties", "Policies", "0", "Statement")
+	if len(stmts.Content) != 1 || at(t, stmts, "0", "Resource").Value != "StateKey.Arn" {
+		t.Errorf("conformance policy: %d statements", len(stmts.Content))
+	}
+	if got := scalars(at(t, stmts, "0", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
+		t.Errorf("actions %v", got)
+	}
+	if _, ok := parse(t).Parameters["ConformanceFixture"]; !ok {
+		t.Error("no ConformanceFixture parameter")
+	}
+}

@@ -94,11 +94,47 @@ func run(tools, riePath, out string) error {
 			}
 		}
 	}
+	// Real clients of other languages, through the Lambda path.
+	fmt.Printf("\n=== TypeScript client 2.4.0 and Inspector 2.12.0 through the Lambda path ===\n")
+	if err := node(ctx, tools, nil, "smoke.mjs", lambdaURL); err != nil {
+		failed = append(failed, "TypeScript client: "+err.Error())
+	}
+	inspector := []string{"--cli", lambdaURL, "--transport", "http", "--protocol-era", "modern"}
+	var list, call strings.Builder
+	if err := node(ctx, tools, &list, filepath.Join("node_modules", ".bin", "mcp-inspector"), append(inspector, "--method", "tools/list")...); err != nil || !strings.Contains(list.String(), `"test_simple_text"`) {
+		failed = append(failed, fmt.Sprintf("Inspector tools/list: %v", err))
+	} else {
+		fmt.Println("inspector: ok: tools/list")
+	}
+	if err := node(ctx, tools, &call, filepath.Join("node_modules", ".bin", "mcp-inspector"), append(inspector, "--method", "tools/call", "--tool-name", "test_simple_text")...); err != nil ||
+		!strings.Contains(call.String(), "This is a simple text response for testing.") {
+		failed = append(failed, fmt.Sprintf("Inspector tools/call: %v", err))
+	} else {
+		fmt.Println("inspector: ok: tools/call")
+	}
 	if len(failed) > 0 {
 		return errors.New("failing runs:\n  " + strings.Join(failed, "\n  "))
 	}
-	fmt.Println("\nconformance: all four runs passed")
+	fmt.Println("\nconformance: all four suite runs and the Node clients passed")
 	return nil
+}
+
+// node runs a script or tool of tools/ on its Node 22; output goes to out
+// (and stdout) when out is set.
+func node(ctx context.Context, tools string, out io.Writer, script string, args ...string) error {
+	dir, err := filepath.Abs(tools)
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "node"), append([]string{script}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if out != nil {
+		cmd.Stdout = io.MultiWriter(out, os.Stdout)
+	}
+	return cmd.Run()
 }
 
 func build(out, goarch, pkg string) error {
