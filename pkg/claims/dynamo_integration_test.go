@@ -321,3 +321,35 @@ func helperProcess() int {
 	fmt.Fprintln(w, o)
 	return 0
 }
+
+// BenchmarkClaimPath measures what a claim adds to a side-effecting call:
+// the same keyed tools/call through a server with DynamoDB (Local) claims
+// and through one without.
+func BenchmarkClaimPath(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		store claims.Store
+	}{{"claims=dynamodb-local", claims.NewDynamoDB(local.Client(), table)}, {"claims=none", nil}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var srv *stateless.Server
+			if tc.store != nil {
+				srv, _ = effectServer(tc.store, nil)
+			} else {
+				srv = stateless.NewServer(stateless.Implementation{Name: "plain", Version: "1"}, nil)
+				stateless.AddTool(srv, &stateless.Tool{Name: "charge"}, func(ctx context.Context, req *stateless.ToolRequest, a struct {
+					N int `json:"n"`
+				}) (*stateless.CallToolResult, map[string]int, error) {
+					return nil, map[string]int{"charged": a.N}, nil
+				})
+			}
+			ctx := context.Background()
+			i := 0
+			for b.Loop() {
+				i++
+				if st, _ := callTool(ctx, srv, "charge", `{"n":1}`, fmt.Sprintf("bench-%d-%d", time.Now().UnixNano(), i)); st != 200 {
+					b.Fatalf("status %d", st)
+				}
+			}
+		})
+	}
+}
