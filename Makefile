@@ -60,7 +60,10 @@ deploy:
 tools: $(GOBIN)/staticcheck $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
-	cd tools && npm ci --no-audit --no-fund
+	# npm ci refuses this lock file: an optional dependency of a dependency
+	# (napi-windows-process-start-time) is listed but not published; install
+	# follows the lock file and skips it.
+	cd tools && npm install --no-audit --no-fund
 	touch $@
 
 # DynamoDB Local runs on Java; Debian's headless JRE where the machine has none.
