@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 )
@@ -177,13 +176,7 @@ func (k *KMS) sealingKey(ctx context.Context) (*dataKey, error) {
 	return k.current, nil
 }
 
-func (k *KMS) aad(b Binding) []byte {
-	ad := make([]byte, 0, 64+len(b.Principal)+len(b.Method)+len(b.Target)+len(k.opts.Audience))
-	ad = append(ad, kmsPrefix...)
-	ad = binary.AppendUvarint(ad, uint64(len(k.opts.Audience)))
-	ad = append(ad, k.opts.Audience...)
-	return b.AppendBinary(ad)
-}
+func (k *KMS) aad(b Binding) []byte { return additionalData(kmsPrefix, k.opts.Audience, b) }
 
 // Seal implements [Sealer].
 func (k *KMS) Seal(ctx context.Context, b Binding, state []byte) (string, error) {
@@ -209,19 +202,10 @@ const maxEncryptedKey = 1024
 
 // Open implements [Sealer].
 func (k *KMS) Open(ctx context.Context, b Binding, token string) ([]byte, error) {
-	if !strings.HasPrefix(token, kmsPrefix) {
-		return nil, fmt.Errorf("%w: unknown format", ErrInvalid)
-	}
 	maxLen := len(kmsPrefix) + base64.RawURLEncoding.EncodedLen(10+maxEncryptedKey+12+16+k.opts.MaxState+16)
-	if len(token) > maxLen {
-		return nil, fmt.Errorf("%w: too long", ErrInvalid)
-	}
-	if strings.ContainsAny(token, "\r\n") {
-		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(kmsPrefix):])
+	raw, err := decodeToken(token, kmsPrefix, maxLen)
 	if err != nil {
-		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
+		return nil, err
 	}
 	n, w := binary.Uvarint(raw)
 	if w <= 0 || n == 0 || n > maxEncryptedKey || uint64(len(raw)-w) < n {

@@ -97,12 +97,34 @@ func newLocal(key []byte, opts *LocalOptions) (*Local, error) {
 	return &Local{aead: aead, opts: opts.withDefaults()}, nil
 }
 
-func (l *Local) aad(b Binding) []byte {
-	ad := make([]byte, 0, 64+len(b.Principal)+len(b.Method)+len(b.Target)+len(l.opts.Audience))
-	ad = append(ad, localPrefix...)
-	ad = binary.AppendUvarint(ad, uint64(len(l.opts.Audience)))
-	ad = append(ad, l.opts.Audience...)
+func (l *Local) aad(b Binding) []byte { return additionalData(localPrefix, l.opts.Audience, b) }
+
+// additionalData is what every token authenticates besides its payload:
+// its format, the audience and the binding.
+func additionalData(prefix, audience string, b Binding) []byte {
+	ad := make([]byte, 0, 64+len(b.Principal)+len(b.Method)+len(b.Target)+len(audience))
+	ad = append(ad, prefix...)
+	ad = binary.AppendUvarint(ad, uint64(len(audience)))
+	ad = append(ad, audience...)
 	return b.AppendBinary(ad)
+}
+
+// decodeToken checks a token's prefix and size and decodes its body. The
+// decoder itself would skip CR and LF; a token is exactly what was issued.
+func decodeToken(token, prefix string, maxLen int) ([]byte, error) {
+	switch {
+	case !strings.HasPrefix(token, prefix):
+		return nil, fmt.Errorf("%w: unknown format", ErrInvalid)
+	case len(token) > maxLen:
+		return nil, fmt.Errorf("%w: too long", ErrInvalid)
+	case strings.ContainsAny(token, "\r\n"):
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(prefix):])
+	if err != nil {
+		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
+	}
+	return raw, nil
 }
 
 // Seal implements [Sealer].
@@ -122,19 +144,9 @@ func (l *Local) maxTokenLen() int {
 
 // Open implements [Sealer].
 func (l *Local) Open(_ context.Context, b Binding, token string) ([]byte, error) {
-	if len(token) < len(localPrefix) || token[:len(localPrefix)] != localPrefix {
-		return nil, fmt.Errorf("%w: unknown format", ErrInvalid)
-	}
-	if len(token) > l.maxTokenLen() {
-		return nil, fmt.Errorf("%w: too long", ErrInvalid)
-	}
-	if strings.ContainsAny(token, "\r\n") {
-		// The decoder skips CR and LF; a token is exactly what was issued.
-		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
-	}
-	raw, err := base64.RawURLEncoding.Strict().DecodeString(token[len(localPrefix):])
+	raw, err := decodeToken(token, localPrefix, l.maxTokenLen())
 	if err != nil {
-		return nil, fmt.Errorf("%w: not base64url", ErrInvalid)
+		return nil, err
 	}
 	return openPayload(l.aead, raw, l.aad(b), l.opts.Now(), l.opts.Skew)
 }
