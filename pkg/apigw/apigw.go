@@ -4,10 +4,11 @@
 //
 // It is kept apart from the protocol core so that the core never imports
 // Lambda types: this package turns an event into a [stateless.Request] —
-// method, headers with canonical names (gateways lower-case them; REST
-// APIs also send multi-value headers), the base64-decoded body, the host,
-// and the caller's principal from the request context's authorizer — and
-// the [stateless.Response] back into the event's response shape.
+// method, the headers the protocol reads with canonical names (gateways
+// lower-case them; REST APIs also send multi-value headers; cookies are
+// joined into one Cookie header), the base64-decoded body, the host, and
+// the caller's principal from the request context's authorizer — and the
+// [stateless.Response] back into the event's response shape.
 //
 // [Handler] implements lambda.Handler on raw payloads, so one function
 // serves all three event shapes without reflection.
@@ -53,9 +54,9 @@ func (k Kind) String() string {
 type event struct {
 	Version           string              `json:"version"`
 	HTTPMethod        string              `json:"httpMethod"` // 1.0
-	Headers           map[string]string   `json:"headers"`
-	MultiValueHeaders map[string][]string `json:"multiValueHeaders"` // 1.0
-	Cookies           []string            `json:"cookies"`           // 2.0
+	MultiValueHeaders *headerObject `json:"multiValueHeaders"` // 1.0, decoded first
+	Headers           *headerObject `json:"headers"`
+	Cookies           []string      `json:"cookies"` // 2.0
 	Body              string              `json:"body"`
 	IsBase64Encoded   bool                `json:"isBase64Encoded"`
 	RequestContext    struct {
@@ -86,7 +87,11 @@ var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function UR
 
 // Decode turns an event payload into a request.
 func Decode(payload []byte) (*Request, error) {
-	var ev event
+	h := make(http.Header, 8)
+	// Headers are decoded straight into h, keeping only the protocol's
+	// (see protocolHeaders); multiValueHeaders win over headers, which
+	// hold only the last of repeated values.
+	ev := event{MultiValueHeaders: &headerObject{h: h, multi: true}, Headers: &headerObject{h: h}}
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotHTTP, err)
 	}
@@ -105,17 +110,7 @@ func Decode(payload []byte) (*Request, error) {
 		return nil, ErrNotHTTP
 	}
 	r.RequestID = ev.RequestContext.RequestID
-	r.Header = make(http.Header, len(ev.Headers)+len(ev.MultiValueHeaders)+1)
-	for k, v := range ev.Headers {
-		r.Header[http.CanonicalHeaderKey(k)] = []string{v}
-	}
-	// Multi-value headers carry every value; they win over the single-value
-	// map, which holds only the last.
-	for k, vs := range ev.MultiValueHeaders {
-		if len(vs) > 0 {
-			r.Header[http.CanonicalHeaderKey(k)] = vs
-		}
-	}
+	r.Header = h
 	if len(ev.Cookies) > 0 {
 		r.Header["Cookie"] = []string{strings.Join(ev.Cookies, "; ")}
 	}

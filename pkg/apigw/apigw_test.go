@@ -88,3 +88,19 @@ func TestInvoke(t *testing.T) {
 		t.Errorf("REST GET: %s", out)
 	}
 }
+
+func TestHeadersKeptAndDropped(t *testing.T) {
+	r, err := Decode([]byte(`{"version":"2.0","cookies":["a=1","b=2"],"headers":{"content-type":"application/json","x-amzn-trace-id":"Root=1","mcp-param-region":"eu","MCP-NAME":"echo","mcp-method":"tools\u002fcall"},"requestContext":{"http":{"method":"POST"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"Content-Type": "application/json", "Mcp-Param-Region": "eu", "Mcp-Name": "echo", "Mcp-Method": "tools/call", "Cookie": "a=1; b=2"}
+	for k, v := range want {
+		if got := r.Header.Get(k); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if r.Header.Get("X-Amzn-Trace-Id") != "" || len(r.Header) != len(want) {
+		t.Errorf("headers %v", r.Header)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 )
 
 // encoding/json matches object keys to struct fields ignoring case, and
@@ -99,7 +101,7 @@ func (g *keyGuard) check(data []byte) error {
 	if g == nil {
 		return nil
 	}
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) {
 		return nil
 	}
@@ -116,9 +118,9 @@ func (g *keyGuard) check(data []byte) error {
 }
 
 func (g *keyGuard) checkObject(data []byte) error {
-	i := skipSpace(data, 1)
+	i := jsonscan.SkipSpace(data, 1)
 	for i < len(data) && data[i] == '"' {
-		end, escaped := scanString(data, i)
+		end, escaped := jsonscan.ScanString(data, i)
 		key := data[i+1 : end-1]
 		if escaped {
 			var k string
@@ -127,10 +129,10 @@ func (g *keyGuard) checkObject(data []byte) error {
 			}
 			key = []byte(k)
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // ':'
+		i = jsonscan.SkipSpace(data, end)
+		i = jsonscan.SkipSpace(data, i+1) // ':'
 		vStart := i
-		i = skipValue(data, i)
+		i = jsonscan.SkipValue(data, i)
 		value := data[vStart:i]
 		if g.object {
 			if sub, ok := g.fields[string(key)]; ok {
@@ -145,9 +147,9 @@ func (g *keyGuard) checkObject(data []byte) error {
 				return err
 			}
 		}
-		i = skipSpace(data, i)
+		i = jsonscan.SkipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonscan.SkipSpace(data, i+1)
 		}
 	}
 	return nil
@@ -202,16 +204,16 @@ func sameFold(r, q rune) bool {
 }
 
 func eachElement(data []byte, f func([]byte) error) error {
-	i := skipSpace(data, 1)
+	i := jsonscan.SkipSpace(data, 1)
 	for i < len(data) && data[i] != ']' {
 		start := i
-		i = skipValue(data, i)
+		i = jsonscan.SkipValue(data, i)
 		if err := f(data[start:i]); err != nil {
 			return err
 		}
-		i = skipSpace(data, i)
+		i = jsonscan.SkipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonscan.SkipSpace(data, i+1)
 		}
 	}
 	return nil

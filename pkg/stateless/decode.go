@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -223,30 +225,30 @@ func isObject(raw json.RawMessage) bool {
 // rawMember returns the raw value of key in the JSON object obj, or nil.
 // obj must be valid JSON.
 func rawMember(obj []byte, key string) []byte {
-	i := skipSpace(obj, 0)
+	i := jsonscan.SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil
 	}
-	i = skipSpace(obj, i+1)
+	i = jsonscan.SkipSpace(obj, i+1)
 	var found []byte
 	for i < len(obj) && obj[i] == '"' {
-		end, escaped := scanString(obj, i)
+		end, escaped := jsonscan.ScanString(obj, i)
 		k := obj[i+1 : end-1]
 		if escaped {
 			var u string
 			_ = json.Unmarshal(obj[i:end], &u)
 			k = []byte(u)
 		}
-		i = skipSpace(obj, end)
-		i = skipSpace(obj, i+1)
+		i = jsonscan.SkipSpace(obj, end)
+		i = jsonscan.SkipSpace(obj, i+1)
 		start := i
-		i = skipValue(obj, i)
+		i = jsonscan.SkipValue(obj, i)
 		if string(k) == key {
 			found = obj[start:i] // the last one wins, as in encoding/json
 		}
-		i = skipSpace(obj, i)
+		i = jsonscan.SkipSpace(obj, i)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = jsonscan.SkipSpace(obj, i+1)
 		}
 	}
 	return found

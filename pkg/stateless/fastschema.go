@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+
 	"github.com/google/jsonschema-go/jsonschema"
 )
 
@@ -168,12 +170,12 @@ var errFlatFallback = errors.New("flat schema cannot decide")
 // input it does not decide on its own (escaped keys or strings where the
 // decoded text matters); data must be syntactically valid JSON.
 func (f *flatSchema) validate(data []byte) error {
-	i := skipSpace(data, 0)
+	i := jsonscan.SkipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return errors.New("arguments must be an object")
 	}
 	var seen, seenProps uint64
-	i = skipSpace(data, i+1)
+	i = jsonscan.SkipSpace(data, i+1)
 	if i < len(data) && data[i] == '}' {
 		return f.checkRequired(seen)
 	}
@@ -182,15 +184,15 @@ func (f *flatSchema) validate(data []byte) error {
 		if data[i] != '"' {
 			return errFlatFallback
 		}
-		end, escaped := scanString(data, i)
+		end, escaped := jsonscan.ScanString(data, i)
 		key := data[i+1 : end-1]
 		if escaped || !utf8.Valid(key) {
 			return errFlatFallback // the decoded key is not the bytes
 		}
-		i = skipSpace(data, end)
-		i = skipSpace(data, i+1) // ':'
+		i = jsonscan.SkipSpace(data, end)
+		i = jsonscan.SkipSpace(data, i+1) // ':'
 		vStart := i
-		i = skipValue(data, i)
+		i = jsonscan.SkipValue(data, i)
 		value := data[vStart:i]
 
 		p, known := f.props[string(key)]
@@ -211,9 +213,9 @@ func (f *flatSchema) validate(data []byte) error {
 		if ix, ok := f.requiredIx[string(key)]; ok {
 			seen |= 1 << ix
 		}
-		i = skipSpace(data, i)
+		i = jsonscan.SkipSpace(data, i)
 		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
+			i = jsonscan.SkipSpace(data, i+1)
 			continue
 		}
 		break
@@ -249,7 +251,7 @@ func (p flatProp) check(v []byte) error {
 			return errors.New("want a string")
 		}
 		if p.enum != nil {
-			end, escaped := scanString(v, 0)
+			end, escaped := jsonscan.ScanString(v, 0)
 			s := v[1 : end-1]
 			if escaped || !utf8.Valid(s) {
 				return errFlatFallback
@@ -307,64 +309,6 @@ func finiteLiteral(v []byte) bool {
 		}
 	}
 	return true
-}
-
-func skipSpace(d []byte, i int) int {
-	for i < len(d) && (d[i] == ' ' || d[i] == '\t' || d[i] == '\n' || d[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// scanString returns the index just past the string starting at d[i]
-// (a quote), and whether it contains escapes.
-func scanString(d []byte, i int) (int, bool) {
-	escaped := false
-	for j := i + 1; j < len(d); j++ {
-		switch d[j] {
-		case '\\':
-			escaped = true
-			j++
-		case '"':
-			return j + 1, escaped
-		}
-	}
-	return len(d), escaped
-}
-
-// skipValue returns the index just past the JSON value starting at d[i].
-func skipValue(d []byte, i int) int {
-	if i >= len(d) {
-		return i
-	}
-	switch d[i] {
-	case '"':
-		end, _ := scanString(d, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(d); j++ {
-			switch d[j] {
-			case '"':
-				end, _ := scanString(d, j)
-				j = end - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(d)
-	default:
-		j := i
-		for j < len(d) && d[j] != ',' && d[j] != '}' && d[j] != ']' && d[j] != ' ' && d[j] != '\t' && d[j] != '\n' && d[j] != '\r' {
-			j++
-		}
-		return j
-	}
 }
 
 // schemaValidator validates JSON bytes against a tool schema, on the flat
