@@ -52,13 +52,13 @@ func (k Kind) String() string {
 
 // event is the union of the three request shapes, decoded in one pass.
 type event struct {
-	Version           string              `json:"version"`
-	HTTPMethod        string              `json:"httpMethod"` // 1.0
+	Version           string        `json:"version"`
+	HTTPMethod        string        `json:"httpMethod"`        // 1.0
 	MultiValueHeaders *headerObject `json:"multiValueHeaders"` // 1.0, decoded first
 	Headers           *headerObject `json:"headers"`
 	Cookies           []string      `json:"cookies"` // 2.0
-	Body              string              `json:"body"`
-	IsBase64Encoded   bool                `json:"isBase64Encoded"`
+	Body              string        `json:"body"`
+	IsBase64Encoded   bool          `json:"isBase64Encoded"`
 	RequestContext    struct {
 		RequestID  string `json:"requestId"`
 		DomainName string `json:"domainName"`
