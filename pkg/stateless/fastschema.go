@@ -37,13 +37,9 @@ type flatProp struct {
 	enum     []string // string enum, nil for none
 }
 
-// compileFlat returns a flatSchema for s, or nil if s uses anything
-// beyond the flat subset.
-func compileFlat(s *jsonschema.Schema) *flatSchema {
-	raw, err := json.Marshal(s)
-	if err != nil {
-		return nil
-	}
+// compileFlat returns a flatSchema for the schema whose JSON is raw, or nil
+// if it uses anything beyond the flat subset.
+func compileFlat(raw []byte) *flatSchema {
 	var root map[string]json.RawMessage
 	if json.Unmarshal(raw, &root) != nil {
 		return nil
@@ -318,8 +314,8 @@ type schemaValidator struct {
 	resolved *jsonschema.Resolved
 }
 
-func newSchemaValidator(r *jsonschema.Resolved) *schemaValidator {
-	return &schemaValidator{flat: compileFlat(r.Schema()), resolved: r}
+func newSchemaValidator(r *jsonschema.Resolved, raw []byte) *schemaValidator {
+	return &schemaValidator{flat: compileFlat(raw), resolved: r}
 }
 
 // validate checks data, which must be valid JSON.

@@ -26,7 +26,7 @@ func resolveForTest(t testing.TB, schema string) (*flatSchema, *jsonschema.Resol
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := compileFlat(r.Schema())
+	f := compileFlat([]byte(schema))
 	if f == nil {
 		t.Fatalf("schema %s is not flat", schema)
 	}
@@ -85,7 +85,7 @@ func TestNotFlat(t *testing.T) {
 		if err := json.Unmarshal([]byte(schema), &s); err != nil {
 			t.Fatal(err)
 		}
-		if compileFlat(&s) != nil {
+		if compileFlat([]byte(schema)) != nil {
 			t.Errorf("%s compiled as flat", schema)
 		}
 	}

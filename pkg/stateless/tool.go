@@ -184,7 +184,7 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 	if in.Schema().Type != "object" {
 		return nil, fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
 	}
-	rt.input = newSchemaValidator(in)
+	rt.input = newSchemaValidator(in, raw)
 	rt.def.InputSchema = raw
 	if rt.params, err = headerParams(in.Schema()); err != nil {
 		return nil, fmt.Errorf("stateless: tool %q: %w", t.Name, err)
@@ -194,7 +194,7 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
 		}
-		rt.output = newSchemaValidator(out)
+		rt.output = newSchemaValidator(out, raw)
 		rt.def.OutputSchema = raw
 	}
 	if rt.encoded, err = json.Marshal(&rt.def); err != nil {
@@ -207,11 +207,20 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 // Remote references are never fetched.
 func resolveSchema(v any) (*jsonschema.Resolved, json.RawMessage, error) {
 	var raw json.RawMessage
-	switch s := v.(type) {
+	var sch *jsonschema.Schema
+	switch x := v.(type) {
+	case *jsonschema.Schema:
+		// Inferred or built in Go: resolve it as it is, without a round
+		// trip through JSON (registration is on the cold-start path).
+		b, err := json.Marshal(x)
+		if err != nil {
+			return nil, nil, err
+		}
+		raw, sch = b, x
 	case json.RawMessage:
-		raw = s
+		raw = x
 	case []byte:
-		raw = s
+		raw = x
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
@@ -219,9 +228,11 @@ func resolveSchema(v any) (*jsonschema.Resolved, json.RawMessage, error) {
 		}
 		raw = b
 	}
-	var sch jsonschema.Schema
-	if err := json.Unmarshal(raw, &sch); err != nil {
-		return nil, nil, err
+	if sch == nil {
+		sch = new(jsonschema.Schema)
+		if err := json.Unmarshal(raw, sch); err != nil {
+			return nil, nil, err
+		}
 	}
 	res, err := sch.Resolve(nil)
 	if err != nil {
