@@ -19,7 +19,7 @@ type message struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Method  *string         `json:"method"`
-	Params  json.RawMessage `json:"params"`
+	Params  *params         `json:"params"`
 	Result  json.RawMessage `json:"result"`
 	Error   json.RawMessage `json:"error"`
 }
@@ -87,7 +87,11 @@ type decoded struct {
 // params union, _meta and the client capabilities. They are derived from
 // the types once and never change.
 var (
-	envelopeGuard = newKeyGuard(reflect.TypeFor[message]())
+	envelopeGuard = func() *keyGuard {
+		g := newKeyGuard(reflect.TypeFor[message]())
+		g.fields["params"] = nil // checked on its own, for its own error
+		return g
+	}()
 	paramsGuard   = func() *keyGuard {
 		g := newKeyGuard(reflect.TypeFor[params]())
 		g.fields["_meta"] = nil // checked on its own, for its own error
@@ -123,19 +127,28 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		}
 		return nil, mcperr.New(mcperr.InvalidRequest)
 	}
+	// One pass decodes the envelope and the params of every method.
 	var m message
+	var paramsErr error
 	if err := json.Unmarshal(body, &m); err != nil {
 		var syn *json.SyntaxError
-		if errors.As(err, &syn) || !json.Valid(body) {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn) || !json.Valid(body):
 			return nil, mcperr.New(mcperr.ParseError)
+		case errors.As(err, &te) && (te.Field == "params" || strings.HasPrefix(te.Field, "params.")):
+			// The envelope is sound; the method's params are not. The
+			// decoder went on past the bad member.
+			paramsErr = err
+		default:
+			// A member of the envelope has the wrong type. Keep the id,
+			// if it is usable, so the error can carry it.
+			d := &decoded{}
+			if validID(m.ID) {
+				d.id = m.ID
+			}
+			return d, mcperr.Wrap(mcperr.InvalidRequest, err)
 		}
-		// A member of the envelope has the wrong type. Keep the id, if it
-		// is usable, so the error can carry it.
-		d := &decoded{}
-		if validID(m.ID) {
-			d.id = m.ID
-		}
-		return d, mcperr.Wrap(mcperr.InvalidRequest, err)
 	}
 	d := &decoded{}
 	if validID(m.ID) {
@@ -162,20 +175,28 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		return d, mcperr.New(mcperr.InvalidRequest)
 	}
 	d.method = *m.Method
-	if p := trimJSONSpace(m.Params); len(p) > 0 && string(p) != "null" {
+	if p := trimJSONSpace(rawMember(body, "params")); len(p) > 0 && string(p) != "null" {
+		d.hasParams = true
 		switch {
+		case paramsErr != nil:
+			d.paramsErr = paramsErr
 		case p[0] != '{':
 			d.paramsErr = errors.New("params is not an object")
 		case paramsGuard.check(p) != nil:
 			d.paramsErr = errCaseVariant
 		default:
-			if err := json.Unmarshal(p, &d.params); err != nil {
-				d.paramsErr = err
-			} else if d.params.Meta != nil && metaGuard.check(rawMember(p, "_meta")) != nil {
+			if m.Params != nil {
+				d.params = *m.Params
+			}
+			if d.params.Meta != nil && metaGuard.check(rawMember(p, "_meta")) != nil {
 				d.metaErr = errCaseVariant
 			}
 		}
-		d.hasParams = true
+		if d.paramsErr != nil && m.Params != nil {
+			// Keep what did decode (the _meta, the name) for the checks
+			// that come before the params' own.
+			d.params = *m.Params
+		}
 	}
 	return d, nil
 }
@@ -199,7 +220,7 @@ func validID(raw json.RawMessage) bool {
 // metaError reports whether a params decoding error lies in _meta.
 func metaError(err error) bool {
 	var te *json.UnmarshalTypeError
-	return errors.As(err, &te) && strings.HasPrefix(te.Field, "_meta")
+	return errors.As(err, &te) && (te.Field == "params._meta" || strings.HasPrefix(te.Field, "params._meta."))
 }
 
 // jsonString decodes a raw JSON string; ok is false for anything else.

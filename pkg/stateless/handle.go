@@ -237,6 +237,11 @@ func (x *exchange) request(ctx context.Context) *Response {
 	if d.metaErr != nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.metaErr))
 	}
+	if errors.Is(d.paramsErr, errCaseVariant) {
+		// The decoded params are ambiguous (which "name" is it?): refuse
+		// before any header is compared with them.
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
+	}
 	x.call.Principal = x.r.Principal
 	if x.call.Principal == "" {
 		x.call.Principal = Anonymous
