@@ -92,7 +92,7 @@ var (
 		g.fields["params"] = nil // checked on its own, for its own error
 		return g
 	}()
-	paramsGuard   = func() *keyGuard {
+	paramsGuard = func() *keyGuard {
 		g := newKeyGuard(reflect.TypeFor[params]())
 		g.fields["_meta"] = nil // checked on its own, for its own error
 		return g
