@@ -61,3 +61,64 @@ func BenchmarkHarness(b *testing.B) {
 		_ = r
 	}
 }
+
+// benchLambda measures every implementation on the Lambda path answering
+// c: the event payload in, the response payload out, as the Lambda
+// runtime hands them over (sub-benchmarks impl=<name>). Each answer is
+// verified once before timing; findings are skipped as over HTTP.
+func benchLambda(b *testing.B, c *Case) {
+	for _, im := range LambdaImpls {
+		b.Run("impl="+im.Name, func(b *testing.B) {
+			if f := FindingFor(im.Name, c); f != nil {
+				b.Skipf("finding %s: %s", f.ID, f.Summary)
+			}
+			h := im.New()
+			first, err := c.Invoke(h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Check(first); err != nil {
+				b.Fatalf("wrong answer, not measured: %v\n%s", err, first.Body)
+			}
+			ctx := b.Context()
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := h.Invoke(ctx, c.Event)
+				if err != nil || len(out) == 0 {
+					b.Fatalf("invoke: %v, %d bytes", err, len(out))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLambdaDiscover measures server/discover on the Lambda path.
+func BenchmarkLambdaDiscover(b *testing.B) { benchLambda(b, Discover) }
+
+// BenchmarkLambdaToolsList measures tools/list on the Lambda path.
+func BenchmarkLambdaToolsList(b *testing.B) { benchLambda(b, ToolsList) }
+
+// BenchmarkLambdaToolsCallEcho measures tools/call of echo on the Lambda
+// path.
+func BenchmarkLambdaToolsCallEcho(b *testing.B) { benchLambda(b, ToolsCallEcho) }
+
+// BenchmarkLambdaToolsCallAdd measures tools/call of add on the Lambda
+// path.
+func BenchmarkLambdaToolsCallAdd(b *testing.B) { benchLambda(b, ToolsCallAdd) }
+
+// BenchmarkLambdaUnsupportedVersion measures the refusal of version
+// 1999-01-01 on the Lambda path.
+func BenchmarkLambdaUnsupportedVersion(b *testing.B) { benchLambda(b, Unsupported) }
+
+// BenchmarkNew measures building each implementation's handler with its
+// two tools: work every cold start pays once, before the first answer.
+func BenchmarkNew(b *testing.B) {
+	for _, im := range Impls {
+		b.Run("impl="+im.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = im.New()
+			}
+		})
+	}
+}

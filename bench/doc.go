@@ -5,18 +5,31 @@
 // request and encodes a canned response with encoding/json.
 //
 // It is a separate module so that the peers never enter the main module's
-// go.mod. Every implementation is reached through its http.Handler with an
+// go.mod. Each implementation is built in a package of its own
+// (impl/ours, impl/gosdk, impl/mcpgo, sharing the tool types of
+// impl/tools), so that a Lambda binary can link one alone (cmd/...); this
+// package imports them all.
+//
+// Every implementation is reached through its http.Handler with an
 // httptest.ResponseRecorder and a fresh *http.Request per iteration, so the
-// harness costs the same for all of them. The answers are verified by the
-// TestAnswers* tests before they are measured; an answer that a peer gets
-// wrong is recorded as a finding (see findings.go) and its benchmark is
-// skipped.
+// harness costs the same for all of them. The Lambda* benchmarks send the
+// same requests as API Gateway HTTP API (payload 2.0) events: ours through
+// pkg/apigw.Handler, our production path, and ours and the peers through
+// one minimal net/http adapter (impl/lambdahttp). The answers are verified
+// by the TestAnswers* and TestLambda* tests, and again before each
+// benchmark is timed; an answer that a peer gets wrong is recorded as a
+// finding (see findings.go) and its benchmark is skipped.
 //
 // Run the benchmarks with
 //
 //	go test -run='^$' -bench=. -benchmem
 //
-// or print a Markdown table of medians and ratios with
+// measure binary sizes, cold start and warm latency under the Lambda
+// runtime emulator with
+//
+//	go run ./coldstart
+//
+// or run both and write ../docs/performance.md with
 //
 //	go run ./report
 package bench

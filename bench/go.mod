@@ -3,6 +3,7 @@ module github.com/serverless-mcp/mcp-lambda/bench
 go 1.26
 
 require (
+	github.com/aws/aws-lambda-go v1.55.1
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/serverless-mcp/mcp-lambda v0.0.0

@@ -1,44 +1,33 @@
 package bench
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 
-	mcpgomcp "github.com/mark3labs/mcp-go/mcp"
-	mcpgoserver "github.com/mark3labs/mcp-go/server"
-	gosdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/bench/impl/gosdk"
+	"github.com/serverless-mcp/mcp-lambda/bench/impl/mcpgo"
+	"github.com/serverless-mcp/mcp-lambda/bench/impl/ours"
+	"github.com/serverless-mcp/mcp-lambda/bench/impl/tools"
 )
 
-// EchoIn is the echo tool's input, and EchoOut its structured output.
-type EchoIn struct {
-	Text string `json:"text"`
-}
-
-// EchoOut is the echo tool's structured output.
-type EchoOut struct {
-	Text string `json:"text"`
-}
-
-// AddIn is the add tool's input.
-type AddIn struct {
-	A int `json:"a"`
-	B int `json:"b"`
-}
-
-// AddOut is the add tool's structured output.
-type AddOut struct {
-	Sum int `json:"sum"`
-}
+// The tools' types live in bench/impl/tools so that each implementation's
+// package can be linked alone; these aliases keep this package's API.
+type (
+	// EchoIn is the echo tool's input.
+	EchoIn = tools.EchoIn
+	// EchoOut is the echo tool's structured output.
+	EchoOut = tools.EchoOut
+	// AddIn is the add tool's input.
+	AddIn = tools.AddIn
+	// AddOut is the add tool's structured output.
+	AddOut = tools.AddOut
+)
 
 // Tool descriptions, the same for every implementation.
 const (
-	echoDesc = "Returns its text."
-	addDesc  = "Adds two integers."
+	echoDesc = tools.EchoDesc
+	addDesc  = tools.AddDesc
 )
 
 // Impl is one implementation under test.
@@ -57,56 +46,16 @@ var Impls = []Impl{
 	{"floor", NewFloor},
 }
 
-// NewOurs returns this project's stateless server.
-func NewOurs() http.Handler {
-	s := stateless.NewServer(stateless.Implementation{Name: "bench-server", Version: "1.0.0"}, nil)
-	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: echoDesc},
-		func(_ context.Context, _ *stateless.ToolRequest, in EchoIn) (*stateless.CallToolResult, EchoOut, error) {
-			return nil, EchoOut(in), nil
-		})
-	stateless.AddTool(s, &stateless.Tool{Name: "add", Description: addDesc},
-		func(_ context.Context, _ *stateless.ToolRequest, in AddIn) (*stateless.CallToolResult, AddOut, error) {
-			return nil, AddOut{Sum: in.A + in.B}, nil
-		})
-	return s
-}
+// NewOurs returns this project's stateless server (bench/impl/ours).
+func NewOurs() http.Handler { return ours.New() }
 
 // NewGoSDK returns the official Go SDK's server, served statelessly with
-// JSON responses as its documentation asks for 2026-07-28 over HTTP.
-func NewGoSDK() http.Handler {
-	s := gosdk.NewServer(&gosdk.Implementation{Name: "bench-server", Version: "1.0.0"}, nil)
-	gosdk.AddTool(s, &gosdk.Tool{Name: "echo", Description: echoDesc},
-		func(_ context.Context, _ *gosdk.CallToolRequest, in EchoIn) (*gosdk.CallToolResult, EchoOut, error) {
-			return nil, EchoOut(in), nil
-		})
-	gosdk.AddTool(s, &gosdk.Tool{Name: "add", Description: addDesc},
-		func(_ context.Context, _ *gosdk.CallToolRequest, in AddIn) (*gosdk.CallToolResult, AddOut, error) {
-			return nil, AddOut{Sum: in.A + in.B}, nil
-		})
-	return gosdk.NewStreamableHTTPHandler(func(*http.Request) *gosdk.Server { return s },
-		&gosdk.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
-}
+// JSON responses (bench/impl/gosdk).
+func NewGoSDK() http.Handler { return gosdk.New() }
 
 // NewMCPGo returns mcp-go's streamable HTTP server in stateless mode
-// (WithStateLess), with typed tools whose input and output schemas are
-// inferred from the same Go types. Its logger is silenced, as the other
-// implementations log nothing by default.
-func NewMCPGo() http.Handler {
-	s := mcpgoserver.NewMCPServer("bench-server", "1.0.0", mcpgoserver.WithToolCapabilities(false))
-	s.AddTool(mcpgomcp.NewTool("echo", mcpgomcp.WithDescription(echoDesc),
-		mcpgomcp.WithInputSchema[EchoIn](), mcpgomcp.WithOutputSchema[EchoOut]()),
-		mcpgomcp.NewStructuredToolHandler(func(_ context.Context, _ mcpgomcp.CallToolRequest, in EchoIn) (EchoOut, error) {
-			return EchoOut(in), nil
-		}))
-	s.AddTool(mcpgomcp.NewTool("add", mcpgomcp.WithDescription(addDesc),
-		mcpgomcp.WithInputSchema[AddIn](), mcpgomcp.WithOutputSchema[AddOut]()),
-		mcpgomcp.NewStructuredToolHandler(func(_ context.Context, _ mcpgomcp.CallToolRequest, in AddIn) (AddOut, error) {
-			return AddOut{Sum: in.A + in.B}, nil
-		}))
-	return mcpgoserver.NewStreamableHTTPServer(s,
-		mcpgoserver.WithStateLess(true),
-		mcpgoserver.WithStreamableHTTPLogger(slog.New(slog.DiscardHandler)))
-}
+// (bench/impl/mcpgo).
+func NewMCPGo() http.Handler { return mcpgo.New() }
 
 // NewFloor returns the floor: a handler that reads the body, decodes it
 // with encoding/json into a map[string]any, and encodes a hard-coded
@@ -148,7 +97,7 @@ func serveFloor(w http.ResponseWriter, r *http.Request) {
 
 // serverInfoMeta is the _meta every floor result carries.
 var serverInfoMeta = map[string]any{
-	"io.modelcontextprotocol/serverInfo": map[string]any{"name": "bench-server", "version": "1.0.0"},
+	"io.modelcontextprotocol/serverInfo": map[string]any{"name": tools.ServerName, "version": tools.ServerVersion},
 }
 
 // floorResult wraps a result in a JSON-RPC response with id 1.

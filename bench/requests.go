@@ -43,6 +43,9 @@ type Case struct {
 	Body []byte
 	// Header holds the request's headers.
 	Header http.Header
+	// Event is the same request as an API Gateway HTTP API (payload
+	// format 2.0) event, as Lambda hands it to a function.
+	Event []byte
 	// check verifies a decoded answer; see [Case.Check].
 	check func(a *Answer) error
 }
@@ -91,7 +94,9 @@ func newCase(name, method, tool, version string, args map[string]any, check func
 	if tool != "" {
 		h.Set("Mcp-Name", tool)
 	}
-	return &Case{Name: name, Method: method, Tool: tool, Version: version, Body: []byte(body), Header: h, check: check}
+	c := &Case{Name: name, Method: method, Tool: tool, Version: version, Body: []byte(body), Header: h, check: check}
+	c.Event = lambdaEvent(c)
+	return c
 }
 
 var endpoint = &url.URL{Scheme: "http", Host: "localhost", Path: "/mcp"}
