@@ -27,7 +27,7 @@ func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestGoSDKIdempotency checks that the go-sdk client surfaces each
 // idempotency outcome intact: the replayed result with its marker, and the
-// in-progress (HTTP 409) and conflict (HTTP 422) refusals as JSON-RPC
+// in-progress and conflict refusals (HTTP 400) as JSON-RPC
 // errors with their code and data.
 func TestGoSDKIdempotency(t *testing.T) { testGoSDKIdempotency(t, serveKeyed, false) }
 

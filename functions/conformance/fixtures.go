@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -20,9 +23,11 @@ var (
 
 // newServer registers every fixture the conformance suite calls.
 func newServer(sealer reqstate.Sealer) *stateless.Server {
+	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
-		&stateless.Options{Sealer: sealer, Instructions: "Fixture server for the MCP conformance suite."})
+		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite."})
 	tools(srv)
+	keyed(srv)
 	inputRequired(srv)
 	resources(srv)
 	prompts(srv)
@@ -137,6 +142,26 @@ func tools(srv *stateless.Server) {
 			}
 			json.Unmarshal(req.Arguments, &in)
 			return text("Region: " + in.Region), nil
+		})
+}
+
+// keyed registers a side-effecting tool whose calls with an idempotency
+// key run once, for the clients' idempotency checks (not a suite fixture).
+func keyed(srv *stateless.Server) {
+	var mu sync.Mutex
+	runs := 0
+	type in struct {
+		Amount int `json:"amount"`
+		WaitMs int `json:"waitMs,omitempty"`
+	}
+	stateless.AddTool(srv, &stateless.Tool{Name: "keyed_transfer", Description: "Moves an amount; runs once per idempotency key."},
+		func(ctx context.Context, req *stateless.ToolRequest, a in) (*stateless.CallToolResult, map[string]int, error) {
+			mu.Lock()
+			runs++
+			run := runs
+			mu.Unlock()
+			time.Sleep(time.Duration(min(a.WaitMs, 2000)) * time.Millisecond)
+			return nil, map[string]int{"moved": a.Amount, "run": run}, nil
 		})
 }
 

@@ -99,6 +99,14 @@ func run(tools, riePath, out string) error {
 	if err := node(ctx, tools, nil, "smoke.mjs", lambdaURL); err != nil {
 		failed = append(failed, "TypeScript client: "+err.Error())
 	}
+	// Idempotency outcomes, over HTTP (where a duplicate in flight is
+	// refused) and through the Lambda path (where the emulator runs one
+	// invocation at a time).
+	for _, u := range []string{localURL, lambdaURL} {
+		if err := node(ctx, tools, nil, "idempotency.mjs", u); err != nil {
+			failed = append(failed, "TypeScript client, idempotency: "+err.Error())
+		}
+	}
 	inspector := []string{"--cli", lambdaURL, "--transport", "http", "--protocol-era", "modern"}
 	var list, call strings.Builder
 	if err := node(ctx, tools, &list, filepath.Join("node_modules", ".bin", "mcp-inspector"), append(inspector, "--method", "tools/list")...); err != nil || !strings.Contains(list.String(), `"test_simple_text"`) {
@@ -113,6 +121,9 @@ func run(tools, riePath, out string) error {
 		fmt.Println("inspector: ok: tools/call")
 	}
 	if len(failed) > 0 {
+		if log := e.Log(); log != "" {
+			fmt.Fprintf(os.Stderr, "\n=== emulator and function output (last 4 KB) ===\n%s\n", log[max(0, len(log)-4096):])
+		}
 		return errors.New("failing runs:\n  " + strings.Join(failed, "\n  "))
 	}
 	fmt.Println("\nconformance: all four suite runs and the Node clients passed")

@@ -1,11 +1,13 @@
 package rie
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -84,7 +86,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	out, err := f.Emulator.Invoke(r.Context(), payload)
+	// The invocation runs to its end even if the client goes away (as on
+	// Lambda): the emulator serves one invocation at a time and crashes
+	// if a second starts while the first still runs.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
+	defer cancel()
+	out, err := f.Emulator.Invoke(ctx, payload)
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
 		return

@@ -141,15 +141,15 @@ var specs = [numKinds]spec{
 	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, false, ""},
 	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, false, ""},
 	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, false, ""},
-	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusConflict, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress"},
-	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusUnprocessableEntity, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict"},
-	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusServiceUnavailable, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable"},
+	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress"},
+	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict"},
+	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable"},
 	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, false, "idempotency_replay_unavailable"},
 
-	Timeout:           {"timeout", CodeInternalError, http.StatusGatewayTimeout, "Timed out", true, true, "timeout"},
-	RateLimited:       {"rate_limited", CodeInternalError, http.StatusTooManyRequests, "Rate limited", true, false, "rate_limited"},
-	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusBadGateway, "A dependency failed", true, true, "dependency_failure"},
-	Internal:          {"internal", CodeInternalError, http.StatusInternalServerError, "Internal error", false, false, ""},
+	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, true, "timeout"},
+	RateLimited:       {"rate_limited", CodeInternalError, http.StatusOK, "Rate limited", true, false, "rate_limited"},
+	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusOK, "A dependency failed", true, true, "dependency_failure"},
+	Internal:          {"internal", CodeInternalError, http.StatusOK, "Internal error", false, false, ""},
 }
 
 // Kinds returns every Kind, in declaration order.
@@ -285,7 +285,12 @@ func (e *Error) Kind() Kind { return e.kind }
 func (e *Error) Code() int { return e.kind.spec().code }
 
 // HTTPStatus is the status the response carries over HTTP to a client of
-// revision 2026-07-28, which reads a JSON-RPC error body on any 4xx.
+// revision 2026-07-28. Clients read a JSON-RPC error body on 400 (and the
+// spec's 404 for -32601) but take other statuses for transport failures
+// and lose the error — the TypeScript SDK turns a 409 or a 503 into a bare
+// HTTP error — so a refusal decided after the message was read is 400
+// when the request is at fault and 200, in-band, when the server is; its
+// retryability travels in error.data and a Retry-After header.
 func (e *Error) HTTPStatus() int { return e.kind.spec().status }
 
 // LegacyHTTPStatus is the status for a client of a revision before

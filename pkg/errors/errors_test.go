@@ -49,14 +49,14 @@ func TestMapping(t *testing.T) {
 		mcperr.MissingCapability:    {-32021, 400, 200, false, false, "Missing required client capability", ""},
 		mcperr.TamperedState:        {-32602, 400, 200, false, false, "Invalid params: invalid or expired requestState", ""},
 		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", ""},
-		mcperr.DuplicateInFlight:    {-32600, 409, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`},
-		mcperr.IdempotencyConflict:  {-32602, 422, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`},
-		mcperr.StoreUnavailable:     {-32603, 503, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`},
+		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`},
+		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`},
+		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`},
 		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`},
-		mcperr.Timeout:              {-32603, 504, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`},
-		mcperr.RateLimited:          {-32603, 429, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`},
-		mcperr.DependencyFailure:    {-32603, 502, 200, true, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`},
-		mcperr.Internal:             {-32603, 500, 200, false, false, "Internal error", ""},
+		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`},
+		mcperr.RateLimited:          {-32603, 200, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`},
+		mcperr.DependencyFailure:    {-32603, 200, 200, true, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`},
+		mcperr.Internal:             {-32603, 200, 200, false, false, "Internal error", ""},
 	}
 	for _, k := range mcperr.Kinds() {
 		t.Run(k.String(), func(t *testing.T) {

@@ -549,7 +549,7 @@ func TestSingleUseState(t *testing.T) {
 	stateless.AddTool(s2, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 		return nil, nil, &stateless.InputRequired{Requests: confirmRequest(), State: []byte("ask"), SingleUse: true}
 	})
-	if r := call(t, s2, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); r.Status != 500 {
+	if r := call(t, s2, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); decodeRPC(t, r.Body).Error == nil || decodeRPC(t, r.Body).Error.Code != -32603 {
 		t.Errorf("no redeemer: %d %s", r.Status, r.Body)
 	}
 }

@@ -205,9 +205,9 @@ func TestWire(t *testing.T) {
 				}
 			}},
 		{name: "handler refusal is a JSON-RPC error", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"refuse"}`)),
-			status: 429, code: -32603, id: "1", data: `{"retryable":true,"type":"rate_limited"}`},
-		{name: "panicking handler is a 500", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"panic"}`)),
-			status: 500, code: -32603, id: "1"},
+			status: 200, code: -32603, id: "1", data: `{"retryable":true,"type":"rate_limited"}`},
+		{name: "panicking handler is an internal error, in-band", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"panic"}`)),
+			status: 200, code: -32603, id: "1"},
 		{name: "invalid arguments are an isError result", method: "tools/call", target: "add", body: req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":"one","b":2}`)),
 			status: 200, id: "1", check: func(t *testing.T, r *rpc, raw []byte) {
 				if r.Result["isError"] != true || !strings.Contains(string(raw), `"invalid_arguments"`) {
@@ -221,7 +221,7 @@ func TestWire(t *testing.T) {
 				}
 			}},
 		{name: "output schema violation is an internal error", method: "tools/call", target: "badout", body: req("1", "tools/call", withMeta(`"name":"badout","arguments":{"text":"x"}`)),
-			status: 500, code: -32603, id: "1"},
+			status: 200, code: -32603, id: "1"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runWire(t, f.srv, c) })
