@@ -1,8 +1,13 @@
-// Package jsonscan walks JSON that is already known to be valid, without
-// decoding it: the positions of strings and values, so that callers can
-// look at keys and spans without allocating. It does not validate; give it
-// only bytes a JSON decoder has accepted.
+// Package jsonscan has the small JSON helpers of the hot paths: walking
+// JSON that is already known to be valid without decoding it (the
+// positions of strings and values, so that callers can look at keys and
+// spans without allocating; give it only bytes a JSON decoder accepted),
+// and writing and reading single JSON strings without reflection.
 package jsonscan
+
+import (
+	"unicode/utf8"
+)
 
 // SkipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
@@ -62,4 +67,129 @@ func SkipValue(d []byte, i int) int {
 		}
 		return j
 	}
+}
+
+// AppendString appends s as a JSON string. Unlike encoding/json it does
+// not escape <, > and &: the output is JSON for machines, not HTML.
+// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
+func AppendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid JSON but end lines in JavaScript.
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// AppendUnquoted appends the text of the JSON string q (with its quotes)
+// to dst, resolving escapes. q must be a valid JSON string; lone
+// surrogates and invalid UTF-8 become U+FFFD, as encoding/json does.
+func AppendUnquoted(dst, q []byte) []byte {
+	q = q[1 : len(q)-1]
+	for i := 0; i < len(q); i++ {
+		c := q[i]
+		if c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(q[i:])
+			if r == utf8.RuneError && size == 1 {
+				dst = utf8.AppendRune(dst, utf8.RuneError)
+			} else {
+				dst = append(dst, q[i:i+size]...)
+			}
+			i += size - 1
+			continue
+		}
+		if c != '\\' {
+			dst = append(dst, c)
+			continue
+		}
+		i++
+		switch q[i] {
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r := hex4(q[i+1 : i+5])
+			i += 4
+			if utf16Surrogate(r) {
+				if i+6 < len(q) && q[i+1] == '\\' && q[i+2] == 'u' {
+					if r2 := hex4(q[i+3 : i+7]); r >= 0xd800 && r < 0xdc00 && r2 >= 0xdc00 && r2 < 0xe000 {
+						dst = utf8.AppendRune(dst, (r-0xd800)<<10|(r2-0xdc00)+0x10000)
+						i += 6
+						continue
+					}
+				}
+				r = utf8.RuneError
+			}
+			dst = utf8.AppendRune(dst, r)
+		default: // " \\ /
+			dst = append(dst, q[i])
+		}
+	}
+	return dst
+}
+
+func utf16Surrogate(r rune) bool { return r >= 0xd800 && r < 0xe000 }
+
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		}
+	}
+	return r
 }

@@ -21,8 +21,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -57,7 +60,7 @@ type event struct {
 	MultiValueHeaders *headerObject `json:"multiValueHeaders"` // 1.0, decoded first
 	Headers           *headerObject `json:"headers"`
 	Cookies           []string      `json:"cookies"` // 2.0
-	Body              string        `json:"body"`
+	Body              body          `json:"body"`
 	IsBase64Encoded   bool          `json:"isBase64Encoded"`
 	RequestContext    struct {
 		RequestID  string `json:"requestId"`
@@ -71,6 +74,22 @@ type event struct {
 		} `json:"identity"` // 1.0 IAM
 		Authorizer json.RawMessage `json:"authorizer"`
 	} `json:"requestContext"`
+}
+
+// body is an event's body: the JSON string's text, unescaped straight
+// into bytes (one copy, where a string and a conversion would make two).
+type body []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (b *body) UnmarshalJSON(q []byte) error {
+	if len(q) == 0 || q[0] != '"' {
+		if string(q) == "null" {
+			return nil
+		}
+		return errors.New("apigw: body is not a string")
+	}
+	*b = jsonscan.AppendUnquoted(make([]byte, 0, len(q)-2), q)
+	return nil
 }
 
 // Request is an event turned into a protocol request.
@@ -118,14 +137,14 @@ func Decode(payload []byte) (*Request, error) {
 	if r.Host == "" {
 		r.Host = ev.RequestContext.DomainName
 	}
+	r.Body = ev.Body
 	if ev.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(ev.Body)
+		dec := make([]byte, base64.StdEncoding.DecodedLen(len(ev.Body)))
+		n, err := base64.StdEncoding.Decode(dec, ev.Body)
 		if err != nil {
 			return nil, fmt.Errorf("apigw: body marked base64 does not decode: %w", err)
 		}
-		r.Body = b
-	} else {
-		r.Body = []byte(ev.Body)
+		r.Body = dec[:n]
 	}
 	r.Principal = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity.UserArn)
 	return r, nil
@@ -180,31 +199,53 @@ func str(v any) string {
 	return s
 }
 
-// response is the response payload of all three shapes. REST APIs read
-// multiValueHeaders as well; the 2.0 shapes ignore it, so it is sent to
-// REST only.
-type response struct {
-	StatusCode        int                 `json:"statusCode"`
-	Headers           map[string]string   `json:"headers,omitempty"`
-	MultiValueHeaders map[string][]string `json:"multiValueHeaders,omitempty"`
-	Body              string              `json:"body"`
-	IsBase64Encoded   bool                `json:"isBase64Encoded"`
-}
-
 // Encode turns a response into the response payload for an event of kind
-// k. Bodies are JSON or an event stream, both text, so never base64.
+// k. Bodies are JSON or an event stream, both text, so never base64. The
+// payload is written by hand: it is on every invocation's path.
 func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
-	out := response{StatusCode: resp.Status, Body: string(resp.Body)}
-	if len(resp.Header) > 0 {
-		out.Headers = make(map[string]string, len(resp.Header))
-		for name, vs := range resp.Header {
-			out.Headers[name] = strings.Join(vs, ", ")
+	names := make([]string, 0, len(resp.Header))
+	for name := range resp.Header {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]byte, 0, len(resp.Body)+len(resp.Body)/8+128)
+	out = append(out, `{"statusCode":`...)
+	out = strconv.AppendInt(out, int64(resp.Status), 10)
+	if len(names) > 0 {
+		out = append(out, `,"headers":{`...)
+		for i, name := range names {
+			if i > 0 {
+				out = append(out, ',')
+			}
+			out = jsonscan.AppendString(out, name)
+			out = append(out, ':')
+			out = jsonscan.AppendString(out, strings.Join(resp.Header[name], ", "))
 		}
+		out = append(out, '}')
 		if k == REST {
-			out.MultiValueHeaders = resp.Header
+			// REST APIs read multiValueHeaders as well; the 2.0 shapes
+			// ignore it.
+			out = append(out, `,"multiValueHeaders":{`...)
+			for i, name := range names {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				out = jsonscan.AppendString(out, name)
+				out = append(out, ':', '[')
+				for j, v := range resp.Header[name] {
+					if j > 0 {
+						out = append(out, ',')
+					}
+					out = jsonscan.AppendString(out, v)
+				}
+				out = append(out, ']')
+			}
+			out = append(out, '}')
 		}
 	}
-	return json.Marshal(out)
+	out = append(out, `,"body":`...)
+	out = jsonscan.AppendString(out, string(resp.Body))
+	return append(out, `,"isBase64Encoded":false}`...), nil
 }
 
 // Handler serves a stateless.Server to Lambda. It implements

@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -159,58 +160,8 @@ func appendEvent(dst, msg []byte) []byte {
 	return append(dst, "\n\n"...)
 }
 
-// appendString appends s as a JSON string. Unlike encoding/json it does
-// not escape <, > and &: the output is JSON for machines, not HTML.
-// Invalid UTF-8 becomes U+FFFD, as encoding/json does.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		// U+2028 and U+2029 are valid JSON but end lines in JavaScript.
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendString appends s as a JSON string (see jsonscan.AppendString).
+func appendString(dst []byte, s string) []byte { return jsonscan.AppendString(dst, s) }
 
 // appendRawResult appends the response carrying an already encoded result
 // object.
