@@ -30,7 +30,7 @@ func FuzzStrings(f *testing.F) {
 
 func TestAppendUnquotedEscapes(t *testing.T) {
 	for in, want := range map[string]string{
-		`"a\"b\\c\/d"`:        `a"b\c/d`,
+		`"a\"b\\c\/d"`:         `a"b\c/d`,
 		`"\u0041\u00e9\u2603"`: "Aé☃",
 		`"\ud834\udd1e"`:       "𝄞",
 		`"\ud834x"`:            "\ufffdx",
