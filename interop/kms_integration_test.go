@@ -28,13 +28,8 @@ var (
 func TestMain(m *testing.M) {
 	ctx := context.Background()
 	var err error
-	if kmsServer, err = localkms.Start(ctx); err != nil {
+	if kmsServer, kmsKey, err = localkms.StartWithKey(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if kmsKey, err = localkms.CreateKey(ctx, kmsServer.Client()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		kmsServer.Stop()
 		os.Exit(1)
 	}
 	code := m.Run()

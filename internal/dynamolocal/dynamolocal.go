@@ -28,8 +28,7 @@ import (
 // Server is a running DynamoDB Local.
 type Server struct {
 	Endpoint string
-	cmd      *exec.Cmd
-	done     chan error
+	proc     *loopback.Process
 }
 
 // jarDir finds the directory of DynamoDBLocal.jar: $MCP_DYNAMODB_LOCAL_DIR,
@@ -67,23 +66,18 @@ func Start(ctx context.Context) (*Server, error) {
 	cmd := exec.Command("java", "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", filepath.Join(dir, "DynamoDBLocal.jar"),
 		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("dynamolocal: starting java: %w", err)
-	}
-	s := &Server{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), cmd: cmd, done: make(chan error, 1)}
-	go func() { s.done <- cmd.Wait() }()
-	if err := loopback.WaitListening(ctx, loopback.Addr(port), s.done, 30*time.Second); err != nil {
-		s.Stop()
+	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 30*time.Second)
+	if err != nil {
 		return nil, fmt.Errorf("dynamolocal: %w", err)
 	}
-	return s, nil
+	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc}, nil
 }
 
-// Stop ends DynamoDB Local.
+// Stop ends DynamoDB Local. A Server made by hand (to point a client at
+// an address nothing listens on) has nothing to stop.
 func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	if s.proc != nil {
+		s.proc.Stop()
 	}
 }
 

@@ -24,8 +24,7 @@ import (
 // Server is a running local-kms.
 type Server struct {
 	Endpoint string
-	cmd      *exec.Cmd
-	done     chan error
+	proc     *loopback.Process
 	dir      string
 }
 
@@ -67,26 +66,37 @@ func Start(ctx context.Context) (*Server, error) {
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KMS_REGION=us-east-1", "KMS_ACCOUNT_ID=111122223333", "KMS_DATA_PATH="+dir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
+	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 10*time.Second)
+	if err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("localkms: %w", err)
 	}
-	s := &Server{Endpoint: "http://" + loopback.Addr(port), cmd: cmd, done: make(chan error, 1), dir: dir}
-	go func() { s.done <- cmd.Wait() }()
-	if err := loopback.WaitListening(ctx, loopback.Addr(port), s.done, 10*time.Second); err != nil {
-		s.Stop()
-		return nil, fmt.Errorf("localkms: %w", err)
-	}
-	return s, nil
+	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc, dir: dir}, nil
 }
 
-// Stop ends local-kms.
-func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-		<-s.done
+// StartWithKey starts local-kms and creates a symmetric key in it,
+// returning its ARN: what every test that seals state needs.
+func StartWithKey(ctx context.Context) (*Server, string, error) {
+	s, err := Start(ctx)
+	if err != nil {
+		return nil, "", err
 	}
-	os.RemoveAll(s.dir)
+	key, err := CreateKey(ctx, s.Client())
+	if err != nil {
+		s.Stop()
+		return nil, "", fmt.Errorf("localkms: creating a key: %w", err)
+	}
+	return s, key, nil
+}
+
+// Stop ends local-kms. A Server made by hand has nothing to stop.
+func (s *Server) Stop() {
+	if s.proc != nil {
+		s.proc.Stop()
+	}
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+	}
 }
 
 // Client returns a KMS client for the server; opts are applied last.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os/exec"
 	"strconv"
 	"time"
 )
@@ -59,5 +60,33 @@ func WaitListening(ctx context.Context, addr string, exited <-chan error, limit 
 		if time.Now().After(deadline) {
 			return errors.New("not listening in time")
 		}
+	}
+}
+
+// Process is an emulator process started by Start.
+type Process struct {
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Start starts cmd and waits until it listens on addr (within limit).
+func Start(ctx context.Context, cmd *exec.Cmd, addr string, limit time.Duration) (*Process, error) {
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &Process{cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	if err := WaitListening(ctx, addr, p.done, limit); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Stop kills the process and waits for it to end.
+func (p *Process) Stop() {
+	if p.cmd.Process != nil {
+		_ = p.cmd.Process.Kill()
+		<-p.done
 	}
 }

@@ -32,13 +32,8 @@ var (
 func TestMain(m *testing.M) {
 	ctx := context.Background()
 	var err error
-	if kmsServer, err = localkms.Start(ctx); err != nil {
+	if kmsServer, keyARN, err = localkms.StartWithKey(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if keyARN, err = localkms.CreateKey(ctx, kmsServer.Client()); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the key:", err)
-		kmsServer.Stop()
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -566,7 +566,9 @@ func FuzzHeaderValue(f *testing.F) {
 func FuzzHandle(f *testing.F) {
 	s := newFuzzServer()
 	args := json.RawMessage(`{"ask":true}`)
-	tok, err := s.sealer.Seal(context.Background(), binding(Anonymous, "tools/call", "echo", args), []byte("round-1"))
+	// A state as the server seals it: its flags byte, then the handler's.
+	b := stateKey{Anonymous, "tools/call", "echo", args}.binding()
+	tok, err := s.sealer.Seal(context.Background(), b, append([]byte{stateMultiUse}, "round-1"...))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -205,8 +205,3 @@ func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *stri
 	c.state, c.hasState = st[1:], true
 	return nil
 }
-
-// binding returns the request-state binding of a request.
-func binding(principal, method, target string, args json.RawMessage) reqstate.Binding {
-	return stateKey{principal, method, target, args}.binding()
-}
