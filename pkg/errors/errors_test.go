@@ -14,49 +14,50 @@ import (
 
 // TestMapping pins the whole taxonomy: for every kind, its JSON-RPC code,
 // HTTP status (modern and legacy), retryability, breaker accounting,
-// message and error.data. A new kind without a row fails the test.
+// message, error.data and whether it is a server fault. A new kind without a row fails the test.
 func TestMapping(t *testing.T) {
 	type row struct {
 		code, status, legacy int
 		retry, trips         bool
 		message              string
 		data                 string // JSON of Data(), "" for none
+		fault                bool   // the server's fault: logged at ERROR, counted
 	}
 	rows := map[mcperr.Kind]row{
-		mcperr.MethodNotAllowed:     {-32600, 405, 405, false, false, "Method not allowed: this endpoint accepts POST only", ""},
-		mcperr.ForbiddenOrigin:      {-32600, 403, 403, false, false, "Forbidden: origin not allowed", ""},
-		mcperr.UnsupportedMediaType: {-32600, 415, 415, false, false, "Unsupported media type: send application/json", ""},
-		mcperr.NotAcceptable:        {-32600, 406, 406, false, false, "Not acceptable: accept application/json and text/event-stream", ""},
-		mcperr.BodyTooLarge:         {-32600, 413, 413, false, false, "Request body too large", ""},
-		mcperr.Unauthorized:         {-32600, 401, 401, false, false, "Unauthorized", ""},
-		mcperr.InsufficientScope:    {-32600, 403, 403, false, false, "Insufficient scope", `{"type":"insufficient_scope"}`},
-		mcperr.ParseError:           {-32700, 400, 400, false, false, "Parse error: body is not valid JSON", ""},
-		mcperr.InvalidRequest:       {-32600, 400, 400, false, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", ""},
-		mcperr.BatchRejected:        {-32600, 400, 400, false, false, "Invalid request: JSON-RPC batches are not supported", ""},
-		mcperr.ResponseRejected:     {-32600, 400, 400, false, false, "Invalid request: clients do not send responses to this endpoint", ""},
-		mcperr.MalformedMeta:        {-32602, 400, 200, false, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", ""},
-		mcperr.HeaderMismatch:       {-32020, 400, 400, false, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", ""},
-		mcperr.UnsupportedVersion:   {-32022, 400, 400, false, false, "Unsupported protocol version", ""},
-		mcperr.UnnegotiableVersion:  {-32602, 400, 200, false, false, "Invalid params: initialize needs a protocolVersion string", ""},
-		mcperr.MalformedInitialize:  {-32602, 400, 200, false, false, "Invalid params: initialize params are malformed", ""},
-		mcperr.UnknownMethod:        {-32601, 404, 200, false, false, "Method not found", ""},
-		mcperr.MalformedParams:      {-32602, 400, 200, false, false, "Invalid params", ""},
-		mcperr.InvalidCursor:        {-32602, 400, 200, false, false, "Invalid params: unknown pagination cursor", ""},
-		mcperr.UnknownTool:          {-32602, 400, 200, false, false, "Invalid params: unknown tool", ""},
-		mcperr.NotCallable:          {-32602, 400, 200, false, false, "Invalid params: tool cannot be called", ""},
-		mcperr.UnknownResource:      {-32602, 400, 200, false, false, "Resource not found", ""},
-		mcperr.UnknownPrompt:        {-32602, 400, 200, false, false, "Invalid params: unknown prompt", ""},
-		mcperr.MissingCapability:    {-32021, 400, 200, false, false, "Missing required client capability", ""},
-		mcperr.TamperedState:        {-32602, 400, 200, false, false, "Invalid params: invalid or expired requestState", ""},
-		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", ""},
-		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`},
-		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`},
-		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`},
-		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`},
-		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`},
-		mcperr.RateLimited:          {-32603, 200, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`},
-		mcperr.DependencyFailure:    {-32603, 200, 200, true, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`},
-		mcperr.Internal:             {-32603, 200, 200, false, false, "Internal error", ""},
+		mcperr.MethodNotAllowed:     {-32600, 405, 405, false, false, "Method not allowed: this endpoint accepts POST only", "", false},
+		mcperr.ForbiddenOrigin:      {-32600, 403, 403, false, false, "Forbidden: origin not allowed", "", false},
+		mcperr.UnsupportedMediaType: {-32600, 415, 415, false, false, "Unsupported media type: send application/json", "", false},
+		mcperr.NotAcceptable:        {-32600, 406, 406, false, false, "Not acceptable: accept application/json and text/event-stream", "", false},
+		mcperr.BodyTooLarge:         {-32600, 413, 413, false, false, "Request body too large", "", false},
+		mcperr.Unauthorized:         {-32600, 401, 401, false, false, "Unauthorized", "", false},
+		mcperr.InsufficientScope:    {-32600, 403, 403, false, false, "Insufficient scope", `{"type":"insufficient_scope"}`, false},
+		mcperr.ParseError:           {-32700, 400, 400, false, false, "Parse error: body is not valid JSON", "", false},
+		mcperr.InvalidRequest:       {-32600, 400, 400, false, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", "", false},
+		mcperr.BatchRejected:        {-32600, 400, 400, false, false, "Invalid request: JSON-RPC batches are not supported", "", false},
+		mcperr.ResponseRejected:     {-32600, 400, 400, false, false, "Invalid request: clients do not send responses to this endpoint", "", false},
+		mcperr.MalformedMeta:        {-32602, 400, 200, false, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", "", false},
+		mcperr.HeaderMismatch:       {-32020, 400, 400, false, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", "", false},
+		mcperr.UnsupportedVersion:   {-32022, 400, 400, false, false, "Unsupported protocol version", "", false},
+		mcperr.UnnegotiableVersion:  {-32602, 400, 200, false, false, "Invalid params: initialize needs a protocolVersion string", "", false},
+		mcperr.MalformedInitialize:  {-32602, 400, 200, false, false, "Invalid params: initialize params are malformed", "", false},
+		mcperr.UnknownMethod:        {-32601, 404, 200, false, false, "Method not found", "", false},
+		mcperr.MalformedParams:      {-32602, 400, 200, false, false, "Invalid params", "", false},
+		mcperr.InvalidCursor:        {-32602, 400, 200, false, false, "Invalid params: unknown pagination cursor", "", false},
+		mcperr.UnknownTool:          {-32602, 400, 200, false, false, "Invalid params: unknown tool", "", false},
+		mcperr.NotCallable:          {-32602, 400, 200, false, false, "Invalid params: tool cannot be called", "", false},
+		mcperr.UnknownResource:      {-32602, 400, 200, false, false, "Resource not found", "", false},
+		mcperr.UnknownPrompt:        {-32602, 400, 200, false, false, "Invalid params: unknown prompt", "", false},
+		mcperr.MissingCapability:    {-32021, 400, 200, false, false, "Missing required client capability", "", false},
+		mcperr.TamperedState:        {-32602, 400, 200, false, false, "Invalid params: invalid or expired requestState", "", false},
+		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", "", true},
+		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
+		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
+		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
+		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
+		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
+		mcperr.RateLimited:          {-32603, 200, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
+		mcperr.DependencyFailure:    {-32603, 200, 200, true, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
+		mcperr.Internal:             {-32603, 200, 200, false, false, "Internal error", "", true},
 	}
 	for _, k := range mcperr.Kinds() {
 		t.Run(k.String(), func(t *testing.T) {
@@ -65,7 +66,7 @@ func TestMapping(t *testing.T) {
 				t.Fatalf("kind %v has no row in this table", k)
 			}
 			e := mcperr.New(k)
-			got := row{e.Code(), e.HTTPStatus(), e.LegacyHTTPStatus(), e.Retryable(), e.TripsBreaker(), e.Message(), ""}
+			got := row{e.Code(), e.HTTPStatus(), e.LegacyHTTPStatus(), e.Retryable(), e.TripsBreaker(), e.Message(), "", e.ServerFault()}
 			if d := e.Data(); d != nil {
 				b, err := json.Marshal(d)
 				if err != nil {
@@ -190,13 +191,14 @@ func TestToolErrors(t *testing.T) {
 		err     *mcperr.ToolError
 		text    string
 		failure string
+		fault   bool
 	}{
-		{mcperr.NewInvalidArguments("count must be positive"), "Invalid arguments: count must be positive", `{"type":"invalid_arguments"}`},
-		{mcperr.NewNotFound("no note 42"), "Not found: no note 42", `{"type":"not_found"}`},
-		{mcperr.NewForbidden("read-only account"), "Forbidden: read-only account", `{"type":"forbidden"}`},
-		{mcperr.NewRetryLater(2*time.Second, nil), "Temporarily unavailable; retry later (after 2000 ms)", `{"type":"retryable","retryable":true,"retryAfterMs":2000}`},
-		{mcperr.NewStateChanged("note/1", "note/2"), "State changed; re-read and try again: note/1, note/2", `{"type":"state_changed","entities":["note/1","note/2"]}`},
-		{mcperr.NewRefused("quota", map[string]int{"limit": 10}), "Refused: quota", `{"type":"refused","code":"quota","details":{"limit":10}}`},
+		{mcperr.NewInvalidArguments("count must be positive"), "Invalid arguments: count must be positive", `{"type":"invalid_arguments"}`, false},
+		{mcperr.NewNotFound("no note 42"), "Not found: no note 42", `{"type":"not_found"}`, false},
+		{mcperr.NewForbidden("read-only account"), "Forbidden: read-only account", `{"type":"forbidden"}`, false},
+		{mcperr.NewRetryLater(2*time.Second, nil), "Temporarily unavailable; retry later (after 2000 ms)", `{"type":"retryable","retryable":true,"retryAfterMs":2000}`, true},
+		{mcperr.NewStateChanged("note/1", "note/2"), "State changed; re-read and try again: note/1, note/2", `{"type":"state_changed","entities":["note/1","note/2"]}`, false},
+		{mcperr.NewRefused("quota", map[string]int{"limit": 10}), "Refused: quota", `{"type":"refused","code":"quota","details":{"limit":10}}`, false},
 	}
 	seen := map[mcperr.ToolKind]bool{}
 	for _, tt := range tests {
@@ -207,6 +209,9 @@ func TestToolErrors(t *testing.T) {
 		b, _ := json.Marshal(tt.err.Failure())
 		if string(b) != tt.failure {
 			t.Errorf("%v failure = %s, want %s", tt.err.Kind(), b, tt.failure)
+		}
+		if got := tt.err.ServerFault(); got != tt.fault {
+			t.Errorf("%v ServerFault() = %v, want %v", tt.err.Kind(), got, tt.fault)
 		}
 	}
 	for _, k := range mcperr.ToolKinds() {

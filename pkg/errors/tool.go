@@ -96,6 +96,12 @@ func NewRefused(code string, details any) *ToolError {
 // Kind reports the failure's kind.
 func (t *ToolError) Kind() ToolKind { return t.kind }
 
+// ServerFault reports whether the failure is the server's rather than the
+// call's: RetryLater means something behind the tool (a table, an API) is
+// down or slow, which an operator must see even though the model is told
+// in-band. The other kinds describe the call or the data.
+func (t *ToolError) ServerFault() bool { return t.kind == RetryLater }
+
 // RetryAfter is the hint for RetryLater, or zero.
 func (t *ToolError) RetryAfter() time.Duration { return t.retryAfter }
 

@@ -43,16 +43,29 @@ type Binding struct {
 	// canonical form, so that a state cannot be carried to the same tool
 	// called with other arguments.
 	ArgsDigest [32]byte
+	// Endpoint is the canonical URL the request was addressed to, when
+	// the transport knows it per request (API Gateway's domain name and
+	// path), so that a state cannot be carried to another endpoint that
+	// shares the key. "" binds to no endpoint beyond the sealer's own
+	// Audience.
+	Endpoint string
 }
 
 // AppendBinary appends an unambiguous encoding of b (each string
-// length-prefixed) to dst, for use as additional authenticated data.
+// length-prefixed) to dst, for use as additional authenticated data. An
+// empty Endpoint adds nothing, so bindings without one encode as before;
+// the fixed-size digest before it keeps the two forms apart.
 func (b Binding) AppendBinary(dst []byte) []byte {
 	for _, s := range [...]string{b.Principal, b.Method, b.Target} {
 		dst = binary.AppendUvarint(dst, uint64(len(s)))
 		dst = append(dst, s...)
 	}
-	return append(dst, b.ArgsDigest[:]...)
+	dst = append(dst, b.ArgsDigest[:]...)
+	if b.Endpoint != "" {
+		dst = binary.AppendUvarint(dst, uint64(len(b.Endpoint)))
+		dst = append(dst, b.Endpoint...)
+	}
+	return dst
 }
 
 // Digest returns a SHA-256 digest of the binding's encoding.

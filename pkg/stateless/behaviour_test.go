@@ -333,8 +333,8 @@ func TestHTTPHandler(t *testing.T) {
 }
 
 func TestObserve(t *testing.T) {
-	var got []stateless.Outcome
-	f := newFixture(t, &stateless.Options{Observe: func(ctx context.Context, o *stateless.Outcome) { got = append(got, *o) }})
+	var got []*stateless.Outcome
+	f := newFixture(t, &stateless.Options{Observe: func(ctx context.Context, o *stateless.Outcome) { got = append(got, o) }})
 	call(t, f.srv, "POST", modernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"}`)))
 	call(t, f.srv, "POST", modernHeaders("tools/call", "nope<script>"), req("1", "tools/call", withMeta(`"name":"nope<script>"`)))
 	if len(got) != 2 {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net"
 	"net/http"
@@ -28,6 +29,11 @@ type Request struct {
 	// Principal identifies the caller, as the transport established it
 	// (an authorizer's subject, a verified token). "" means anonymous.
 	Principal string
+	// Endpoint is the canonical URL of the endpoint the request was
+	// addressed to, as the transport established it (configured, or API
+	// Gateway's domain name and path; never the client's Host header).
+	// Request state is bound to it. "" when unknown.
+	Endpoint string
 }
 
 // Response is the HTTP response to a Request.
@@ -45,19 +51,60 @@ const Anonymous = "anonymous"
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	start := time.Now()
 	o := &Outcome{}
+	if s.opts.Observe != nil {
+		ctx = context.WithValue(ctx, outcomeKey{}, o)
+		o.TraceParent = traceParent(r.Header.Get("Traceparent"))
+	}
 	resp := s.handle(ctx, r, o)
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
-	if o.Err != nil || o.Code != 0 {
-		s.log.LogAttrs(ctx, levelFor(resp.Status), "mcp request refused",
+	if o.Err != nil || o.Code != 0 || o.Fault {
+		level := slog.LevelInfo
+		if o.Fault {
+			level = slog.LevelError
+		}
+		s.log.LogAttrs(ctx, level, "mcp request refused",
 			slogString("method", o.Method), slogString("kind", o.Kind),
-			slogInt("status", o.Status), slogInt("code", o.Code), slogErr(o.Err))
+			slogInt("status", o.Status), slogInt("code", o.Code), slogErr(o))
 	}
 	if s.opts.Observe != nil {
 		s.opts.Observe(ctx, o)
 	}
 	return resp
 }
+
+// traceParent returns the request's W3C trace context traceparent
+// (version-traceid-parentid-flags, lower-case hex, non-zero ids), or ""
+// when it is absent or malformed: only a value that passes is ever
+// logged. A later version's extra fields are dropped.
+func traceParent(v string) string {
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return ""
+	}
+	if len(v) > 55 && (v[:2] == "00" || v[55] != '-') {
+		return ""
+	}
+	if !lowerHex(v[:2]) || v[:2] == "ff" || !lowerHex(v[3:35]) || !lowerHex(v[36:52]) || !lowerHex(v[53:55]) {
+		return ""
+	}
+	if strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "" {
+		return ""
+	}
+	return v[:55]
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// errPanic is the Err of a request whose handler panicked; the value and
+// the stack are in Outcome.Panic.
+var errPanic = errors.New("handler panicked")
 
 // exchange is the state of one request on its way through the pipeline.
 type exchange struct {
@@ -82,7 +129,11 @@ func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Resp
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load()}
 	defer func() {
 		if p := recover(); p != nil {
-			o.Err = fmt.Errorf("panic: %v\n%s", p, debug.Stack())
+			// The panic value may hold the call's arguments: it is kept
+			// apart from Err, for the logger to record by type.
+			o.Panic = &Panic{Value: p, Stack: debug.Stack()}
+			o.Err = errPanic
+			o.ErrFromTool = true
 			var id json.RawMessage
 			if x.d != nil {
 				id = x.d.id
@@ -93,7 +144,9 @@ func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Resp
 	if e := x.transportChecks(); e != nil {
 		return x.refuse(nil, e)
 	}
+	decodeStart := time.Now()
 	d, e := decodeMessage(r.Body)
+	o.Steps.Decode = time.Since(decodeStart)
 	if e != nil {
 		var id json.RawMessage
 		if d != nil {
@@ -203,6 +256,9 @@ func isLoopbackHost(hostport string) bool {
 func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 	x.o.Code = e.Code()
 	x.o.Kind = e.Kind().String()
+	if e.ServerFault() {
+		x.o.Fault = true
+	}
 	if x.o.Err == nil {
 		x.o.Err = e.Unwrap()
 	}

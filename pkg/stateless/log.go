@@ -1,25 +1,21 @@
 package stateless
 
 import (
+	"fmt"
 	"log/slog"
-	"net/http"
 )
 
 func slogString(k, v string) slog.Attr  { return slog.String(k, v) }
 func slogInt(k string, v int) slog.Attr { return slog.Int(k, v) }
 
-func slogErr(err error) slog.Attr {
-	if err == nil {
+// slogErr records the outcome's cause: its text, or only its type when it
+// came from tool code and may quote the call's arguments.
+func slogErr(o *Outcome) slog.Attr {
+	switch {
+	case o.Err == nil:
 		return slog.Attr{}
+	case o.ErrFromTool:
+		return slog.String("err_type", fmt.Sprintf("%T", o.Err))
 	}
-	return slog.String("err", err.Error())
-}
-
-// levelFor logs server faults as errors and the peer's mistakes as
-// information: a flood of malformed requests must not page anyone.
-func levelFor(status int) slog.Level {
-	if status >= http.StatusInternalServerError {
-		return slog.LevelError
-	}
-	return slog.LevelInfo
+	return slog.String("err", o.Err.Error())
 }

@@ -198,8 +198,8 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	} else if k, _, ok := headerValue(x.r.Header, headerIdempotencyKey); ok {
 		x.call.IdempotencyKey = k
 	}
-	b := stateKey{x.call.Principal, "tools/call", t.def.Name, args}
-	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+	b := x.stateKey("tools/call", t.def.Name, args)
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
 	if err := t.input.validate(args); err != nil {
@@ -207,11 +207,15 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	}
 	var ticket Ticket
 	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
+		claimStart := time.Now()
 		replay, tk, refusal := idem.Begin(ctx, &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args})
+		x.o.Steps.Claim = time.Since(claimStart)
 		if refusal != nil {
+			x.o.Claim = claimDecision(refusal.Kind())
 			return x.refuse(d.id, refusal)
 		}
 		if replay != nil {
+			x.o.Claim = ClaimReplay
 			marked, err := markReplay(replay)
 			if err != nil {
 				return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
@@ -219,6 +223,7 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 			x.o.Kind = "replay"
 			return x.respond(appendRawResult(nil, d.id, marked))
 		}
+		x.o.Claim = ClaimNew
 		ticket = tk
 		defer func() {
 			// A handler that panicked, or a path that left without a
@@ -228,7 +233,9 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 			}
 		}()
 	}
+	handlerStart := time.Now()
 	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
+	x.o.Steps.Handler = time.Since(handlerStart)
 	resp := x.toolOutcome(ctx, t, b, res, err)
 	if ticket != nil {
 		if x.resultBytes != nil && !x.inputRequired {
@@ -244,14 +251,30 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 
 // finishClaim completes or releases a claim even when the request's own
 // deadline has passed: the result exists and must be recorded, or the
-// claim must be freed. A failure is logged; the client still gets the
-// result of a tool that ran.
+// claim must be freed. A failure is a server fault for the operator; the
+// client still gets the result of a tool that ran.
 func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := f(ctx); err != nil && x.o.Err == nil {
+	err := f(ctx)
+	x.o.Steps.Finish = time.Since(start)
+	if err != nil {
+		x.o.Fault = true
 		x.o.Err = fmt.Errorf("finishing the idempotency claim: %w", err)
+		x.o.ErrFromTool = false
 	}
+}
+
+// claimDecision names the claim decision a refusal of kind k records.
+func claimDecision(k mcperr.Kind) string {
+	switch k {
+	case mcperr.DuplicateInFlight:
+		return ClaimInProgress
+	case mcperr.IdempotencyConflict:
+		return ClaimConflict
+	}
+	return ClaimUnavailable
 }
 
 func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
@@ -264,20 +287,22 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 			if x.legacy {
 				return x.errorResult("This tool needs input from the user, which needs protocol revision " + Version20260728 + ".")
 			}
-			out, e := x.s.inputRequiredResult(ctx, &x.call, b, ir)
+			out, e := x.inputRequiredResult(ctx, b, ir)
 			if e != nil {
 				return x.refuse(x.d.id, e)
 			}
 			x.inputRequired = true
 			return x.result(out, &resultFields{resultTyp: "input_required"})
 		case errors.As(err, &me):
+			x.o.ErrFromTool = true
 			return x.refuse(x.d.id, me)
 		case errors.As(err, &te):
 			return x.toolFailure(te)
 		case ctx.Err() != nil:
+			x.o.ErrFromTool = true
 			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Timeout, err))
 		}
-		x.o.Err = err
+		x.o.Err, x.o.ErrFromTool = err, true
 		x.o.Kind = "tool_error"
 		return x.errorResult(err.Error())
 	}
@@ -310,9 +335,51 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 	return x.result(res, &resultFields{meta: res.Meta})
 }
 
+// handlerFailure refuses with what a prompt, resource or completion
+// handler returned as its error. The error is the handler's, so its text
+// is kept out of the logs (see Outcome.ErrFromTool).
+func (x *exchange) handlerFailure(ctx context.Context, err error) *Response {
+	x.o.Err, x.o.ErrFromTool = err, true
+	return x.refuse(x.d.id, handlerError(ctx, err))
+}
+
+// stateKey names the request a state of this exchange belongs to: its
+// caller, method, target and arguments, at this endpoint.
+func (x *exchange) stateKey(method, target string, args json.RawMessage) stateKey {
+	return stateKey{x.call.Principal, method, target, args, x.r.Endpoint}
+}
+
+// openState opens the request's state, if it carries one, before any
+// handler runs, and records the decision.
+func (x *exchange) openState(ctx context.Context, k stateKey, token *string) *mcperr.Error {
+	if token == nil {
+		return nil
+	}
+	start := time.Now()
+	e := x.s.openState(ctx, &x.call, k, token)
+	x.o.Steps.State = time.Since(start)
+	x.o.StateOpened = e == nil
+	return e
+}
+
+// inputRequiredResult renders ir and records whether a state was sealed.
+func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+	out, e := x.s.inputRequiredResult(ctx, &x.call, k, ir)
+	if _, sealed := out["requestState"]; sealed {
+		x.o.StateSealed = true
+	}
+	return out, e
+}
+
 // toolFailure answers with an isError result describing te.
 func (x *exchange) toolFailure(te *mcperr.ToolError) *Response {
 	x.o.Kind = te.Kind().String()
+	if te.ServerFault() {
+		x.o.Fault = true
+	}
+	if c := te.Unwrap(); c != nil {
+		x.o.Err, x.o.ErrFromTool = c, true
+	}
 	res := &CallToolResult{Content: []Content{Text(te.Text())}, IsError: true}
 	f := &resultFields{}
 	if !x.legacy {
@@ -355,11 +422,13 @@ func (x *exchange) getPrompt(ctx context.Context) *Response {
 	if e := x.inputResponses(); e != nil {
 		return x.refuse(d.id, e)
 	}
-	b := stateKey{x.call.Principal, "prompts/get", pr.def.Name, p.Arguments}
-	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+	b := x.stateKey("prompts/get", pr.def.Name, p.Arguments)
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
+	handlerStart := time.Now()
 	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
+	x.o.Steps.Handler = time.Since(handlerStart)
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}
@@ -390,13 +459,13 @@ func (x *exchange) nonToolInput(ctx context.Context, b stateKey, err error) *Res
 			return x.refuse(x.d.id, mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
 		}
-		out, e := x.s.inputRequiredResult(ctx, &x.call, b, ir)
+		out, e := x.inputRequiredResult(ctx, b, ir)
 		if e != nil {
 			return x.refuse(x.d.id, e)
 		}
 		return x.result(out, &resultFields{resultTyp: "input_required"})
 	}
-	return x.refuse(x.d.id, handlerError(ctx, err))
+	return x.handlerFailure(ctx, err)
 }
 
 func (x *exchange) readResource(ctx context.Context) *Response {
@@ -426,11 +495,13 @@ func (x *exchange) readResource(ctx context.Context) *Response {
 	if e := x.inputResponses(); e != nil {
 		return x.refuse(d.id, e)
 	}
-	b := stateKey{x.call.Principal, "resources/read", uri, nil}
-	if e := x.s.openState(ctx, &x.call, b, p.RequestState); e != nil {
+	b := x.stateKey("resources/read", uri, nil)
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
+	handlerStart := time.Now()
 	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+	x.o.Steps.Handler = time.Since(handlerStart)
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}
@@ -463,7 +534,7 @@ func (x *exchange) complete(ctx context.Context) *Response {
 	}
 	res, err := x.reg.complete(ctx, req)
 	if err != nil {
-		return x.refuse(d.id, handlerError(ctx, err))
+		return x.handlerFailure(ctx, err)
 	}
 	if res == nil {
 		res = &CompleteResult{}

@@ -168,10 +168,11 @@ func (s *Server) inputRequiredResult(ctx context.Context, c *Call, k stateKey, i
 type stateKey struct {
 	principal, method, target string
 	args                      json.RawMessage
+	endpoint                  string // Request.Endpoint
 }
 
 func (k stateKey) binding() reqstate.Binding {
-	return reqstate.Binding{Principal: k.principal, Method: k.method, Target: k.target, ArgsDigest: canon.Digest(k.args)}
+	return reqstate.Binding{Principal: k.principal, Method: k.method, Target: k.target, ArgsDigest: canon.Digest(k.args), Endpoint: k.endpoint}
 }
 
 // openState opens the state of a retry before any handler runs.
