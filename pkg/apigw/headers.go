@@ -22,6 +22,10 @@ var protocolHeaders = map[string]string{
 	"mcp-protocol-version": "Mcp-Protocol-Version",
 	"mcp-method":           "Mcp-Method",
 	"mcp-name":             "Mcp-Name",
+	// A CORS preflight's, which the function answers when the gateway
+	// does not (function URLs, REST APIs).
+	"access-control-request-method":  "Access-Control-Request-Method",
+	"access-control-request-headers": "Access-Control-Request-Headers",
 }
 
 // canonicalProtocolHeader returns the canonical name of a header the

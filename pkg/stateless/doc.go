@@ -25,7 +25,10 @@
 //  1. Transport: POST only (405 with Allow: POST); Origin checked against
 //     the allow-list, loopback origins allowed on a loopback host, no
 //     Origin allowed (403); Content-Type application/json (415); an
-//     Accept that admits JSON (406); the body size limit (413).
+//     Accept that admits JSON (406); the body size limit (413). A CORS
+//     preflight (OPTIONS with Access-Control-Request-Method) is answered
+//     204 for an allowed origin, 403 otherwise, and every answer to an
+//     allowed origin carries its CORS headers (see [CORSAllowHeaders]).
 //  2. Message: exactly one JSON-RPC request or notification. Unparsable
 //     JSON is -32700; batches, responses and malformed envelopes are
 //     -32600, all with HTTP 400 and a JSON-RPC error body. A notification

@@ -55,7 +55,13 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 		ctx = context.WithValue(ctx, outcomeKey{}, o)
 		o.TraceParent = traceParent(r.Header.Get("Traceparent"))
 	}
-	resp := s.handle(ctx, r, o)
+	var resp *Response
+	if isPreflight(r) {
+		resp = s.preflight(r, o)
+	} else {
+		resp = s.handle(ctx, r, o)
+		s.allowCORS(r, resp)
+	}
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
 	if o.Err != nil || o.Code != 0 || o.Fault {

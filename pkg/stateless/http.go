@@ -34,7 +34,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !errors.As(err, &tooBig) {
 				e = mcperr.Wrap(mcperr.InvalidRequest, err)
 			}
-			writeResponse(w, (&exchange{s: s, o: &Outcome{}}).refuse(nil, e))
+			resp := (&exchange{s: s, o: &Outcome{}}).refuse(nil, e)
+			s.allowCORS(req, resp)
+			writeResponse(w, resp)
 			return
 		}
 		req.Body = body
