@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // awsClients creates the AWS SDK clients on first use, not at start: a
@@ -92,6 +93,7 @@ func (l lazyKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInp
 	if err := l.aws.load(ctx); err != nil {
 		return nil, err
 	}
+	countKMSCall(ctx)
 	return l.aws.kms.GenerateDataKey(ctx, in, opts...)
 }
 
@@ -99,5 +101,14 @@ func (l lazyKMS) Decrypt(ctx context.Context, in *kms.DecryptInput, opts ...func
 	if err := l.aws.load(ctx); err != nil {
 		return nil, err
 	}
+	countKMSCall(ctx)
 	return l.aws.kms.Decrypt(ctx, in, opts...)
+}
+
+// countKMSCall adds a KMS call to the request's outcome, for the KMSCalls
+// metric.
+func countKMSCall(ctx context.Context) {
+	if o := stateless.OutcomeFrom(ctx); o != nil {
+		o.KMSCalls.Add(1)
+	}
 }

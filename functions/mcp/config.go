@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -37,8 +38,19 @@ type Config struct {
 	// (MCP_STATE_KMS_KEY: a key id, ARN or alias). Unset: MCP_STATE_KEY or
 	// a random per-process key.
 	StateKMSKey string
-	// Audience names this endpoint in sealed state (MCP_AUDIENCE).
+	// Audience is the endpoint's canonical URL (MCP_AUDIENCE), which
+	// request state is bound to: a custom domain's, say. Unset: on Lambda
+	// each request's URL as API Gateway reports it (domain name and
+	// path), locally the listening URL.
 	Audience string
+	// MetricsNamespace is the CloudWatch namespace of the metrics written
+	// with the logs (MCP_METRICS_NAMESPACE; the template passes the stack
+	// name).
+	MetricsNamespace string
+	// LogToolErrorText logs the text of tool errors and panic values,
+	// which may quote arguments (MCP_LOG_TOOL_ERROR_TEXT=true). Off: their
+	// type only.
+	LogToolErrorText bool
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -55,6 +67,8 @@ const (
 	envClaimsTable    = "MCP_CLAIMS_TABLE"
 	envStateKMSKey    = "MCP_STATE_KMS_KEY"
 	envAudience       = "MCP_AUDIENCE"
+	envMetricsNS      = "MCP_METRICS_NAMESPACE"
+	envToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -110,7 +124,27 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.StateKMSKey != "" && c.StateKey != nil {
 		return nil, fmt.Errorf("set one of %s and %s, not both", envStateKMSKey, envStateKey)
 	}
-	c.Audience = getenv(envAudience)
+	if v := getenv(envAudience); v != "" {
+		u, err := url.Parse(v)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("%s=%q: want the endpoint's absolute URL, such as https://mcp.example.com/mcp", envAudience, v)
+		}
+		c.Audience = v
+	}
+	c.MetricsNamespace = "mcp-lambda"
+	if v := getenv(envMetricsNS); v != "" {
+		if len(v) > 255 || strings.HasPrefix(v, "AWS/") || strings.ContainsAny(v, "\x00\n\r\t") {
+			return nil, fmt.Errorf("%s=%q: want a CloudWatch namespace (at most 255 characters, not starting with AWS/)", envMetricsNS, v)
+		}
+		c.MetricsNamespace = v
+	}
+	switch v := getenv(envToolErrorText); v {
+	case "", "false":
+	case "true":
+		c.LogToolErrorText = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want true or false", envToolErrorText, v)
+	}
 	c.FunctionName = getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if c.FunctionName == "" {
 		c.FunctionName = "mcp"

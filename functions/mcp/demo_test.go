@@ -59,7 +59,7 @@ func newDemoServer(t *testing.T) *stateless.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := newServer(cfg, discardLogger())
+	srv, err := newServer(cfg, discardLogger(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

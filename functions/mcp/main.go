@@ -14,11 +14,9 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/aws/aws-lambda-go/lambdacontext"
-
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
-	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -40,25 +38,37 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	logger := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	srv, err := newServer(cfg, logger)
+	ob := newObserver(cfg, stdout)
+	logger := ob.Logger()
+	srv, err := newServer(cfg, logger, ob)
 	if err != nil {
 		return err
 	}
-	if err := runner.Run(ctx, cfg.InLambda, srv, cfg.Addr, logger, stdout); err != nil {
+	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: logger, Stdout: stdout}
+	if err := runner.Run(ctx, srv, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
 	}
 	return nil
 }
 
+// newObserver returns what writes the function's log lines and metrics.
+func newObserver(cfg *Config, stdout io.Writer) *observe.Observer {
+	return observe.New(stdout, observe.Options{
+		Level:         cfg.LogLevel,
+		Namespace:     cfg.MetricsNamespace,
+		Function:      cfg.FunctionName,
+		ToolErrorText: cfg.LogToolErrorText,
+	})
+}
+
 // newServer builds the demo server from the configuration.
-func newServer(cfg *Config, logger *slog.Logger) (*stateless.Server, error) {
-	return newServerWith(cfg, logger, &awsClients{})
+func newServer(cfg *Config, logger *slog.Logger, ob *observe.Observer) (*stateless.Server, error) {
+	return newServerWith(cfg, logger, ob, &awsClients{})
 }
 
 // newServerWith builds the server with the given (lazily made) AWS
 // clients.
-func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stateless.Server, error) {
+func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clients *awsClients) (*stateless.Server, error) {
 	sealer, err := newSealer(cfg, clients)
 	if err != nil {
 		return nil, err
@@ -72,27 +82,32 @@ func newServerWith(cfg *Config, logger *slog.Logger, clients *awsClients) (*stat
 		logger.Warn("no " + envClaimsTable + ": idempotency claims and notes are kept per instance")
 	}
 	guard := claims.New(store, nil)
-	srv := stateless.NewServer(stateless.Implementation{
-		Name:    "mcp-lambda-demo",
-		Title:   "Note book",
-		Version: version,
-	}, &stateless.Options{
+	opts := &stateless.Options{
 		Instructions:   "A note book: add, search, digest and delete notes. Notes belong to the caller.",
 		AllowedOrigins: cfg.AllowedOrigins,
 		Sealer:         sealer,
 		Idempotency:    guard,
 		Redeemer:       guard,
-		Observe:        logRequest(logger),
-	})
+	}
+	if ob != nil {
+		opts.Observe = ob.Observe
+	}
+	srv := stateless.NewServer(stateless.Implementation{
+		Name:    "mcp-lambda-demo",
+		Title:   "Note book",
+		Version: version,
+	}, opts)
 	(&demo{notes: notes}).register(srv)
 	return srv, nil
 }
 
 // newSealer picks the request-state sealer: rooted in KMS when a key is
 // configured (template.yaml passes one), else a key from the environment,
-// else a random per-process key (local runs).
+// else a random per-process key (local runs). Request state is bound to
+// the endpoint's URL per request (see Config.Audience), so the sealer
+// itself names no audience.
 func newSealer(cfg *Config, clients *awsClients) (reqstate.Sealer, error) {
-	opts := reqstate.LocalOptions{TTL: cfg.StateTTL, Audience: cfg.Audience}
+	opts := reqstate.LocalOptions{TTL: cfg.StateTTL}
 	switch {
 	case cfg.StateKMSKey != "":
 		return reqstate.NewKMS(awskms.New(lazyKMS{clients}), reqstate.KMSOptions{LocalOptions: opts, KeyID: cfg.StateKMSKey, Function: cfg.FunctionName})
@@ -100,41 +115,4 @@ func newSealer(cfg *Config, clients *awsClients) (reqstate.Sealer, error) {
 		return reqstate.NewLocalKey(cfg.StateKey, &opts)
 	}
 	return reqstate.NewLocal(nil, &opts), nil
-}
-
-// logRequest logs one line per request: never arguments, tokens or state.
-func logRequest(logger *slog.Logger) func(context.Context, *stateless.Outcome) {
-	return func(ctx context.Context, o *stateless.Outcome) {
-		attrs := make([]slog.Attr, 0, 9)
-		if lc, ok := lambdacontext.FromContext(ctx); ok {
-			attrs = append(attrs, slog.String("request_id", lc.AwsRequestID))
-		}
-		if id := apigw.RequestID(ctx); id != "" {
-			attrs = append(attrs, slog.String("gateway_request_id", id))
-		}
-		attrs = append(attrs,
-			slog.String("method", o.Method),
-			slog.Int("status", o.Status),
-			slog.Float64("duration_ms", float64(o.Duration.Microseconds())/1000),
-		)
-		if o.Target != "" {
-			attrs = append(attrs, slog.String("tool", o.Target))
-		}
-		outcome, level := "ok", slog.LevelInfo
-		switch {
-		case o.Code != 0:
-			outcome = o.Kind
-			if o.Status >= 500 {
-				level = slog.LevelError
-			}
-			attrs = append(attrs, slog.Int("code", o.Code))
-		case o.Kind != "":
-			outcome = o.Kind // a tool failure shown to the model
-		}
-		attrs = append(attrs, slog.String("outcome", outcome))
-		if o.Err != nil {
-			attrs = append(attrs, slog.String("error", o.Err.Error()))
-		}
-		logger.LogAttrs(ctx, level, "request", attrs...)
-	}
 }

@@ -26,21 +26,42 @@ import (
 // InLambda reports whether the Lambda runtime API is present.
 func InLambda(getenv func(string) string) bool { return getenv("AWS_LAMBDA_RUNTIME_API") != "" }
 
-// Run serves srv until ctx ends (locally) or forever (on Lambda). addr is
-// the local listening address; the endpoint's URL is printed to stdout.
-func Run(ctx context.Context, inLambda bool, srv *stateless.Server, addr string, logger *slog.Logger, stdout io.Writer) error {
-	if inLambda {
-		lambda.StartWithOptions(&apigw.Handler{Server: srv}, lambda.WithContext(ctx))
+// Options say how to serve.
+type Options struct {
+	// InLambda serves Lambda invocations instead of HTTP.
+	InLambda bool
+	// Addr is the local listening address.
+	Addr string
+	// Endpoint is the endpoint's canonical URL, which request state is
+	// bound to. Unset: on Lambda, each event's (API Gateway's domain name
+	// and path); locally, the listening URL.
+	Endpoint string
+	// Logger receives the runner's own messages.
+	Logger *slog.Logger
+	// Stdout receives the local endpoint's URL.
+	Stdout io.Writer
+}
+
+// Run serves srv until ctx ends (locally) or forever (on Lambda).
+func Run(ctx context.Context, srv *stateless.Server, o Options) error {
+	if o.InLambda {
+		lambda.StartWithOptions(&apigw.Handler{Server: srv, Endpoint: o.Endpoint}, lambda.WithContext(ctx))
 		return nil
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", srv)
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
-		return fmt.Errorf("listening on %s: %w", addr, err)
+		return fmt.Errorf("listening on %s: %w", o.Addr, err)
 	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	endpoint := o.Endpoint
+	if endpoint == "" {
+		endpoint = url
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", &stateless.HTTPHandler{Server: srv, Endpoint: endpoint})
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stdout, "MCP endpoint: http://%s/mcp\n", ln.Addr())
+	fmt.Fprintf(o.Stdout, "MCP endpoint: %s\n", url)
+	logger := o.Logger
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

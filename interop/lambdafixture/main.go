@@ -24,7 +24,7 @@ func main() {
 	if os.Getenv("MCP_FIXTURE") == "keyed" {
 		srv = interop.NewKeyedServer()
 	}
-	if err := runner.Run(context.Background(), runner.InLambda(os.Getenv), srv, addr, logger, os.Stdout); err != nil {
+	if err := runner.Run(context.Background(), srv, runner.Options{InLambda: runner.InLambda(os.Getenv), Addr: addr, Logger: logger, Stdout: os.Stdout}); err != nil {
 		fmt.Fprintln(os.Stderr, "lambdafixture:", err)
 		os.Exit(1)
 	}

@@ -66,8 +66,10 @@ type event struct {
 		RequestID  string `json:"requestId"`
 		DomainName string `json:"domainName"`
 		HTTPMethod string `json:"httpMethod"` // 1.0
+		Path       string `json:"path"`       // 1.0, with the stage
 		HTTP       struct {
 			Method string `json:"method"`
+			Path   string `json:"path"`
 		} `json:"http"` // 2.0
 		Identity struct {
 			UserArn string `json:"userArn"`
@@ -137,6 +139,11 @@ func Decode(payload []byte) (*Request, error) {
 	if r.Host == "" {
 		r.Host = ev.RequestContext.DomainName
 	}
+	path := ev.RequestContext.HTTP.Path
+	if r.Kind == REST {
+		path = ev.RequestContext.Path
+	}
+	r.Endpoint = endpointURL(ev.RequestContext.DomainName, path)
 	r.Body = ev.Body
 	if ev.IsBase64Encoded {
 		dec := make([]byte, base64.StdEncoding.DecodedLen(len(ev.Body)))
@@ -148,6 +155,27 @@ func Decode(payload []byte) (*Request, error) {
 	}
 	r.Principal = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity.UserArn)
 	return r, nil
+}
+
+// endpointURL is the canonical URL of the endpoint an event was addressed
+// to, from what the gateway reports (its domain name, custom or not, and
+// the path with the stage), never from the client's Host header. "" when
+// the gateway reports no usable domain name or path.
+func endpointURL(domain, path string) string {
+	if domain == "" || len(domain) > 253 || path == "" || path[0] != '/' {
+		return ""
+	}
+	for i := 0; i < len(domain); i++ {
+		if c := domain[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return ""
+		}
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\\' || c == '?' || c == '#' {
+			return ""
+		}
+	}
+	return "https://" + strings.ToLower(domain) + path
 }
 
 // authorizer is the union of the authorizer contexts.
@@ -252,6 +280,11 @@ func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
 // lambda.Handler.
 type Handler struct {
 	Server *stateless.Server
+	// Endpoint, if set, is the endpoint's canonical URL (a custom
+	// domain's, say), which request state is bound to. Unset, each
+	// request's is derived from the event: the domain name and path API
+	// Gateway reports.
+	Endpoint string
 }
 
 // Invoke implements lambda.Handler. The context carries the invocation's
@@ -267,6 +300,9 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return Encode(kindOf(payload), h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
 	}
 	ctx = WithRequestID(ctx, r.RequestID)
+	if h.Endpoint != "" {
+		r.Endpoint = h.Endpoint
+	}
 	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
 }
 

@@ -104,3 +104,34 @@ func TestHeadersKeptAndDropped(t *testing.T) {
 		t.Errorf("headers %v", r.Header)
 	}
 }
+
+// TestEndpointFromTheGateway pins the canonical URL derived per request:
+// the domain name and path the gateway reports (stage included), never
+// the client's Host header, and nothing when they are unusable.
+func TestEndpointFromTheGateway(t *testing.T) {
+	tests := []struct{ name, payload, want string }{
+		{"http api", `{"version":"2.0","headers":{"host":"evil.example"},"requestContext":{"domainName":"a1.execute-api.eu-west-1.amazonaws.com","http":{"method":"POST","path":"/mcp"}}}`,
+			"https://a1.execute-api.eu-west-1.amazonaws.com/mcp"},
+		{"http api, named stage, custom domain", `{"version":"2.0","requestContext":{"domainName":"MCP.Example.com","http":{"method":"POST","path":"/v1/mcp"}}}`,
+			"https://mcp.example.com/v1/mcp"},
+		{"rest, stage in the context's path", `{"httpMethod":"POST","path":"/mcp","requestContext":{"domainName":"r.execute-api.us-east-1.amazonaws.com","path":"/prod/mcp"}}`,
+			"https://r.execute-api.us-east-1.amazonaws.com/prod/mcp"},
+		{"function url", `{"version":"2.0","requestContext":{"domainName":"u.lambda-url.us-east-1.on.aws","http":{"method":"POST","path":"/"}}}`,
+			"https://u.lambda-url.us-east-1.on.aws/"},
+		{"no domain", `{"version":"2.0","headers":{"host":"h.example"},"requestContext":{"http":{"method":"POST","path":"/mcp"}}}`, ""},
+		{"domain with a slash", `{"version":"2.0","requestContext":{"domainName":"a/b","http":{"method":"POST","path":"/mcp"}}}`, ""},
+		{"path with a space", `{"version":"2.0","requestContext":{"domainName":"a.example","http":{"method":"POST","path":"/m cp"}}}`, ""},
+		{"relative path", `{"version":"2.0","requestContext":{"domainName":"a.example","http":{"method":"POST","path":"mcp"}}}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Decode([]byte(tt.payload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Endpoint != tt.want {
+				t.Errorf("Endpoint = %q, want %q", r.Endpoint, tt.want)
+			}
+		})
+	}
+}

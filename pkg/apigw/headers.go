@@ -22,6 +22,8 @@ var protocolHeaders = map[string]string{
 	"mcp-protocol-version": "Mcp-Protocol-Version",
 	"mcp-method":           "Mcp-Method",
 	"mcp-name":             "Mcp-Name",
+	// W3C trace context, logged when well-formed.
+	"traceparent": "Traceparent",
 	// A CORS preflight's, which the function answers when the gateway
 	// does not (function URLs, REST APIs).
 	"access-control-request-method":  "Access-Control-Request-Method",

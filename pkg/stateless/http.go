@@ -16,13 +16,16 @@ type HTTPHandler struct {
 	// verified token or an authenticating proxy's header is read. nil
 	// serves everyone as [Anonymous].
 	Principal func(r *http.Request) string
+	// Endpoint is the endpoint's canonical URL, which request state is
+	// bound to (see Request.Endpoint); never taken from the Host header.
+	Endpoint string
 }
 
 // ServeHTTP implements [http.Handler]. An incoming Mcp-Session-Id is
 // ignored and never echoed: there are no sessions.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.Server
-	req := &Request{Method: r.Method, Header: r.Header, Host: r.Host}
+	req := &Request{Method: r.Method, Header: r.Header, Host: r.Host, Endpoint: h.Endpoint}
 	if h.Principal != nil {
 		req.Principal = h.Principal(r)
 	}
