@@ -163,17 +163,17 @@ func (ob *Observer) Observe(ctx context.Context, o *stateless.Outcome) {
 	method := MethodName(o.Method)
 	outcome := "ok"
 	if o.Kind != "" {
-		outcome = o.Kind
+		outcome = dimension(o.Kind)
 	}
 	b = appendField(b, "Function", ob.opts.Function)
 	b = appendField(b, "Method", method)
 	b = appendField(b, "Outcome", outcome)
 	tool := o.Target != "" && o.Method == "tools/call"
 	if tool {
-		b = appendField(b, "Tool", o.Target)
+		b = appendField(b, "Tool", dimension(o.Target))
 	}
 	if o.Claim != "" {
-		b = appendField(b, "ClaimOutcome", o.Claim)
+		b = appendField(b, "ClaimOutcome", dimension(o.Claim))
 	}
 
 	if full {
@@ -396,6 +396,23 @@ func MethodName(method string) string {
 		return "notification"
 	}
 	return "other"
+}
+
+// dimension returns s when it can be a metric dimension's value: 1 to
+// 128 characters of letters, digits and _ . / - (what tool names, kinds
+// and claim decisions are made of); "other" otherwise. The values come
+// from the server's closed sets; this keeps a fork's mistake from making
+// lines CloudWatch would not extract.
+func dimension(s string) string {
+	if len(s) == 0 || len(s) > 128 {
+		return "other"
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '/' || c == '-') {
+			return "other"
+		}
+	}
+	return s
 }
 
 func appendField(b []byte, key, value string) []byte {
