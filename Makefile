@@ -57,7 +57,7 @@ deploy:
 	sam build && sam deploy --guided
 
 ## tools: install the pinned tools the tests use (idempotent)
-tools: $(GOBIN)/staticcheck $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java
+tools: $(GOBIN)/staticcheck $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java chromium
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	# npm ci refuses this lock file: an optional dependency of a dependency
@@ -69,6 +69,11 @@ tools/node_modules/.installed: tools/package.json tools/package-lock.json
 # DynamoDB Local runs on Java; Debian's headless JRE where the machine has none.
 java:
 	@command -v java >/dev/null || { apt-get update && apt-get install -y --no-install-recommends default-jre-headless; }
+
+# The browser test drives a real headless Chromium; Debian's package.
+.PHONY: chromium browser
+chromium:
+	@command -v chromium >/dev/null || { apt-get update && apt-get install -y --no-install-recommends chromium; }
 
 $(GOBIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
@@ -106,6 +111,12 @@ integration: tools
 stress: tools
 	$(GO) test -tags integration -c -o $(TOOLS)/claims.integration.test ./pkg/claims
 	cd pkg/claims && MCP_STRESS_TRIALS=$${MCP_STRESS_TRIALS:-1000} unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestRaceGoroutines -test.v' $(TOOLS)/claims.integration.test
+
+## browser: the CORS tests in a real headless Chromium, against the
+## endpoint in-process and through the Lambda path (make test runs them
+## with the other unit tests)
+browser: chromium $(RIE)
+	cd functions/mcp && $(GO) test -count=1 -run '^TestBrowserCORS' -v .
 
 unit:
 	@set -e; for m in $(MODULES); do \
