@@ -25,7 +25,9 @@ type Options struct {
 	// always allowed (it does not come from a browser page). When the
 	// endpoint is served on a loopback host, loopback origins are allowed
 	// too. "*" allows any origin: do not use it on an endpoint that acts on
-	// ambient credentials.
+	// ambient credentials. An allowed origin's preflight is answered and
+	// its answers carry the CORS headers, with the origin echoed (see
+	// [CORSAllowHeaders]); credentials are never allowed.
 	AllowedOrigins []string
 
 	// MaxBodyBytes bounds a request body. Default 4 MiB.
