@@ -1,22 +1,21 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
-	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/eventcheck"
 	"github.com/serverless-mcp/mcp-lambda/internal/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 )
@@ -26,15 +25,9 @@ var update = flag.Bool("update", false, "rewrite the events' expected responses"
 // sampleEvents lists events/*.json, without the expected responses.
 func sampleEvents(t *testing.T) []string {
 	t.Helper()
-	all, err := filepath.Glob("../../events/*.json")
+	evs, err := eventcheck.Events("../../events")
 	if err != nil {
 		t.Fatal(err)
-	}
-	var evs []string
-	for _, f := range all {
-		if !strings.HasSuffix(f, ".expected.json") {
-			evs = append(evs, f)
-		}
 	}
 	if len(evs) < 20 {
 		t.Fatalf("only %d sample events", len(evs))
@@ -42,18 +35,9 @@ func sampleEvents(t *testing.T) []string {
 	return evs
 }
 
-func expectedPath(event string) string {
-	return strings.TrimSuffix(event, ".json") + ".expected.json"
-}
-
 // before returns the event that must run first, in the same process, for
 // event to be meaningful: X-replay.json replays X.json.
-func before(event string) string {
-	if base, ok := strings.CutSuffix(event, "-replay.json"); ok {
-		return base + ".json"
-	}
-	return ""
-}
+func before(event string) string { return eventcheck.Predecessor(event) }
 
 // testEnv is the configuration the sample events are answered under: a
 // fixed state key, so that every run and every process agree.
@@ -72,7 +56,7 @@ func TestEventsInProcess(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			srv, err := newServer(cfg, discardLogger())
+			srv, err := newServer(cfg, discardLogger(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,131 +160,44 @@ func buildBootstrap(t *testing.T, arch string) string {
 	return out
 }
 
-// view is a response payload in comparable form: the body decoded as
-// JSON, or as the messages of an event stream.
-type view struct {
-	StatusCode int               `json:"statusCode"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	Body       any               `json:"body,omitempty"`
-	Stream     []any             `json:"stream,omitempty"`
-}
-
-func viewOf(t *testing.T, payload []byte) view {
-	t.Helper()
-	var resp struct {
-		StatusCode      int               `json:"statusCode"`
-		Headers         map[string]string `json:"headers"`
-		Body            string            `json:"body"`
-		IsBase64Encoded bool              `json:"isBase64Encoded"`
-	}
-	if err := json.Unmarshal(payload, &resp); err != nil {
-		t.Fatalf("response payload is not JSON: %v\n%s", err, payload)
-	}
-	if resp.IsBase64Encoded {
-		t.Fatalf("body is base64-encoded: %s", payload)
-	}
-	v := view{StatusCode: resp.StatusCode, Headers: resp.Headers}
-	switch {
-	case resp.Body == "":
-	case resp.Headers["Content-Type"] == "text/event-stream":
-		sc := bufio.NewScanner(strings.NewReader(resp.Body))
-		for sc.Scan() {
-			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m any
-				if err := json.Unmarshal([]byte(data), &m); err != nil {
-					t.Fatalf("event data is not JSON: %s", data)
-				}
-				v.Stream = append(v.Stream, m)
-			}
-		}
-	default:
-		if err := json.Unmarshal([]byte(resp.Body), &v.Body); err != nil {
-			t.Fatalf("body is not JSON: %v\n%s", err, resp.Body)
-		}
-	}
-	return v
-}
-
-// checkExpected compares a response with the event's expected response,
-// in which the string "<any>" matches any value (random ids and sealed
-// state).
+// checkExpected compares a response with the event's expected response
+// through eventcheck, the comparison `make invoke` makes too. With
+// -update it rewrites the expected file, keeping its "<any>" wildcards
+// and the normalised version.
 func checkExpected(t *testing.T, event string, payload []byte) {
 	t.Helper()
-	got := viewOf(t, payload)
-	path := expectedPath(event)
+	path := eventcheck.ExpectedPath(event)
 	if *update {
-		b, _ := json.MarshalIndent(got, "", "  ")
-		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		old, err := os.ReadFile(path)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		b, err := eventcheck.Regenerate(old, payload)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", filepath.Base(event), err, payload)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	raw, err := os.ReadFile(path)
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("no expected response: %v (run go test -run TestEventsInProcess -update and review)", err)
 	}
-	var want view
-	if err := json.Unmarshal(raw, &want); err != nil {
-		t.Fatalf("%s: %v", path, err)
+	diff, err := eventcheck.Check(want, payload)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", filepath.Base(event), err, payload)
 	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
-	var ga, wa any
-	json.Unmarshal(g, &ga)
-	json.Unmarshal(w, &wa)
-	if diff := match(wa, ga, "$"); diff != "" {
-		t.Errorf("%s: %s\ngot %s", filepath.Base(event), diff, g)
+	if diff != "" {
+		t.Errorf("%s: %s\ngot %s", filepath.Base(event), diff, payload)
+		return
 	}
-}
-
-// match compares want and got, where "<any>" in want matches anything.
-func match(want, got any, path string) string {
-	if s, ok := want.(string); ok && s == "<any>" {
-		if got == nil {
-			return path + ": missing"
-		}
-		return ""
+	// An answer that passes must regenerate to the very same file: -update
+	// rewrites only what changed, never the wildcards or the version.
+	if again, err := eventcheck.Regenerate(want, payload); err != nil || !bytes.Equal(again, want) {
+		t.Errorf("%s: -update would rewrite an expected file that the answer passes (%v):\n%s", filepath.Base(event), err, again)
 	}
-	switch w := want.(type) {
-	case map[string]any:
-		g, ok := got.(map[string]any)
-		if !ok {
-			return fmt.Sprintf("%s: got %v, want an object", path, got)
-		}
-		keys := make([]string, 0, len(w)+len(g))
-		for k := range w {
-			keys = append(keys, k)
-		}
-		for k := range g {
-			if _, ok := w[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			if d := match(w[k], g[k], path+"."+k); d != "" {
-				return d
-			}
-		}
-		return ""
-	case []any:
-		g, ok := got.([]any)
-		if !ok || len(g) != len(w) {
-			return fmt.Sprintf("%s: got %v, want %v", path, got, want)
-		}
-		for i := range w {
-			if d := match(w[i], g[i], fmt.Sprintf("%s[%d]", path, i)); d != "" {
-				return d
-			}
-		}
-		return ""
-	}
-	wb, _ := json.Marshal(want)
-	gb, _ := json.Marshal(got)
-	if !bytes.Equal(wb, gb) {
-		return fmt.Sprintf("%s: got %s, want %s", path, gb, wb)
-	}
-	return ""
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
