@@ -65,8 +65,9 @@ func WaitListening(ctx context.Context, addr string, exited <-chan error, limit 
 
 // Process is an emulator process started by Start.
 type Process struct {
-	cmd  *exec.Cmd
-	done chan error
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the process has ended
+	err    error         // how it ended, once exited is closed
 }
 
 // Start starts cmd and waits until it listens on addr (within limit).
@@ -74,19 +75,34 @@ func Start(ctx context.Context, cmd *exec.Cmd, addr string, limit time.Duration)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &Process{cmd: cmd, done: make(chan error, 1)}
-	go func() { p.done <- cmd.Wait() }()
-	if err := WaitListening(ctx, addr, p.done, limit); err != nil {
+	p := &Process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := WaitListening(ctx, addr, p.Exited(), limit); err != nil {
 		p.Stop()
 		return nil, err
 	}
 	return p, nil
 }
 
+// Exited returns a channel that receives how the process ended, once it
+// has ended. Each call makes a new channel, so any number of callers may
+// wait, and Stop still can.
+func (p *Process) Exited() <-chan error {
+	c := make(chan error, 1)
+	go func() {
+		<-p.exited
+		c <- p.err
+	}()
+	return c
+}
+
 // Stop kills the process and waits for it to end.
 func (p *Process) Stop() {
 	if p.cmd.Process != nil {
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.exited
 	}
 }

@@ -27,7 +27,8 @@ type Emulator struct {
 	client *http.Client
 	mu     sync.Mutex // the emulator serves one invocation at a time
 	log    *lockedWriter
-	done   chan error
+	exited chan struct{} // closed when the emulator has ended
+	err    error         // how it ended, once exited is closed
 }
 
 // Options configure Start.
@@ -61,7 +62,7 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	cmd := exec.Command(o.RIE, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, o.Bootstrap)
 	cmd.Env = append(os.Environ(), o.Env...)
 	e := &Emulator{cmd: cmd, url: "http://" + api + "/2015-03-31/functions/function/invocations",
-		client: &http.Client{Timeout: 60 * time.Second}, done: make(chan error, 1)}
+		client: &http.Client{Timeout: 60 * time.Second}, exited: make(chan struct{})}
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	} else {
@@ -71,8 +72,17 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("rie: starting %s: %w", o.RIE, err)
 	}
-	go func() { e.done <- cmd.Wait() }()
-	if err := loopback.WaitListening(ctx, api, e.done, 10*time.Second); err != nil {
+	go func() {
+		e.err = cmd.Wait()
+		close(e.exited)
+	}()
+	// WaitListening takes what it receives; Stop must still see the end.
+	ended := make(chan error, 1)
+	go func() {
+		<-e.exited
+		ended <- e.err
+	}()
+	if err := loopback.WaitListening(ctx, api, ended, 10*time.Second); err != nil {
 		e.Stop()
 		return nil, fmt.Errorf("rie: emulator: %w", err)
 	}
@@ -121,10 +131,10 @@ func (e *Emulator) Stop() error {
 	}
 	_ = e.cmd.Process.Signal(os.Interrupt)
 	select {
-	case <-e.done:
+	case <-e.exited:
 	case <-time.After(3 * time.Second):
 		_ = e.cmd.Process.Kill()
-		<-e.done
+		<-e.exited
 	}
 	return nil
 }
