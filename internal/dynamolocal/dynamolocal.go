@@ -48,10 +48,29 @@ func jarDir(dir string) (string, error) {
 	}
 }
 
+// Options configure StartWith. The zero value is what tests want.
+type Options struct {
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// SharedDB keeps one database for every caller. Without it DynamoDB
+	// Local keeps one per access key and region, so a table created with
+	// one set of credentials is invisible to a function that runs with
+	// another (sam local passes the host's credentials, or dummy ones).
+	SharedDB bool
+	// Exposed accepts that DynamoDB Local listens on every interface of a
+	// machine that has more than loopback. Only a developer's own session
+	// (make local-aws) sets it, knowingly; tests never do.
+	Exposed bool
+}
+
 // Start starts DynamoDB Local in memory on a free port and waits until it
 // answers.
-func Start(ctx context.Context) (*Server, error) {
-	if !loopback.Only() {
+func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
+
+// StartWith starts DynamoDB Local in memory as o says and waits until it
+// answers.
+func StartWith(ctx context.Context, o Options) (*Server, error) {
+	if !o.Exposed && !loopback.Only() {
 		return nil, errors.New("dynamolocal: DynamoDB Local listens on every interface; run it in a loopback-only network namespace (make integration)")
 	}
 	wd, _ := os.Getwd()
@@ -59,18 +78,33 @@ func Start(ctx context.Context) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := loopback.FreePort()
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		if port, err = loopback.FreePort(); err != nil {
+			return nil, err
+		}
 	}
-	cmd := exec.Command("java", "-Djava.library.path="+filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", filepath.Join(dir, "DynamoDBLocal.jar"),
-		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry")
+	args := []string{"-Djava.library.path=" + filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", filepath.Join(dir, "DynamoDBLocal.jar"),
+		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry"}
+	if o.SharedDB {
+		args = append(args, "-sharedDb")
+	}
+	cmd := exec.Command("java", args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 30*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("dynamolocal: %w", err)
+		return nil, fmt.Errorf("dynamolocal: port %d: %w", port, err)
 	}
 	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc}, nil
+}
+
+// Exited receives the process's end if it ends before Stop; a Server made
+// by hand never ends.
+func (s *Server) Exited() <-chan error {
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.Exited()
 }
 
 // Stop ends DynamoDB Local. A Server made by hand (to point a client at

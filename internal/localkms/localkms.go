@@ -46,32 +46,82 @@ func binary() (string, error) {
 	}
 }
 
+// Options configure StartWith. The zero value is what tests want: a free
+// port, no keys, region us-east-1, account 111122223333.
+type Options struct {
+	// Port to listen on; 0 picks a free one.
+	Port int
+	// SeedPath, if set, is a local-kms seed file (keys with fixed ids and
+	// backing keys, aliases) loaded at start.
+	SeedPath string
+	// Region and Account make the keys' ARNs: a client that names a key by
+	// ARN must use the same.
+	Region, Account string
+	// Exposed accepts that local-kms listens on every interface of a
+	// machine that has more than loopback: a developer's own session
+	// (make local-aws) only, never tests.
+	Exposed bool
+}
+
 // Start starts local-kms on a free port with an empty data directory.
-func Start(ctx context.Context) (*Server, error) {
-	if !loopback.Only() {
+func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
+
+// StartWith starts local-kms as o says, with an empty data directory (so
+// a seed file always applies: local-kms does not overwrite stored keys).
+func StartWith(ctx context.Context, o Options) (*Server, error) {
+	if !o.Exposed && !loopback.Only() {
 		return nil, errors.New("localkms: local-kms listens on every interface; run it in a loopback-only network namespace (make integration)")
 	}
 	bin, err := binary()
 	if err != nil {
 		return nil, err
 	}
-	port, err := loopback.FreePort()
-	if err != nil {
-		return nil, err
+	port := o.Port
+	if port == 0 {
+		if port, err = loopback.FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	if o.Region == "" {
+		o.Region = "us-east-1"
+	}
+	if o.Account == "" {
+		o.Account = "111122223333"
+	}
+	env := []string{"PORT=" + strconv.Itoa(port), "KMS_REGION=" + o.Region, "KMS_ACCOUNT_ID=" + o.Account}
+	if o.SeedPath != "" {
+		seed, err := filepath.Abs(o.SeedPath)
+		if err != nil {
+			return nil, err
+		}
+		// local-kms skips a missing seed file with a log line; say so here.
+		if _, err := os.Stat(seed); err != nil {
+			return nil, fmt.Errorf("localkms: seed file: %w", err)
+		}
+		env = append(env, "KMS_SEED_PATH="+seed)
 	}
 	dir, err := os.MkdirTemp("", "localkms")
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port), "KMS_REGION=us-east-1", "KMS_ACCOUNT_ID=111122223333", "KMS_DATA_PATH="+dir)
+	cmd.Env = append(append(os.Environ(), env...), "KMS_DATA_PATH="+dir)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 10*time.Second)
 	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("localkms: %w", err)
+		return nil, fmt.Errorf("localkms: port %d: %w", port, err)
 	}
 	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc, dir: dir}, nil
+}
+
+// Exited receives the process's end if it ends before Stop; a Server made
+// by hand never ends.
+func (s *Server) Exited() <-chan error {
+	if s.proc == nil {
+		return nil
+	}
+	return s.proc.Exited()
 }
 
 // StartWithKey starts local-kms and creates a symmetric key in it,
