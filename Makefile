@@ -1,6 +1,7 @@
 # Make targets for the serverless MCP endpoint; see README.md.
 #
 #   make run      the endpoint on http://127.0.0.1:8080/mcp, no configuration
+#   make invoke   sample events through the binary under the Lambda emulator
 #   make test     installs what the tests need (pinned), then runs them all
 
 SHELL := /bin/bash
@@ -19,11 +20,14 @@ HOSTARCH := $(shell $(GO) env GOARCH)
 # How Lambda runs a Go function: static, no RPC shim, nothing to strip.
 BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -X main.version=$(VERSION)'
 
-EVENT ?= events/discover.json
+# make invoke: EVENT empty runs every sample event; ENV=deploy/sam-local-env.json
+# runs with that environment (against make local-aws).
+EVENT ?=
+ENV ?=
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy
 
-.PHONY: all run build build-McpFunction build-ConformanceFunction invoke deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -48,9 +52,25 @@ build-McpFunction:
 build-ConformanceFunction:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/conformance
 
-## invoke: one event through the real binary under the Lambda runtime emulator
-invoke: tools build/$(HOSTARCH)/bootstrap
-	$(GO) run ./internal/rie/invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap -event $(EVENT)
+## invoke: EVENT=events/x.json through the real binary under the Lambda
+## runtime emulator: the function's log, the answer, then PASS or FAIL
+## against events/x.expected.json (docs/local.md). Needs only the emulator
+## and a Go build: no npm, no Java, no staticcheck.
+invoke: $(RIE) build/$(HOSTARCH)/bootstrap
+	@$(GO) build -o $(GOBIN)/mcp-invoke ./internal/rie/invoke
+	@$(GOBIN)/mcp-invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap $(if $(ENV),-env-file $(ENV)) $(EVENT)
+
+## invoke-all: every sample event, as make invoke without EVENT
+invoke-all: EVENT =
+invoke-all: invoke
+
+## local-aws: DynamoDB Local and local-kms where deploy/sam-local-env.json
+## (or ENV=another copy) sends the function (127.0.0.1:8000 and :8001),
+## the table created and the key seeded, for sam local --env-vars; Ctrl-C
+## stops both (docs/local.md)
+local-aws: $(GOBIN)/local-kms tools/node_modules/.installed java
+	@$(GO) build -o $(GOBIN)/mcp-local-aws ./internal/localaws
+	$(GOBIN)/mcp-local-aws -env $(or $(ENV),deploy/sam-local-env.json) -seed deploy/local-kms-seed.yaml
 
 ## deploy: build and deploy with the SAM CLI (asks for the stack's settings)
 deploy:
@@ -96,7 +116,7 @@ conformance: tools
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate interop
+INTEGRATION := pkg/claims pkg/reqstate interop functions/mcp
 
 ## integration: the tests against the real emulators
 integration: tools

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// TestRunEvent drives the tool as `make invoke` does: the real bootstrap,
+// stamped with a version as `make build` stamps it, under the emulator.
+func TestRunEvent(t *testing.T) {
+	riePath, err := filepath.Abs("../../../.tools/bin/aws-lambda-rie")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(riePath); err != nil {
+		t.Skip("aws-lambda-rie is not installed; make invoke installs it")
+	}
+	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, "../../../functions/mcp")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the bootstrap: %v\n%s", err, out)
+	}
+	// A copy of the events, so one expected file can be made wrong.
+	dir := t.TempDir()
+	for _, name := range []string{"discover", "notes-add-keyed", "notes-add-keyed-replay"} {
+		for _, suffix := range []string{".json", ".expected.json"} {
+			b, err := os.ReadFile("../../../events/" + name + suffix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name+suffix), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env, err := environment("", "McpFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &options{rie: riePath, bootstrap: bootstrap, env: env}
+	run := func(event string) (bool, string) {
+		var out bytes.Buffer
+		ok := runEvent(&out, o, filepath.Join(dir, event))
+		return ok, out.String()
+	}
+
+	ok, out := run("discover.json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if !ok || lines[len(lines)-1] != "PASS "+filepath.Join(dir, "discover.json") {
+		t.Fatalf("discover: passed %v, output:\n%s", ok, out)
+	}
+	for _, want := range []string{"discover.json: function log", "   START RequestId:", `"msg":"request"`, "discover.json: answer", `"version": "v0.0.0-7-gabcdef0-dirty"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "(rapid)") {
+		t.Errorf("the emulator's own lines were printed:\n%s", out)
+	}
+
+	ok, out = run("notes-add-keyed-replay.json")
+	if !ok || !strings.Contains(out, "it replays "+filepath.Join(dir, "notes-add-keyed.json")) || !strings.Contains(out, `"io.github.serverless-mcp/replay": true`) {
+		t.Fatalf("replay on its own: passed %v, output:\n%s", ok, out)
+	}
+
+	// A real difference fails, naming where, on the last line.
+	exp := filepath.Join(dir, "discover.expected.json")
+	b, _ := os.ReadFile(exp)
+	if err := os.WriteFile(exp, bytes.Replace(b, []byte(`"ttlMs": 300000`), []byte(`"ttlMs": 1`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok, out = run("discover.json")
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	want := "FAIL " + filepath.Join(dir, "discover.json") + ": $.body.result.ttlMs: got 300000, want 1"
+	if ok || lines[len(lines)-1] != want {
+		t.Fatalf("a wrong expected file: passed %v, last line %q, want %q", ok, lines[len(lines)-1], want)
+	}
+}
