@@ -295,8 +295,12 @@ func appendAWS(b []byte, err error) []byte {
 	}
 	var re *awshttp.ResponseError
 	if errors.As(err, &re) {
-		b = appendInt(b, "aws_http_status", int64(re.HTTPStatusCode()))
-		b = appendField(b, "aws_request_id", re.ServiceRequestID())
+		if s := re.HTTPStatusCode(); s != 0 {
+			b = appendInt(b, "aws_http_status", int64(s))
+		}
+		if id := re.ServiceRequestID(); id != "" {
+			b = appendField(b, "aws_request_id", id)
+		}
 	}
 	return b
 }
