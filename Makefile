@@ -106,7 +106,7 @@ $(GOBIN)/local-kms:
 
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, and test every module (go test's summary last)
-test: tools vet lint build conformance integration unit
+test: tools vet lint template build conformance integration unit
 
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
@@ -150,6 +150,16 @@ vet:
 
 lint: tools
 	@set -e; for m in $(MODULES); do (cd $$m && staticcheck ./...); done
+
+## template: template.yaml transformed and linted for every combination of
+## its parameters (deploy/lint_template.py: aws-sam-translator, cfn-lint)
+.PHONY: template
+template:
+	@if python3 -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("cfnlint") and u.find_spec("samtranslator")))' 2>/dev/null; then \
+		python3 deploy/lint_template.py; \
+	else \
+		echo '*** SKIPPED template check: cfn-lint / aws-sam-translator not installed for python3 ***'; \
+	fi
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

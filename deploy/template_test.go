@@ -1,12 +1,16 @@
 // Package deploy checks the SAM template, template.yaml, without the SAM
-// CLI or an AWS account: goformation parses it into typed resources
-// (catching unknown properties and wrong value types), and the facts that
-// goformation cannot see — it resolves !Ref and !GetAtt to empty strings
-// and does not know SAM's build metadata — are read from the YAML itself.
+// CLI or an AWS account. goformation parses it into typed resources
+// (catching unknown properties and wrong value types); the facts it cannot
+// see — it resolves !Ref and !GetAtt to empty strings, does not apply
+// Globals and does not know SAM's build metadata — are read from the YAML
+// itself. deploy/lint_template.py (make template) complements these tests
+// with the SAM translator and cfn-lint over every parameter combination.
 package deploy
 
 import (
+	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -14,20 +18,47 @@ import (
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"gopkg.in/yaml.v3"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 const templatePath = "../template.yaml"
 
+// parse is the template as goformation's typed resources. goformation
+// (v7.14.9, its last release) predates LoggingConfig on
+// AWS::Serverless::Function, so that property is dropped from the
+// functions and Globals first; TestGlobals and TestLogGroups check it.
 func parse(t *testing.T) *cloudformation.Template {
 	t.Helper()
-	tmpl, err := goformation.Open(templatePath)
+	root := raw(t)
+	drop := func(m *yaml.Node) {
+		if m == nil || m.Kind != yaml.MappingNode {
+			return
+		}
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i].Value == "LoggingConfig" {
+				m.Content = slices.Delete(m.Content, i, i+2)
+				return
+			}
+		}
+	}
+	drop(find(root, "Globals", "Function"))
+	for _, name := range resourcesOfType(t, root, "AWS::Serverless::Function") {
+		drop(find(root, "Resources", name, "Properties"))
+	}
+	b, err := yaml.Marshal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := goformation.ParseYAML(b)
 	if err != nil {
 		t.Fatalf("goformation: %v", err)
 	}
 	return tmpl
 }
 
-// raw is the template as a YAML node tree, intrinsic tags kept.
+// raw is the template as a YAML node tree (its root mapping), intrinsic
+// tags kept.
 func raw(t *testing.T) *yaml.Node {
 	t.Helper()
 	b, err := os.ReadFile(templatePath)
@@ -41,10 +72,13 @@ func raw(t *testing.T) *yaml.Node {
 	return doc.Content[0]
 }
 
-// at walks mapping keys and sequence indexes ("0") down from n.
-func at(t *testing.T, n *yaml.Node, path ...string) *yaml.Node {
-	t.Helper()
+// find walks mapping keys and sequence indexes down from n; nil where the
+// path ends.
+func find(n *yaml.Node, path ...string) *yaml.Node {
 	for _, p := range path {
+		if n == nil {
+			return nil
+		}
 		switch n.Kind {
 		case yaml.MappingNode:
 			var next *yaml.Node
@@ -53,21 +87,28 @@ func at(t *testing.T, n *yaml.Node, path ...string) *yaml.Node {
 					next = n.Content[i+1]
 				}
 			}
-			if next == nil {
-				t.Fatalf("no %q at %v", p, path)
-			}
 			n = next
 		case yaml.SequenceNode:
-			i := int(p[0] - '0')
-			if len(p) != 1 || i >= len(n.Content) {
-				t.Fatalf("no index %q at %v", p, path)
+			var i int
+			if _, err := fmt.Sscan(p, &i); err != nil || i < 0 || i >= len(n.Content) {
+				return nil
 			}
 			n = n.Content[i]
 		default:
-			t.Fatalf("cannot descend into %v at %q", n.Kind, p)
+			return nil
 		}
 	}
 	return n
+}
+
+// at is find that fails the test where the path ends.
+func at(t *testing.T, n *yaml.Node, path ...string) *yaml.Node {
+	t.Helper()
+	got := find(n, path...)
+	if got == nil {
+		t.Fatalf("no %v", path)
+	}
+	return got
 }
 
 func scalars(n *yaml.Node) []string {
@@ -81,64 +122,270 @@ func scalars(n *yaml.Node) []string {
 	return out
 }
 
-func TestFunction(t *testing.T) {
-	tmpl := parse(t)
-	fn, err := tmpl.GetServerlessFunctionWithName("McpFunction")
-	if err != nil {
-		t.Fatal(err)
+// show renders a node compactly for messages and comparisons:
+// "!Ref X", "!If [C, JWT, NONE]", "{a: b}".
+func show(n *yaml.Node) string {
+	if n == nil {
+		return "<none>"
 	}
-	if got := deref(fn.Runtime); got != "provided.al2023" {
-		t.Errorf("Runtime = %q", got)
+	tag := ""
+	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
+		tag = n.Tag + " "
 	}
-	if !slices.Equal(fn.Architectures, []string{"arm64"}) {
-		t.Errorf("Architectures = %v", fn.Architectures)
+	switch n.Kind {
+	case yaml.SequenceNode:
+		var parts []string
+		for _, c := range n.Content {
+			parts = append(parts, show(c))
+		}
+		return tag + "[" + strings.Join(parts, ", ") + "]"
+	case yaml.MappingNode:
+		var parts []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			parts = append(parts, n.Content[i].Value+": "+show(n.Content[i+1]))
+		}
+		return tag + "{" + strings.Join(parts, ", ") + "}"
+	case yaml.AliasNode:
+		return show(n.Alias)
 	}
-	if got := deref(fn.Handler); got != "bootstrap" {
-		t.Errorf("Handler = %q", got)
-	}
-	if got := fn.AWSCloudFormationMetadata["BuildMethod"]; got != "makefile" {
-		t.Errorf("Metadata.BuildMethod = %v", got)
-	}
-	if fn.Timeout == nil || *fn.Timeout > 29 || *fn.Timeout < 10 {
-		t.Errorf("Timeout = %v: want 10-29 s, under API Gateway's integration limit", fn.Timeout)
-	}
-	if fn.MemorySize == nil || *fn.MemorySize < 128 {
-		t.Errorf("MemorySize = %v", fn.MemorySize)
-	}
+	return tag + n.Value
+}
 
-	// Routes: POST and ANY on /mcp, on the HTTP API.
-	routes := map[string]string{}
-	for name, ev := range fn.Events {
-		if ev.Type != "HttpApi" {
-			t.Errorf("event %s has type %q, want HttpApi", name, ev.Type)
+func want(t *testing.T, n *yaml.Node, expect string, what string) {
+	t.Helper()
+	if got := show(n); got != expect {
+		t.Errorf("%s = %s, want %s", what, got, expect)
+	}
+}
+
+func resourcesOfType(t *testing.T, root *yaml.Node, typ string) []string {
+	t.Helper()
+	res := at(t, root, "Resources")
+	var out []string
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		if ty := find(res.Content[i+1], "Type"); ty != nil && ty.Value == typ {
+			out = append(out, res.Content[i].Value)
 		}
 	}
-	r := raw(t)
-	events := at(t, r, "Resources", "McpFunction", "Properties", "Events")
-	for i := 0; i+1 < len(events.Content); i += 2 {
-		props := at(t, events.Content[i+1], "Properties")
-		routes[at(t, props, "Method").Value] = at(t, props, "Path").Value
-		if api := at(t, props, "ApiId"); api.Tag != "!Ref" || api.Value != "McpApi" {
-			t.Errorf("event %s: ApiId %s %s", events.Content[i].Value, api.Tag, api.Value)
-		}
-	}
-	if routes["POST"] != "/mcp" || routes["ANY"] != "/mcp" || len(routes) != 2 {
-		t.Errorf("routes = %v, want POST and ANY on /mcp", routes)
-	}
+	return out
+}
 
-	// Environment: the table and the key reach the function.
-	env := at(t, r, "Resources", "McpFunction", "Properties", "Environment", "Variables")
-	for name, want := range map[string][2]string{
-		"MCP_CLAIMS_TABLE":    {"!Ref", "ClaimsTable"},
-		"MCP_STATE_KMS_KEY":   {"!GetAtt", "StateKey.Arn"},
-		"LOG_LEVEL":           {"!Ref", "LogLevel"},
-		"MCP_ALLOWED_ORIGINS": {"!Ref", "AllowedOrigins"},
+// env is a function's environment as SAM deploys it: Globals' variables,
+// then the function's own.
+func env(t *testing.T, root *yaml.Node, fn string) map[string]*yaml.Node {
+	t.Helper()
+	out := map[string]*yaml.Node{}
+	for _, vars := range []*yaml.Node{
+		find(root, "Globals", "Function", "Environment", "Variables"),
+		find(root, "Resources", fn, "Properties", "Environment", "Variables"),
 	} {
-		v := at(t, env, name)
-		if v.Tag != want[0] || v.Value != want[1] {
-			t.Errorf("%s = %s %s, want %s %s", name, v.Tag, v.Value, want[0], want[1])
+		if vars == nil {
+			continue
+		}
+		for i := 0; i+1 < len(vars.Content); i += 2 {
+			out[vars.Content[i].Value] = vars.Content[i+1]
 		}
 	}
+	return out
+}
+
+func TestGlobals(t *testing.T) {
+	r := raw(t)
+	g := at(t, r, "Globals", "Function")
+	want(t, at(t, g, "Runtime"), "provided.al2023", "Runtime")
+	want(t, at(t, g, "Architectures"), "[arm64]", "Architectures")
+	want(t, at(t, g, "Handler"), "bootstrap", "Handler")
+	want(t, at(t, g, "Tracing"), "Active", "Tracing")
+	want(t, at(t, g, "LoggingConfig", "LogFormat"), "JSON", "LogFormat")
+	// The function filters by LOG_LEVEL itself: Lambda must drop nothing,
+	// its metric lines least of all.
+	want(t, at(t, g, "LoggingConfig", "ApplicationLogLevel"), "TRACE", "ApplicationLogLevel")
+	want(t, at(t, g, "LoggingConfig", "SystemLogLevel"), "INFO", "SystemLogLevel")
+
+	var timeout, memory int
+	if _, err := fmt.Sscan(at(t, g, "Timeout").Value, &timeout); err != nil || timeout < 10 || timeout > 28 {
+		t.Errorf("Timeout = %s: want 10-28 s, under the integration's limit", at(t, g, "Timeout").Value)
+	}
+	if _, err := fmt.Sscan(at(t, g, "MemorySize").Value, &memory); err != nil || memory < 128 {
+		t.Errorf("MemorySize = %s", at(t, g, "MemorySize").Value)
+	}
+
+	vars := at(t, g, "Environment", "Variables")
+	for name, expect := range map[string]string{
+		// Empty in the cloud; declared so that sam local --env-vars may set
+		// them (SAM overrides only what the template declares).
+		"AWS_ENDPOINT_URL_DYNAMODB": "",
+		"AWS_ENDPOINT_URL_KMS":      "",
+		"MCP_METRICS_NAMESPACE":     "!Ref AWS::StackName",
+		"LOG_LEVEL":                 "!Ref LogLevel",
+		"MCP_STATE_KMS_KEY":         "!GetAtt StateKey.Arn",
+	} {
+		want(t, at(t, vars, name), expect, "Globals "+name)
+	}
+
+	// Every function takes these from Globals, none overrides them.
+	for _, fn := range resourcesOfType(t, r, "AWS::Serverless::Function") {
+		for _, p := range []string{"Runtime", "Architectures", "Handler", "Tracing", "Timeout", "MemorySize"} {
+			if v := find(r, "Resources", fn, "Properties", p); v != nil {
+				t.Errorf("%s overrides Globals %s with %s", fn, p, show(v))
+			}
+		}
+		for _, p := range []string{"LogFormat", "ApplicationLogLevel", "SystemLogLevel"} {
+			if v := find(r, "Resources", fn, "Properties", "LoggingConfig", p); v != nil {
+				t.Errorf("%s overrides Globals LoggingConfig.%s", fn, p)
+			}
+		}
+	}
+}
+
+func TestFunction(t *testing.T) {
+	r := raw(t)
+	fn := at(t, r, "Resources", "McpFunction")
+	want(t, at(t, fn, "Type"), "AWS::Serverless::Function", "McpFunction Type")
+	want(t, at(t, fn, "Metadata", "BuildMethod"), "makefile", "Metadata.BuildMethod")
+	want(t, at(t, fn, "Properties", "CodeUri"), ".", "CodeUri")
+	if ev := find(fn, "Properties", "Events"); ev != nil {
+		t.Errorf("McpFunction has Events %s: the API's routes are plain resources", show(ev))
+	}
+	want(t, at(t, fn, "Properties", "ReservedConcurrentExecutions"),
+		"!If [HasReservation, !Ref ReservedConcurrency, !Ref AWS::NoValue]", "ReservedConcurrentExecutions")
+
+	vars := env(t, r, "McpFunction")
+	for name, expect := range map[string]string{
+		"MCP_CLAIMS_TABLE":          "!Ref ClaimsTable",
+		"MCP_STATE_KMS_KEY":         "!GetAtt StateKey.Arn",
+		"LOG_LEVEL":                 "!Ref LogLevel",
+		"MCP_ALLOWED_ORIGINS":       "!Ref AllowedOrigins",
+		"MCP_AUDIENCE":              "!Ref EndpointUrl",
+		"MCP_METRICS_NAMESPACE":     "!Ref AWS::StackName",
+		"AWS_ENDPOINT_URL_DYNAMODB": "",
+		"AWS_ENDPOINT_URL_KMS":      "",
+	} {
+		want(t, vars[name], expect, "McpFunction "+name)
+	}
+
+	// goformation's typed view of the function parses.
+	if _, err := parse(t).GetServerlessFunctionWithName("McpFunction"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestRoutes: POST and ANY on /mcp reach the function through one Lambda
+// proxy integration, each behind the JWT authorizer when it exists.
+func TestRoutes(t *testing.T) {
+	r := raw(t)
+	res := at(t, r, "Resources")
+	want(t, at(t, res, "McpApi", "Type"), "AWS::ApiGatewayV2::Api", "McpApi Type")
+	want(t, at(t, res, "McpApi", "Properties", "ProtocolType"), "HTTP", "ProtocolType")
+
+	integ := at(t, res, "McpIntegration", "Properties")
+	want(t, at(t, integ, "ApiId"), "!Ref McpApi", "integration ApiId")
+	want(t, at(t, integ, "IntegrationType"), "AWS_PROXY", "IntegrationType")
+	want(t, at(t, integ, "PayloadFormatVersion"), "2.0", "PayloadFormatVersion")
+	want(t, at(t, integ, "IntegrationUri"), "!GetAtt McpFunction.Arn", "IntegrationUri")
+	var timeoutMs, fnTimeout int
+	fmt.Sscan(at(t, integ, "TimeoutInMillis").Value, &timeoutMs)
+	fmt.Sscan(at(t, r, "Globals", "Function", "Timeout").Value, &fnTimeout)
+	if timeoutMs > 30000 || timeoutMs <= fnTimeout*1000 {
+		t.Errorf("TimeoutInMillis = %d: want above the function's %d s and at most 30000", timeoutMs, fnTimeout)
+	}
+
+	routes := map[string]*yaml.Node{}
+	for _, name := range resourcesOfType(t, r, "AWS::ApiGatewayV2::Route") {
+		p := at(t, res, name, "Properties")
+		want(t, at(t, p, "ApiId"), "!Ref McpApi", name+" ApiId")
+		routes[at(t, p, "RouteKey").Value] = at(t, res, name)
+	}
+	for _, key := range []string{"POST /mcp", "ANY /mcp"} {
+		route := routes[key]
+		if route == nil {
+			t.Errorf("no route %s", key)
+			continue
+		}
+		if c := find(route, "Condition"); c != nil {
+			t.Errorf("route %s is conditional (%s)", key, c.Value)
+		}
+		want(t, at(t, route, "Properties", "Target"), "!Sub integrations/${McpIntegration}", key+" Target")
+		want(t, at(t, route, "Properties", "AuthorizationType"), "!If [UseJwt, JWT, NONE]", key+" AuthorizationType")
+		want(t, at(t, route, "Properties", "AuthorizerId"), "!If [UseJwt, !Ref McpJwtAuthorizer, !Ref AWS::NoValue]", key+" AuthorizerId")
+	}
+	// A browser's preflight carries no token: with CORS and the
+	// authorizer, OPTIONS gets a route of its own without authorization.
+	if pre := routes["OPTIONS /mcp"]; pre == nil {
+		t.Error("no OPTIONS /mcp route for preflights under the authorizer")
+	} else {
+		want(t, at(t, pre, "Condition"), "CorsWithJwt", "OPTIONS /mcp Condition")
+		want(t, at(t, pre, "Properties", "AuthorizationType"), "NONE", "OPTIONS /mcp AuthorizationType")
+	}
+	want(t, at(t, r, "Conditions", "CorsWithJwt"), "!And [!Condition UseJwt, !Condition HasOrigins]", "CorsWithJwt")
+
+	stage := at(t, res, "McpStage", "Properties")
+	want(t, at(t, stage, "ApiId"), "!Ref McpApi", "stage ApiId")
+	want(t, at(t, stage, "StageName"), "$default", "StageName")
+	want(t, at(t, stage, "AutoDeploy"), "true", "AutoDeploy")
+	want(t, at(t, stage, "DefaultRouteSettings"),
+		"{ThrottlingBurstLimit: !Ref ThrottlingBurstLimit, ThrottlingRateLimit: !Ref ThrottlingRateLimit}", "DefaultRouteSettings")
+
+	auth := at(t, res, "McpJwtAuthorizer")
+	want(t, at(t, auth, "Condition"), "UseJwt", "authorizer Condition")
+	want(t, at(t, auth, "Properties", "AuthorizerType"), "JWT", "AuthorizerType")
+	want(t, at(t, auth, "Properties", "IdentitySource"), "[$request.header.Authorization]", "IdentitySource")
+	want(t, at(t, auth, "Properties", "JwtConfiguration"),
+		"{Issuer: !Ref JwtIssuer, Audience: !Split [,, !Ref JwtAudience]}", "JwtConfiguration")
+
+	perm := at(t, res, "McpInvokePermission", "Properties")
+	want(t, at(t, perm, "Action"), "lambda:InvokeFunction", "permission Action")
+	want(t, at(t, perm, "FunctionName"), "!GetAtt McpFunction.Arn", "permission FunctionName")
+	want(t, at(t, perm, "Principal"), "apigateway.amazonaws.com", "permission Principal")
+	want(t, at(t, perm, "SourceArn"),
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${McpApi}/*/*/mcp", "permission SourceArn")
+
+	tmpl := parse(t)
+	if _, err := tmpl.GetApiGatewayV2ApiWithName("McpApi"); err != nil {
+		t.Error(err)
+	}
+	if _, err := tmpl.GetApiGatewayV2IntegrationWithName("McpIntegration"); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestCORS: the API's CORS configuration (present only with allowed
+// origins) lists what the function itself allows and exposes.
+func TestCORS(t *testing.T) {
+	r := raw(t)
+	cors := at(t, r, "Resources", "McpApi", "Properties", "CorsConfiguration")
+	if cors.Tag != "!If" || len(cors.Content) != 3 || cors.Content[0].Value != "HasOrigins" || show(cors.Content[2]) != "!Ref AWS::NoValue" {
+		t.Fatalf("CorsConfiguration = %s, want !If [HasOrigins, {...}, !Ref AWS::NoValue]", show(cors))
+	}
+	want(t, at(t, r, "Conditions", "HasOrigins"), `!Not [!Equals [!Ref AllowedOrigins, ]]`, "HasOrigins")
+	c := cors.Content[1]
+	want(t, at(t, c, "AllowOrigins"), "!Split [,, !Ref AllowedOrigins]", "AllowOrigins")
+	want(t, at(t, c, "AllowCredentials"), "false", "AllowCredentials")
+	want(t, at(t, c, "MaxAge"), fmt.Sprint(stateless.CORSMaxAge), "MaxAge")
+
+	same := func(what string, template, code []string) {
+		t.Helper()
+		norm := func(list []string) []string {
+			out := make([]string, len(list))
+			for i, s := range list {
+				out[i] = strings.ToLower(s)
+			}
+			slices.Sort(out)
+			return out
+		}
+		if got, w := norm(template), norm(code); !slices.Equal(got, w) {
+			t.Errorf("%s: template %v, function %v", what, got, w)
+		}
+	}
+	same("AllowMethods", scalars(at(t, c, "AllowMethods")), stateless.CORSAllowMethods)
+	same("ExposeHeaders", scalars(at(t, c, "ExposeHeaders")), stateless.CORSExposeHeaders)
+	// The template adds "*" for the per-tool Mcp-Param-* headers, which
+	// API Gateway cannot match by prefix.
+	headers := scalars(at(t, c, "AllowHeaders"))
+	if !slices.Contains(headers, "*") {
+		t.Error(`AllowHeaders lacks "*" for the Mcp-Param-* headers`)
+	}
+	same("AllowHeaders", slices.DeleteFunc(headers, func(h string) bool { return h == "*" }), stateless.CORSAllowHeaders)
 }
 
 // TestPolicies checks least privilege: every statement names exactly the
@@ -146,7 +393,7 @@ func TestFunction(t *testing.T) {
 func TestPolicies(t *testing.T) {
 	r := raw(t)
 	stmts := at(t, r, "Resources", "McpFunction", "Properties", "Policies", "0", "Statement")
-	want := map[string]struct {
+	expect := map[string]struct {
 		actions  []string
 		resource string
 	}{
@@ -156,7 +403,7 @@ func TestPolicies(t *testing.T) {
 	seen := 0
 	for _, st := range stmts.Content {
 		sid := at(t, st, "Sid").Value
-		w, ok := want[sid]
+		w, ok := expect[sid]
 		if !ok {
 			t.Errorf("unexpected statement %q", sid)
 			continue
@@ -177,17 +424,14 @@ func TestPolicies(t *testing.T) {
 		}
 		res := at(t, st, "Resource")
 		if res.Tag != "!GetAtt" || res.Value != w.resource {
-			t.Errorf("%s: resource %s %s, want !GetAtt %s", sid, res.Tag, res.Value, w.resource)
+			t.Errorf("%s: resource %s, want !GetAtt %s", sid, show(res), w.resource)
 		}
 	}
-	if seen != len(want) {
-		t.Errorf("%d of %d statements present", seen, len(want))
+	if seen != len(expect) {
+		t.Errorf("%d of %d statements present", seen, len(expect))
 	}
 	// The key may only be used to seal request state.
-	cond := at(t, stmts, "1", "Condition", "StringEquals", "kms:EncryptionContext:purpose")
-	if cond.Value != "mcp-request-state" {
-		t.Errorf("StateKey condition = %q", cond.Value)
-	}
+	want(t, at(t, stmts, "1", "Condition", "StringEquals", "kms:EncryptionContext:purpose"), "mcp-request-state", "StateKey condition")
 }
 
 func TestTableAndKey(t *testing.T) {
@@ -227,20 +471,124 @@ func TestTableAndKey(t *testing.T) {
 	}
 }
 
+// TestLogGroups: each function logs to a log group of the stack's, named
+// after the stack (not the function: that would be a cycle), kept
+// LogRetentionDays days.
+func TestLogGroups(t *testing.T) {
+	r := raw(t)
+	days := at(t, r, "Parameters", "LogRetentionDays")
+	want(t, at(t, days, "Type"), "Number", "LogRetentionDays Type")
+	if !slices.Contains(scalars(at(t, days, "AllowedValues")), at(t, days, "Default").Value) {
+		t.Errorf("LogRetentionDays default %s is not among its AllowedValues", at(t, days, "Default").Value)
+	}
+	groups := map[string]string{"McpFunction": "McpLogGroup", "ConformanceFunction": "ConformanceLogGroup"}
+	fns := resourcesOfType(t, r, "AWS::Serverless::Function")
+	if len(fns) != len(groups) {
+		t.Errorf("functions %v, want log groups for %d", fns, len(groups))
+	}
+	for fn, group := range groups {
+		want(t, at(t, r, "Resources", fn, "Properties", "LoggingConfig", "LogGroup"), "!Ref "+group, fn+" LogGroup")
+		g := at(t, r, "Resources", group)
+		want(t, at(t, g, "Type"), "AWS::Logs::LogGroup", group+" Type")
+		want(t, at(t, g, "Properties", "RetentionInDays"), "!Ref LogRetentionDays", group+" RetentionInDays")
+		name := at(t, g, "Properties", "LogGroupName")
+		if name.Tag != "!Sub" || !strings.Contains(name.Value, "${AWS::StackName}") {
+			t.Errorf("%s LogGroupName = %s, want a !Sub of ${AWS::StackName}", group, show(name))
+		}
+		if c, fc := find(g, "Condition"), find(r, "Resources", fn, "Condition"); show(c) != show(fc) {
+			t.Errorf("%s Condition %s, its function's %s", group, show(c), show(fc))
+		}
+	}
+}
+
+// TestAlarms: the function's own fault metric, Lambda's throttles and
+// errors, and the API's 5xx, each notifying AlarmTopicArn when it is set.
+func TestAlarms(t *testing.T) {
+	r := raw(t)
+	type alarm struct{ namespace, dims string }
+	expect := map[string]alarm{
+		"Faults":    {"!Ref AWS::StackName", "[{Name: Function, Value: !Ref McpFunction}]"},
+		"Throttles": {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
+		"Errors":    {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
+		"5xx":       {"AWS/ApiGateway", "[{Name: ApiId, Value: !Ref McpApi}, {Name: Stage, Value: $default}]"},
+	}
+	seen := map[string]bool{}
+	for _, name := range resourcesOfType(t, r, "AWS::CloudWatch::Alarm") {
+		p := at(t, r, "Resources", name, "Properties")
+		metric := at(t, p, "MetricName").Value
+		w, ok := expect[metric]
+		if !ok || seen[metric] {
+			t.Errorf("%s: unexpected alarm on %s", name, metric)
+			continue
+		}
+		seen[metric] = true
+		want(t, at(t, p, "Namespace"), w.namespace, name+" Namespace")
+		want(t, at(t, p, "Dimensions"), w.dims, name+" Dimensions")
+		want(t, at(t, p, "Statistic"), "Sum", name+" Statistic")
+		want(t, at(t, p, "Period"), "60", name+" Period")
+		want(t, at(t, p, "ComparisonOperator"), "GreaterThanOrEqualToThreshold", name+" ComparisonOperator")
+		want(t, at(t, p, "TreatMissingData"), "notBreaching", name+" TreatMissingData")
+		var threshold, periods, points float64
+		fmt.Sscan(at(t, p, "Threshold").Value, &threshold)
+		fmt.Sscan(at(t, p, "EvaluationPeriods").Value, &periods)
+		fmt.Sscan(at(t, p, "DatapointsToAlarm").Value, &points)
+		if threshold < 1 || periods < 1 || points < 1 || points > periods {
+			t.Errorf("%s: threshold %v, %v of %v periods", name, threshold, points, periods)
+		}
+		for _, actions := range []string{"AlarmActions", "OKActions"} {
+			want(t, at(t, p, actions), "!If [HasAlarmTopic, [!Ref AlarmTopicArn], !Ref AWS::NoValue]", name+" "+actions)
+		}
+	}
+	for metric := range expect {
+		if !seen[metric] {
+			t.Errorf("no alarm on %s", metric)
+		}
+	}
+}
+
 func TestParametersAndOutputs(t *testing.T) {
+	r := raw(t)
 	tmpl := parse(t)
-	for _, p := range []string{"AllowedOrigins", "LogLevel", "JwtIssuer", "JwtAudience"} {
+	for _, p := range []string{
+		"EndpointUrl", "AllowedOrigins", "LogLevel", "LogRetentionDays", "JwtIssuer", "JwtAudience",
+		"ReservedConcurrency", "ThrottlingBurstLimit", "ThrottlingRateLimit", "AlarmTopicArn", "ConformanceFixture",
+	} {
 		if _, ok := tmpl.Parameters[p]; !ok {
 			t.Errorf("parameter %s missing", p)
 		}
 	}
-	for _, o := range []string{"EndpointUrl", "ClaimsTableName", "StateKeyArn"} {
+	// String parameters constrain their values; the defaults pass.
+	params := at(t, r, "Parameters")
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		name, p := params.Content[i].Value, params.Content[i+1]
+		if at(t, p, "Type").Value != "String" || find(p, "AllowedValues") != nil {
+			continue
+		}
+		pat := find(p, "AllowedPattern")
+		if pat == nil {
+			t.Errorf("%s has neither AllowedValues nor AllowedPattern", name)
+			continue
+		}
+		re, err := regexp.Compile(pat.Value)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+		} else if !re.MatchString(at(t, p, "Default").Value) {
+			t.Errorf("%s: the default does not match its AllowedPattern", name)
+		}
+	}
+	rules := at(t, r, "Rules")
+	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate"} {
+		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
+			t.Errorf("rule %s: no assertion with a description", name)
+		}
+	}
+	for _, o := range []string{"EndpointUrl", "ApiId", "ClaimsTableName", "StateKeyArn", "StateKeyAliasName", "McpLogGroupName", "ConformanceLogGroupName", "ConformanceUrl"} {
 		if _, ok := tmpl.Outputs[o]; !ok {
 			t.Errorf("output %s missing", o)
 		}
 	}
-	if _, err := tmpl.GetServerlessHttpApiWithName("McpApi"); err != nil {
-		t.Error(err)
+	for _, o := range []string{"ConformanceLogGroupName", "ConformanceUrl"} {
+		want(t, find(r, "Outputs", o, "Condition"), "DeployConformance", o+" Condition")
 	}
 }
 
@@ -253,27 +601,287 @@ func deref[T any](p *T) T {
 }
 
 // TestConformanceFunction: the optional fixture deploys only on request,
-// on its own route, and may use only the state key.
+// on its own routes, and may use only the state key.
 func TestConformanceFunction(t *testing.T) {
 	r := raw(t)
-	fn := at(t, r, "Resources", "ConformanceFunction")
-	if at(t, fn, "Condition").Value != "DeployConformance" {
-		t.Error("the conformance function is not conditional")
+	res := at(t, r, "Resources")
+	fn := at(t, res, "ConformanceFunction")
+	want(t, at(t, fn, "Condition"), "DeployConformance", "ConformanceFunction Condition")
+	want(t, at(t, fn, "Metadata", "BuildMethod"), "makefile", "build method")
+	vars := env(t, r, "ConformanceFunction")
+	want(t, vars["MCP_AUDIENCE"], "", "conformance MCP_AUDIENCE")
+	want(t, vars["MCP_STATE_KMS_KEY"], "!GetAtt StateKey.Arn", "conformance MCP_STATE_KMS_KEY")
+	if v := vars["MCP_CLAIMS_TABLE"]; v != nil {
+		t.Errorf("the conformance fixture gets the claims table (%s)", show(v))
 	}
-	if at(t, fn, "Metadata", "BuildMethod").Value != "makefile" {
-		t.Error("build method")
+	for _, name := range []string{"ConformanceIntegration", "ConformancePostRoute", "ConformanceAnyRoute", "ConformanceInvokePermission", "ConformanceLogGroup"} {
+		want(t, find(res, name, "Condition"), "DeployConformance", name+" Condition")
 	}
-	if p := at(t, fn, "Properties", "Events", "Post", "Properties", "Path").Value; p != "/conformance" {
-		t.Errorf("path %q", p)
+	want(t, at(t, res, "ConformanceIntegration", "Properties", "IntegrationUri"), "!GetAtt ConformanceFunction.Arn", "conformance IntegrationUri")
+	want(t, at(t, res, "ConformancePostRoute", "Properties", "RouteKey"), "POST /conformance", "conformance POST route")
+	want(t, at(t, res, "ConformanceAnyRoute", "Properties", "RouteKey"), "ANY /conformance", "conformance ANY route")
+	for _, route := range []string{"ConformancePostRoute", "ConformanceAnyRoute"} {
+		want(t, at(t, res, route, "Properties", "Target"), "!Sub integrations/${ConformanceIntegration}", route+" Target")
+		want(t, at(t, res, route, "Properties", "AuthorizationType"), "!If [UseJwt, JWT, NONE]", route+" AuthorizationType")
 	}
+
 	stmts := at(t, fn, "Properties", "Policies", "0", "Statement")
-	if len(stmts.Content) != 1 || at(t, stmts, "0", "Resource").Value != "StateKey.Arn" {
-		t.Errorf("conformance policy: %d statements", len(stmts.Content))
+	if len(stmts.Content) != 1 || show(at(t, stmts, "0", "Resource")) != "!GetAtt StateKey.Arn" {
+		t.Errorf("conformance policy: %s", show(stmts))
 	}
 	if got := scalars(at(t, stmts, "0", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
 		t.Errorf("actions %v", got)
 	}
 	if _, ok := parse(t).Parameters["ConformanceFixture"]; !ok {
 		t.Error("no ConformanceFixture parameter")
+	}
+}
+
+// --- dependencies -------------------------------------------------------------
+
+var subRef = regexp.MustCompile(`\$\{([^!}][^}]*)\}`)
+
+// refs collects the logical IDs n refers to (Ref, GetAtt, Sub, in short
+// or long form) into out. Names starting AWS:: are pseudo parameters.
+func refs(n *yaml.Node, out map[string]bool) {
+	if n == nil {
+		return
+	}
+	add := func(name string) {
+		name, _, _ = strings.Cut(name, ".")
+		if name != "" && !strings.HasPrefix(name, "AWS::") {
+			out[name] = true
+		}
+	}
+	sub := func(s *yaml.Node) {
+		// !Sub "..." or !Sub ["...", {Var: value}]: the variables defined in
+		// the mapping are not logical IDs, their values may refer to some.
+		str, vars := s, (*yaml.Node)(nil)
+		if s.Kind == yaml.SequenceNode && len(s.Content) == 2 {
+			str, vars = s.Content[0], s.Content[1]
+		}
+		local := map[string]bool{}
+		if vars != nil {
+			for i := 0; i+1 < len(vars.Content); i += 2 {
+				local[vars.Content[i].Value] = true
+				refs(vars.Content[i+1], out)
+			}
+		}
+		for _, m := range subRef.FindAllStringSubmatch(str.Value, -1) {
+			if !local[m[1]] {
+				add(m[1])
+			}
+		}
+	}
+	switch n.Tag {
+	case "!Ref":
+		add(n.Value)
+		return
+	case "!GetAtt":
+		if n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
+			add(n.Content[0].Value)
+		} else {
+			add(n.Value)
+		}
+		return
+	case "!Sub":
+		sub(n)
+		return
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content) == 2 {
+		switch v := n.Content[1]; n.Content[0].Value {
+		case "Ref":
+			add(v.Value)
+			return
+		case "Fn::GetAtt":
+			if v.Kind == yaml.SequenceNode && len(v.Content) > 0 {
+				add(v.Content[0].Value)
+			} else {
+				add(v.Value)
+			}
+			return
+		case "Fn::Sub":
+			sub(v)
+			return
+		}
+	}
+	for _, c := range n.Content {
+		refs(c, out)
+	}
+}
+
+// dependencies maps each resource to the resources it refers to or
+// DependsOn; a SAM function also depends on what Globals' Function section
+// refers to, as SAM copies it in.
+func dependencies(root *yaml.Node) map[string][]string {
+	res := find(root, "Resources")
+	if res == nil {
+		return nil
+	}
+	names := map[string]bool{}
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		names[res.Content[i].Value] = true
+	}
+	deps := map[string][]string{}
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		name, body := res.Content[i].Value, res.Content[i+1]
+		found := map[string]bool{}
+		refs(find(body, "Properties"), found)
+		if d := find(body, "DependsOn"); d != nil {
+			for _, s := range scalars(d) {
+				found[s] = true
+			}
+		}
+		if ty := find(body, "Type"); ty != nil && ty.Value == "AWS::Serverless::Function" {
+			refs(find(root, "Globals", "Function"), found)
+		}
+		for d := range found {
+			if names[d] {
+				deps[name] = append(deps[name], d)
+			}
+		}
+		slices.Sort(deps[name])
+	}
+	return deps
+}
+
+// cycle is one dependency cycle as a path "A -> B -> A", or "".
+func cycle(deps map[string][]string) string {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := map[string]int{}
+	var stack []string
+	var visit func(string) string
+	visit = func(n string) string {
+		state[n] = open
+		stack = append(stack, n)
+		for _, d := range deps[n] {
+			switch state[d] {
+			case open:
+				i := slices.Index(stack, d)
+				return strings.Join(append(slices.Clone(stack[i:]), d), " -> ")
+			case unseen:
+				if c := visit(d); c != "" {
+					return c
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[n] = done
+		return ""
+	}
+	names := make([]string, 0, len(deps))
+	for n := range deps {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if state[n] == unseen {
+			if c := visit(n); c != "" {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// reaches lists the resources from reaches through its dependencies.
+func reaches(deps map[string][]string, from string) map[string]bool {
+	seen := map[string]bool{}
+	var walk func(string)
+	walk = func(n string) {
+		for _, d := range deps[n] {
+			if !seen[d] {
+				seen[d] = true
+				walk(d)
+			}
+		}
+	}
+	walk(from)
+	return seen
+}
+
+// apiReferences names the API Gateway resources a function depends on.
+func apiReferences(root *yaml.Node, deps map[string][]string, fn string) []string {
+	var out []string
+	for d := range reaches(deps, fn) {
+		if ty := find(root, "Resources", d, "Type"); ty != nil && strings.HasPrefix(ty.Value, "AWS::ApiGateway") {
+			out = append(out, d)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestNoDependencyCycle: CloudFormation refuses a template whose resources
+// depend on each other in a circle (cfn-lint's E3004), and a function must
+// not depend on the API at all: the integration and the API's permission
+// depend on the function, and the endpoint's URL comes from EndpointUrl
+// or from each request.
+func TestNoDependencyCycle(t *testing.T) {
+	r := raw(t)
+	deps := dependencies(r)
+	if c := cycle(deps); c != "" {
+		t.Errorf("dependency cycle: %s", c)
+	}
+	for _, fn := range resourcesOfType(t, r, "AWS::Serverless::Function") {
+		if api := apiReferences(r, deps, fn); len(api) > 0 {
+			t.Errorf("%s depends on %v: a function must not refer to the API", fn, api)
+		}
+	}
+	// The checks see the references that matter here.
+	if !slices.Contains(deps["McpIntegration"], "McpFunction") || !slices.Contains(deps["McpPostRoute"], "McpIntegration") {
+		t.Errorf("dependencies missed: McpIntegration %v, McpPostRoute %v", deps["McpIntegration"], deps["McpPostRoute"])
+	}
+	if !slices.Contains(deps["ConformanceFunction"], "StateKey") {
+		t.Errorf("Globals' references are not counted for ConformanceFunction: %v", deps["ConformanceFunction"])
+	}
+}
+
+// TestDependencyChecks: the checks above catch what they are for.
+func TestDependencyChecks(t *testing.T) {
+	const doc = `
+Globals:
+  Function:
+    Environment:
+      Variables:
+        URL: !Sub "https://${Api}.execute-api.${AWS::Region}.${AWS::URLSuffix}/mcp"
+Resources:
+  Api:
+    Type: AWS::ApiGatewayV2::Api
+    Properties:
+      Description: {"Fn::Sub": ["${X}", {X: {"Fn::GetAtt": [Fn, Arn]}}]}
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Description: !Sub "${!Literal} ${Table.Arn}"
+  Table:
+    Type: AWS::DynamoDB::Table
+    DependsOn: [Other]
+  Other:
+    Type: AWS::SNS::Topic
+    Properties:
+      TopicName: {Ref: AWS::StackName}
+`
+	var n yaml.Node
+	if err := yaml.Unmarshal([]byte(doc), &n); err != nil {
+		t.Fatal(err)
+	}
+	root := n.Content[0]
+	deps := dependencies(root)
+	if got := strings.Join(deps["Fn"], ","); got != "Api,Table" {
+		t.Errorf("Fn depends on %s, want Api,Table", got)
+	}
+	if got := cycle(deps); got != "Api -> Fn -> Api" {
+		t.Errorf("cycle = %q", got)
+	}
+	if got := apiReferences(root, deps, "Fn"); !slices.Equal(got, []string{"Api"}) {
+		t.Errorf("apiReferences = %v", got)
+	}
+	if got := reaches(deps, "Table"); !got["Other"] || len(got) != 1 {
+		t.Errorf("Table reaches %v", got)
 	}
 }

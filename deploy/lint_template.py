@@ -1,0 +1,329 @@
+#!/usr/bin/env python3
+"""Lint template.yaml for every combination of its parameters.
+
+Each String parameter is tried empty and set, each parameter with
+AllowedValues at both ends, each other Number at its default and a set
+value. For every combination:
+
+  * each value must pass its parameter's own constraints (AllowedPattern,
+    AllowedValues, MinValue, MaxValue);
+  * the template's Rules are evaluated; a combination they refuse must be
+    exactly one the intent table below says is a mistake, refused by the
+    rule named there, and is not linted as deployable;
+  * otherwise the SAM translator transforms the template with the
+    combination's values and cfn-lint lints the result with those values.
+    Identical transforms are linted once, with all their combinations as
+    cfn-lint parameter sets: cfn-lint resolves every Ref per set (honouring
+    the conditions), so each combination is checked while the schema walk
+    is paid once. (cfn-lint's own --parameters are dropped after its SAM
+    transform, which is why the transform is done here.)
+
+Also: cfn-lint's own run on template.yaml as it stands, a few rule probes
+(throttling), and values each AllowedPattern must refuse. Any error or
+warning fails the check; a circular dependency (E3004) is named as such.
+
+Usage: python3 deploy/lint_template.py [template.yaml]
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import multiprocessing
+import os
+import re
+import sys
+import time
+
+STARTED = time.monotonic()
+REGION = "us-east-1"
+os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
+
+from cfnlint.config import ConfigMixIn  # noqa: E402
+from cfnlint.context.parameters import ParameterSet  # noqa: E402
+from cfnlint.decode import decode  # noqa: E402
+from cfnlint.runner import Runner  # noqa: E402
+from cfnlint.runner.template.runner import run_template_by_data  # noqa: E402
+import boto3  # noqa: E402
+from samtranslator.parser import parser as sam_parser  # noqa: E402
+from samtranslator.policy_template_processor.processor import PolicyTemplatesProcessor  # noqa: E402
+from samtranslator.translator import translator as sam_translator  # noqa: E402
+
+# The set value of each String and plain Number parameter (the empty string
+# and the default are the other sides). A parameter missing here fails the
+# check, so a new parameter cannot escape it.
+SET_VALUES = {
+    "EndpointUrl": "https://mcp.example.com/mcp",
+    "AllowedOrigins": "https://app.example.com,http://localhost:3000",
+    "JwtIssuer": "https://issuer.example.com/",
+    "JwtAudience": "mcp-endpoint,https://mcp.example.com/mcp",
+    "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:mcp-alarms",
+    "ReservedConcurrency": "10",
+    "ThrottlingBurstLimit": "5000",
+    "ThrottlingRateLimit": "10000",
+}
+
+# What each Rule is meant to refuse, said independently of the template.
+INTENT = {
+    "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
+    "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
+    "ThrottlingRateNeedsBurst": lambda p: float(p["ThrottlingBurstLimit"]) == 0 and float(p["ThrottlingRateLimit"]) != 0,
+    "ThrottlingBurstNeedsRate": lambda p: float(p["ThrottlingRateLimit"]) == 0 and float(p["ThrottlingBurstLimit"]) != 0,
+}
+
+# Combinations beyond the grid (everything else at its default), so that
+# the throttling Rules are seen refusing, and both limits at 0 admitted.
+PROBES = [
+    {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "0"},
+    {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "50"},
+    {"ThrottlingBurstLimit": "100", "ThrottlingRateLimit": "0"},
+]
+
+# Values each parameter's constraints must refuse.
+INVALID = {
+    "EndpointUrl": ["http://mcp.example.com/mcp", "https://mcp.example.com/mcp?x=1", "mcp.example.com"],
+    "AllowedOrigins": ["https://app.example.com/", "https://a.example.com, https://b.example.com", "*", "app.example.com"],
+    "JwtIssuer": ["http://issuer.example.com", "https://a.example.com,https://b.example.com"],
+    "JwtAudience": ["a, b", "a,,b", ","],
+    "AlarmTopicArn": ["arn:aws:sqs:us-east-1:123456789012:q", "arn:aws:sns:us-east-1:123456789012:t.fifo"],
+    "ReservedConcurrency": ["-2"],
+    "ThrottlingBurstLimit": ["-1", "5001"],
+    "ThrottlingRateLimit": ["-1"],
+    "LogRetentionDays": ["2"],
+}
+
+
+def plain(node):
+    """The decoded template as plain dicts, lists and strings."""
+    return json.loads(json.dumps(node))
+
+
+def check_value(spec, value):
+    """Why value breaks its parameter's constraints, or None."""
+    if "AllowedValues" in spec and value not in [str(v) for v in spec["AllowedValues"]]:
+        return "not in AllowedValues"
+    if "AllowedPattern" in spec and not re.fullmatch(spec["AllowedPattern"], value):
+        return "does not match AllowedPattern"
+    if spec.get("Type") == "Number":
+        try:
+            n = float(value)
+        except ValueError:
+            return "not a number"
+        if "MinValue" in spec and n < float(spec["MinValue"]):
+            return "below MinValue"
+        if "MaxValue" in spec and n > float(spec["MaxValue"]):
+            return "above MaxValue"
+    return None
+
+
+def evaluate(expr, params):
+    """A Rules expression under the given parameter values."""
+    if isinstance(expr, (str, int, float, bool)):
+        return str(expr) if not isinstance(expr, bool) else expr
+    if isinstance(expr, list):
+        return [evaluate(e, params) for e in expr]
+    if not isinstance(expr, dict) or len(expr) != 1:
+        raise ValueError(f"cannot evaluate {expr!r}")
+    (fn, arg), = expr.items()
+    if fn == "Ref":
+        return params[arg]
+    if fn == "Fn::Equals":
+        a, b = (evaluate(x, params) for x in arg)
+        return a == b
+    if fn == "Fn::Not":
+        return not evaluate(arg[0], params)
+    if fn == "Fn::And":
+        return all(evaluate(x, params) for x in arg)
+    if fn == "Fn::Or":
+        return any(evaluate(x, params) for x in arg)
+    if fn == "Fn::Contains":
+        return evaluate(arg[1], params) in evaluate(arg[0], params)
+    raise ValueError(f"{fn} is not evaluated by this check: extend evaluate()")
+
+
+def refusing_rules(rules, params):
+    """The names of the Rules whose assertions fail for params."""
+    out = set()
+    for name, rule in rules.items():
+        if "RuleCondition" in rule and not evaluate(rule["RuleCondition"], params):
+            continue
+        if not all(evaluate(a["Assert"], params) for a in rule["Assertions"]):
+            out.add(name)
+    return out
+
+
+# Two costs of a translation that do not depend on the template: a boto3
+# session (for the region) and validating SAM's own policy templates. Paid
+# once, a translation takes milliseconds.
+_SESSION = boto3.session.Session(region_name=REGION)
+_POLICY_TEMPLATES = PolicyTemplatesProcessor(PolicyTemplatesProcessor.get_default_policy_templates_json())
+if hasattr(sam_translator, "make_policy_template_for_function_plugin"):
+    from samtranslator.plugins.policies.policy_templates_plugin import PolicyTemplatesForResourcePlugin  # noqa: E402
+
+    sam_translator.make_policy_template_for_function_plugin = lambda: PolicyTemplatesForResourcePlugin(_POLICY_TEMPLATES)
+
+
+def transform(sam, params):
+    """The template transformed by the SAM translator with params."""
+    src = copy.deepcopy(sam)
+    for res in src["Resources"].values():
+        if res.get("Type") == "AWS::Serverless::Function":
+            # As sam build and sam package replace the local code directory.
+            res["Properties"]["CodeUri"] = "s3://bucket/key"
+    translator = sam_translator.Translator(managed_policy_map={}, sam_parser=sam_parser.Parser(), boto_session=_SESSION)
+    return translator.translate(sam_template=src, parameter_values=dict(params), passthrough_metadata=True)
+
+
+def digest(tmpl):
+    return hashlib.sha256(json.dumps(tmpl, sort_keys=True).encode()).hexdigest()
+
+
+# Set before the worker processes fork, which inherit them.
+_SAM = None
+_DECODED = None
+_RULES = None
+
+
+def lint(tmpl, parameter_sets=()):
+    config = ConfigMixIn(regions=[REGION], parameters=[ParameterSet(parameters=p) for p in parameter_sets])
+    return [(m.rule.id, f"{m.rule.id} {m.message} (line {m.linenumber})") for m in run_template_by_data(copy.deepcopy(tmpl), config, _RULES)]
+
+
+def show(params):
+    """A combination as its values other than the defaults."""
+    specs = _SAM["Parameters"]
+    diff = [f"{k}={v!r}" for k, v in params.items() if v != str(specs[k].get("Default", ""))]
+    return "{" + ", ".join(diff) + "}" if diff else "{all defaults}"
+
+
+def _transform_digest(params):
+    return digest(transform(_SAM, params))
+
+
+def _lint_job(sets):
+    """Findings as (where, rule id, description): cfn-lint's own run on the
+    template when sets is None, else the transform of sets[0] linted with
+    every combination in sets."""
+    if sets is None:
+        return [("cfn-lint template.yaml", rid, text) for rid, text in lint(_DECODED)]
+    tmpl = transform(_SAM, sets[0])
+    found = lint(tmpl, sets)
+    if not found:
+        return []
+    # Name one failing combination by halving: a few lints, not one each.
+    bad = sets
+    while len(bad) > 1:
+        half = len(bad) // 2
+        bad = bad[:half] if lint(tmpl, bad[:half]) else bad[half:]
+    return [(f"{len(sets)} combinations, failing for example {show(bad[0])}", rid, text) for rid, text in found]
+
+
+def main():
+    global _SAM, _DECODED, _RULES
+    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "template.yaml")
+    decoded, errs = decode(path)
+    if errs:
+        for e in errs:
+            print(f"template: {e.rule.id} {e.message} (line {e.linenumber})")
+        return 1
+    sam = plain(decoded)
+    _SAM = sam
+    problems = []
+    warnings = 0
+
+    specs = sam.get("Parameters", {})
+    rules = sam.get("Rules", {})
+
+    # The sides of each parameter.
+    sides = {}
+    for name, spec in specs.items():
+        if "AllowedValues" in spec:
+            allowed = [str(v) for v in spec["AllowedValues"]]
+            sides[name] = [allowed[0], allowed[-1]]
+        elif name in SET_VALUES:
+            first = "" if spec.get("Type") == "String" else str(spec["Default"])
+            sides[name] = [first, SET_VALUES[name]]
+        else:
+            problems.append(f"parameter {name}: no set value in SET_VALUES of {os.path.basename(__file__)}")
+    for name in SET_VALUES:
+        if name not in specs:
+            problems.append(f"SET_VALUES names {name}, which the template does not declare")
+    if set(INTENT) != set(rules):
+        problems.append(f"Rules {sorted(rules)} and the intent table {sorted(INTENT)} differ")
+    if problems:
+        print("\n".join(f"template: {p}" for p in problems))
+        return 1
+
+    for name, spec in specs.items():
+        for v in sides[name]:
+            if why := check_value(spec, v):
+                problems.append(f"parameter {name}={v!r} {why}")
+        for v in INVALID.get(name, []):
+            if check_value(spec, v) is None:
+                problems.append(f"parameter {name} admits the invalid value {v!r}")
+
+    names = list(specs)
+    defaults = {n: str(specs[n].get("Default", "")) for n in names}
+    grid = [dict(zip(names, vals)) for vals in itertools.product(*(sides[n] for n in names))]
+    combos = grid + [{**defaults, **p} for p in PROBES]
+
+    # Rules: refused exactly where intended, by the intended rule.
+    deployable, refused = [], 0
+    seen_refusing = set()
+    for params in combos:
+        got = refusing_rules(rules, params)
+        want = {name for name, mistaken in INTENT.items() if mistaken(params)}
+        if got != want:
+            problems.append(f"Rules refuse {sorted(got) or 'nothing'} where {sorted(want) or 'nothing'} was meant: {show(params)}")
+        seen_refusing |= got
+        if got:
+            refused += 1
+        else:
+            deployable.append(params)
+    for name in rules:
+        if name not in seen_refusing:
+            problems.append(f"rule {name} refuses no combination checked")
+
+    # Transform every deployable combination, group identical results, and
+    # lint each group (split in two halves to use both cores) and the
+    # template as cfn-lint itself runs it (its own transform, defaults).
+    _DECODED = decoded
+    _RULES = Runner(ConfigMixIn(regions=[REGION])).rules
+    workers = min(2, os.cpu_count() or 1)
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        digests = pool.map(_transform_digest, deployable, chunksize=64)
+        groups = {}
+        for params, d in zip(deployable, digests):
+            groups.setdefault(d, []).append(params)
+        jobs = []
+        for sets in groups.values():
+            half = (len(sets) + 1) // 2
+            jobs += [sets[:half], sets[half:]] if len(sets) > 1 else [sets]
+        findings = [f for found in pool.imap_unordered(_lint_job, jobs + [None]) for f in found]
+
+    for what, rid, text in findings:
+        if rid == "E3004":
+            text = "CIRCULAR DEPENDENCY: " + text
+        problems.append(f"{what}: {text}" if what else text)
+        warnings += rid.startswith("W")
+
+    seconds = time.monotonic() - STARTED
+    errors = len(problems) - warnings
+    print(
+        f"template: {len(combos)} combinations ({len(grid)} in the grid, {len(PROBES)} probes): "
+        f"{len(deployable)} deployable, transformed and linted as {len(groups)} distinct template(s); "
+        f"{refused} refused by the Rules; "
+        f"{sum(len(v) for v in INVALID.values())} invalid values refused by their constraints; "
+        f"{errors} errors, {warnings} warnings in {seconds:.1f} s"
+    )
+    for p in problems[:50]:
+        print(f"  {p}")
+    if len(problems) > 50:
+        print(f"  ... and {len(problems) - 50} more")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
