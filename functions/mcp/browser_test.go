@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -400,7 +401,7 @@ func chromiumBinary(t *testing.T) string {
 // in its own process group, which the test's cleanup kills whole and
 // waits out before the profile is removed. It returns the browser's
 // output, for failure messages.
-func startChromium(t *testing.T, chrome, url string) *lockedBuffer {
+func startChromium(t *testing.T, chrome, url string) *syncbuf.Buffer {
 	t.Helper()
 	profile, err := os.MkdirTemp("", "chromium-profile-")
 	if err != nil {
@@ -421,7 +422,7 @@ func startChromium(t *testing.T, chrome, url string) *lockedBuffer {
 		"--host-resolver-rules=MAP *.test 127.0.0.1",
 		url)
 	cmd.Env = browserEnv(profile)
-	out := &lockedBuffer{}
+	out := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group, to be killed whole.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -499,21 +500,4 @@ func browserEnv(home string) []string {
 		env = append(env, kv)
 	}
 	return append(env, "HOME="+home)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
 )
 
 // Emulator is one running emulator with one function.
@@ -26,7 +27,7 @@ type Emulator struct {
 	url    string
 	client *http.Client
 	mu     sync.Mutex // the emulator serves one invocation at a time
-	log    *lockedWriter
+	log    *syncbuf.Buffer
 	exited chan struct{} // closed when the emulator has ended
 	err    error         // how it ended, once exited is closed
 }
@@ -66,7 +67,7 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	} else {
-		e.log = &lockedWriter{w: &bytes.Buffer{}}
+		e.log = &syncbuf.Buffer{}
 		cmd.Stdout, cmd.Stderr = e.log, e.log
 	}
 	if err := cmd.Start(); err != nil {
@@ -119,9 +120,7 @@ func (e *Emulator) Log() string {
 	if e.log == nil {
 		return ""
 	}
-	e.log.mu.Lock()
-	defer e.log.mu.Unlock()
-	return e.log.w.(*bytes.Buffer).String()
+	return e.log.String()
 }
 
 // Stop ends the emulator and the function.
@@ -137,15 +136,4 @@ func (e *Emulator) Stop() error {
 		<-e.exited
 	}
 	return nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -1,7 +1,6 @@
 package observe_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/emfcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -155,25 +154,13 @@ func invoke(t *testing.T, h *apigw.Handler, payload []byte, timeout time.Duratio
 	return out
 }
 
-type logBuffer struct {
-	mu sync.Mutex
-	bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.Buffer.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // lines returns the log lines written since the last call, decoded, and
 // checks that each is a valid EMF document.
 func (l *logBuffer) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	l.mu.Lock()
-	raw := l.Buffer.String()
-	l.Buffer.Reset()
-	l.mu.Unlock()
+	raw := l.Take()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSuffix(raw, "\n"), "\n") {
 		if line == "" {

@@ -21,7 +21,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -30,12 +29,12 @@ import (
 	"maps"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/eventcheck"
 	"github.com/serverless-mcp/mcp-lambda/internal/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
 )
 
 // options are the command's settings, from flags.
@@ -210,22 +209,7 @@ func (s *session) printLog(text string) {
 
 // logBuffer collects the emulator's output, which its relaying goroutines
 // write while the invocation runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // waitFor waits until marker has been written n times, or limit passes.
 func (l *logBuffer) waitFor(marker string, n int, limit time.Duration) {
