@@ -144,7 +144,8 @@ func callTool(name, args string) []byte {
 func invoke(t *testing.T, h *apigw.Handler, payload []byte, timeout time.Duration) []byte {
 	t.Helper()
 	ctx := lambdacontext.NewContext(context.Background(), &lambdacontext.LambdaContext{AwsRequestID: "inv-1"})
-	ctx = context.WithValue(ctx, "x-amzn-trace-id", xrayHeader) //nolint:staticcheck // the key aws-lambda-go uses
+	//lint:ignore SA1029 the key aws-lambda-go uses
+	ctx = context.WithValue(ctx, "x-amzn-trace-id", xrayHeader)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := h.Invoke(ctx, payload)
@@ -394,7 +395,8 @@ func TestXRayTraceID(t *testing.T) {
 		"Root=\"><script>":                         "",
 		"":                                         "",
 	} {
-		ctx := context.WithValue(context.Background(), "x-amzn-trace-id", h) //nolint:staticcheck // the key aws-lambda-go uses
+		//lint:ignore SA1029 the key aws-lambda-go uses
+		ctx := context.WithValue(context.Background(), "x-amzn-trace-id", h)
 		if got := observe.XRayTraceID(ctx); got != want {
 			t.Errorf("XRayTraceID(%q) = %q, want %q", h, got, want)
 		}
