@@ -77,7 +77,7 @@ func TestBrowserCORSLambda(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e, err := rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bootstrap,
-		Env: []string{envAllowedOrigins + "=" + rig.appOrigin, envLogLevel + "=error"}})
+		Env: []string{envAllowedOrigins + "=" + rig.appOrigin, envLogLevel + "=error", envAllowAnonymous + "=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -47,6 +48,21 @@ type Config struct {
 	// with the logs (MCP_METRICS_NAMESPACE; the template passes the stack
 	// name).
 	MetricsNamespace string
+	// AuthIssuer is the OAuth authorization server whose bearer tokens
+	// the endpoint accepts (MCP_AUTH_ISSUER). Unset: no authorization —
+	// locally the endpoint is anonymous; on Lambda that needs
+	// AllowAnonymous.
+	AuthIssuer string
+	// AuthJWKSURL overrides the issuer's discovered key set
+	// (MCP_AUTH_JWKS_URL).
+	AuthJWKSURL string
+	// AuthScopesSupported are listed in the protected-resource metadata
+	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated).
+	AuthScopesSupported []string
+	// AllowAnonymous lets the function run on Lambda without an issuer
+	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
+	// can reach it.
+	AllowAnonymous bool
 	// LogToolErrorText logs the text of tool errors and panic values,
 	// which may quote arguments (MCP_LOG_TOOL_ERROR_TEXT=true). Off: their
 	// type only.
@@ -69,6 +85,11 @@ const (
 	envAudience       = "MCP_AUDIENCE"
 	envMetricsNS      = "MCP_METRICS_NAMESPACE"
 	envToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
+	envAuthIssuer     = "MCP_AUTH_ISSUER"
+	envAuthAudience   = "MCP_AUTH_AUDIENCE"
+	envAuthJWKS       = "MCP_AUTH_JWKS_URL"
+	envAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
+	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -125,11 +146,22 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		return nil, fmt.Errorf("set one of %s and %s, not both", envStateKMSKey, envStateKey)
 	}
 	if v := getenv(envAudience); v != "" {
-		u, err := url.Parse(v)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("%s=%q: want the endpoint's absolute URL, such as https://mcp.example.com/mcp", envAudience, v)
+		if _, err := endpointURL(envAudience, v); err != nil {
+			return nil, err
 		}
 		c.Audience = v
+	}
+	if v := getenv(envAuthAudience); v != "" {
+		if _, err := endpointURL(envAuthAudience, v); err != nil {
+			return nil, err
+		}
+		if c.Audience != "" && c.Audience != v {
+			return nil, fmt.Errorf("%s and %s name different endpoints: both are the endpoint's canonical URL, set one", envAuthAudience, envAudience)
+		}
+		c.Audience = v
+	}
+	if err := c.loadAuth(getenv); err != nil {
+		return nil, err
 	}
 	c.MetricsNamespace = "mcp-lambda"
 	if v := getenv(envMetricsNS); v != "" {
@@ -150,6 +182,93 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		c.FunctionName = "mcp"
 	}
 	return c, nil
+}
+
+// loadAuth reads the authorization settings. Without an issuer a Lambda
+// function refuses to start unless anonymous access is asked for: a
+// forgotten setting must not deploy an open endpoint.
+func (c *Config) loadAuth(getenv func(string) string) error {
+	switch v := getenv(envAllowAnonymous); v {
+	case "", "false":
+	case "true":
+		c.AllowAnonymous = true
+	default:
+		return fmt.Errorf("%s=%q: want true or false", envAllowAnonymous, v)
+	}
+	if v := getenv(envAuthIssuer); v != "" {
+		u, err := issuerURL(envAuthIssuer, v)
+		if err != nil {
+			return err
+		}
+		c.AuthIssuer = u
+	}
+	if v := getenv(envAuthJWKS); v != "" {
+		if _, err := issuerURL(envAuthJWKS, v); err != nil {
+			return err
+		}
+		c.AuthJWKSURL = v
+	}
+	c.AuthScopesSupported = []string{"notes:read", "notes:write"}
+	if v := getenv(envAuthScopes); v != "" {
+		c.AuthScopesSupported = strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
+		for _, s := range c.AuthScopesSupported {
+			if !validScope(s) {
+				return fmt.Errorf("%s: %q is not an OAuth scope token", envAuthScopes, s)
+			}
+		}
+	}
+	switch {
+	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(envAuthScopes) != ""):
+		return fmt.Errorf("%s and %s need %s", envAuthJWKS, envAuthScopes, envAuthIssuer)
+	case c.AuthIssuer != "" && c.AllowAnonymous:
+		return fmt.Errorf("%s=true and %s contradict each other: set one", envAllowAnonymous, envAuthIssuer)
+	case c.AuthIssuer == "" && c.InLambda && !c.AllowAnonymous:
+		return fmt.Errorf("no %s: set it to your OAuth/OIDC issuer (a Cognito user pool's, Auth0's, ...) to protect the endpoint, or %s=true to serve anyone", envAuthIssuer, envAllowAnonymous)
+	}
+	return nil
+}
+
+// endpointURL checks that v is an endpoint's absolute URL.
+func endpointURL(name, v string) (*url.URL, error) {
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%s=%q: want the endpoint's absolute URL, such as https://mcp.example.com/mcp", name, v)
+	}
+	return u, nil
+}
+
+// issuerURL checks an authorization server's URL: https, or http on a
+// loopback host (a local test server); no query or fragment. It returns
+// it without a trailing slash only when one was not part of the issuer
+// (issuers compare exactly, so it is returned as given).
+func issuerURL(name, v string) (string, error) {
+	u, err := url.Parse(v)
+	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" ||
+		!(u.Scheme == "https" || u.Scheme == "http" && isLoopback(u.Hostname())) {
+		return "", fmt.Errorf("%s=%q: want an https URL (http only on a loopback host)", name, v)
+	}
+	return v, nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// validScope reports whether s is an RFC 6749 scope token.
+func validScope(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 func validTableName(s string) bool {

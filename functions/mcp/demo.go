@@ -32,6 +32,15 @@ func (d *demo) register(srv *stateless.Server) {
 
 func boolPtr(b bool) *bool { return &b }
 
+// The demo's OAuth scopes, when the endpoint is protected: reading notes
+// needs notes:read, changing them notes:write, which implies notes:read.
+var (
+	scopesRead  = []string{"notes:read"}
+	scopesWrite = []string{"notes:write"}
+	// scopeImplies is the demo's scope hierarchy.
+	scopeImplies = map[string][]string{"notes:write": {"notes:read"}}
+)
+
 // notes_search: a read-only tool.
 
 var searchTool = &stateless.Tool{
@@ -39,6 +48,7 @@ var searchTool = &stateless.Tool{
 	Title:       "Search notes",
 	Description: "Lists your notes whose text contains the query (all notes when the query is empty).",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+	Scopes:      scopesRead,
 }
 
 type searchIn struct {
@@ -71,6 +81,7 @@ var addTool = &stateless.Tool{
 	Title:       "Add a note",
 	Description: "Adds a note and returns its id. Send an idempotency key to make retries safe.",
 	Annotations: &stateless.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
+	Scopes:      scopesWrite,
 }
 
 type addIn struct {
@@ -102,6 +113,7 @@ var deleteTool = &stateless.Tool{
 	Title:       "Delete a note",
 	Description: "Deletes a note after the user confirms it.",
 	Annotations: &stateless.ToolAnnotations{DestructiveHint: boolPtr(true), IdempotentHint: true, OpenWorldHint: boolPtr(false)},
+	Scopes:      scopesWrite,
 }
 
 type deleteIn struct {
@@ -166,6 +178,7 @@ var digestTool = &stateless.Tool{
 	Title:       "Count words in notes",
 	Description: "Counts the words in every note, reporting progress note by note.",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+	Scopes:      scopesRead,
 }
 
 type digestOut struct {

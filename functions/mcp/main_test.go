@@ -27,7 +27,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(envRuntimeAPI, "127.0.0.1:9001", envLogLevel, "debug", envAllowedOrigins, " https://a.example , http://localhost:3000/ ",
-		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s"))
+		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s", envAllowAnonymous, "true"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,11 +42,60 @@ func TestLoadConfig(t *testing.T) {
 		{envStateKey, "not base64!"},
 		{envStateTTL, "forever"},
 		{envStateTTL, "-1s"},
+		{envAudience, "mcp.example.com/mcp"},
+		{envAuthAudience, "https://mcp.example.com/mcp?x=1"},
+		{envAuthIssuer, "http://issuer.example.com"},
+		{envAuthIssuer, "https://issuer.example.com/#frag"},
+		{envAuthJWKS, "ftp://keys.example.com"},
+		{envAllowAnonymous, "yes"},
 	} {
 		_, err := LoadConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%q: error %v does not name the variable", bad[0], bad[1], err)
 		}
+	}
+}
+
+// TestLoadAuthConfig pins the authorization settings' rules: protected
+// by default on Lambda, anonymous locally, and no contradictions.
+func TestLoadAuthConfig(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	const lambda = "127.0.0.1:9001"
+	tests := []struct {
+		name    string
+		env     []string
+		wantErr string // a variable the error must name; "" for success
+	}{
+		{"local, no issuer: anonymous", nil, ""},
+		{"lambda, no issuer: refused", []string{envRuntimeAPI, lambda}, envAuthIssuer},
+		{"lambda, anonymous asked for", []string{envRuntimeAPI, lambda, envAllowAnonymous, "true"}, ""},
+		{"lambda, issuer", []string{envRuntimeAPI, lambda, envAuthIssuer, "https://issuer.example.com/"}, ""},
+		{"issuer and anonymous contradict", []string{envAuthIssuer, "https://issuer.example.com", envAllowAnonymous, "true"}, envAllowAnonymous},
+		{"loopback http issuer for tests", []string{envAuthIssuer, "http://127.0.0.1:9999"}, ""},
+		{"jwks without issuer", []string{envAuthJWKS, "https://keys.example.com/jwks.json"}, envAuthIssuer},
+		{"scopes without issuer", []string{envAuthScopes, "a b"}, envAuthIssuer},
+		{"bad scope", []string{envAuthIssuer, "https://i.example.com", envAuthScopes, `a "b`}, envAuthScopes},
+		{"two different endpoints", []string{envAudience, "https://a.example.com/mcp", envAuthAudience, "https://b.example.com/mcp"}, envAuthAudience},
+		{"the same endpoint twice", []string{envAudience, "https://a.example.com/mcp", envAuthAudience, "https://a.example.com/mcp"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadConfig(env(tt.env...))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v does not name %s", err, tt.wantErr)
+			case err == nil && len(c.AuthScopesSupported) == 0:
+				t.Errorf("no scopes supported: %+v", c)
+			}
+		})
 	}
 }
 

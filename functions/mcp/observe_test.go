@@ -33,6 +33,7 @@ func TestOperatorSignalsThroughEmulator(t *testing.T) {
 	}
 	env := []string{
 		envStateKey + "=" + testEnv[envStateKey],
+		envAllowAnonymous + "=true",
 		envLogLevel + "=info",
 		envClaimsTable + "=notes",
 		envMetricsNS + "=mcp-test",

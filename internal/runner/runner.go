@@ -57,8 +57,11 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if endpoint == "" {
 		endpoint = url
 	}
+	h := &stateless.HTTPHandler{Server: srv, Endpoint: endpoint}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", &stateless.HTTPHandler{Server: srv, Endpoint: endpoint})
+	mux.Handle("/mcp", h)
+	mux.HandleFunc("GET "+stateless.MetadataPath, h.ServeMetadata)
+	mux.HandleFunc("GET "+stateless.MetadataPath+"/mcp", h.ServeMetadata)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.Stdout, "MCP endpoint: %s\n", url)
 	logger := o.Logger

@@ -270,6 +270,23 @@ func NewInsufficientScope(required []string, resourceMetadata string) *Error {
 	return &Error{kind: InsufficientScope, challenge: ch, data: scopeData{Required: required}}
 }
 
+// NewUnauthorized is the authentication challenge: HTTP 401 with a
+// WWW-Authenticate Bearer challenge that sends the client to the
+// protected-resource metadata (RFC 9728) at resourceMetadata, names the
+// scopes the request needs when they are known, and says
+// error="invalid_token" when the request presented a token (RFC 6750).
+// cause, never sent, is why the token was refused.
+func NewUnauthorized(resourceMetadata string, scopes []string, invalidToken bool, cause error) *Error {
+	ch := `Bearer resource_metadata="` + quoteSafe(resourceMetadata) + `"`
+	if len(scopes) > 0 {
+		ch += `, scope="` + quoteSafe(join(scopes, " ")) + `"`
+	}
+	if invalidToken {
+		ch += `, error="invalid_token"`
+	}
+	return &Error{kind: Unauthorized, challenge: ch, cause: cause}
+}
+
 type scopeData struct {
 	Required []string `json:"requiredScopes"`
 }

@@ -162,6 +162,31 @@ func TestInsufficientScopeChallenge(t *testing.T) {
 	}
 }
 
+func TestUnauthorizedChallenge(t *testing.T) {
+	const prm = "https://api.example.com/.well-known/oauth-protected-resource/mcp"
+	tests := []struct {
+		scopes  []string
+		invalid bool
+		want    string
+	}{
+		{nil, false, `Bearer resource_metadata="` + prm + `"`},
+		{[]string{"notes:write"}, false, `Bearer resource_metadata="` + prm + `", scope="notes:write"`},
+		{[]string{"a", `b"\`}, true, `Bearer resource_metadata="` + prm + `", scope="a b", error="invalid_token"`},
+	}
+	for _, tt := range tests {
+		e := mcperr.NewUnauthorized(prm, tt.scopes, tt.invalid, stderrors.New("expired"))
+		if got := e.Challenge(); got != tt.want {
+			t.Errorf("challenge = %s\nwant        %s", got, tt.want)
+		}
+		if e.HTTPStatus() != http.StatusUnauthorized || e.Code() != -32600 || e.Data() != nil || e.ServerFault() {
+			t.Errorf("status %d code %d data %v fault %v", e.HTTPStatus(), e.Code(), e.Data(), e.ServerFault())
+		}
+		if strings.Contains(e.Message(), "expired") {
+			t.Errorf("the cause reached the message: %q", e.Message())
+		}
+	}
+}
+
 func TestWrapKeepsCauseAndKind(t *testing.T) {
 	cause := stderrors.New("kms: throttled")
 	e := mcperr.Wrap(mcperr.DependencyFailure, cause)

@@ -34,6 +34,9 @@ type Request struct {
 	// Gateway's domain name and path; never the client's Host header).
 	// Request state is bound to it. "" when unknown.
 	Endpoint string
+	// Unidentified means the transport saw an identity source but no
+	// usable identity: refused 401, never anonymous.
+	Unidentified bool
 }
 
 // Response is the HTTP response to a Request.
@@ -124,6 +127,11 @@ type exchange struct {
 	version    string
 	legacy     bool
 
+	// principal and scopes are what the bearer token established, when
+	// the endpoint is protected (Options.Auth).
+	principal string
+	scopes    []string
+
 	// resultBytes is the result object of the response, for an
 	// idempotency claim to store; inputRequired marks it as a round that
 	// asked for input, which is not stored.
@@ -150,6 +158,9 @@ func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Resp
 	if e := x.transportChecks(); e != nil {
 		return x.refuse(nil, e)
 	}
+	if r.Unidentified {
+		return x.refuse(nil, mcperr.New(mcperr.Unauthorized))
+	}
 	decodeStart := time.Now()
 	d, e := decodeMessage(r.Body)
 	o.Steps.Decode = time.Since(decodeStart)
@@ -162,6 +173,9 @@ func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Resp
 	}
 	x.d = d
 	o.Method = d.method
+	if e := x.authenticate(ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
 	if d.id == nil {
 		// A notification. The core defines none over HTTP; a legacy
 		// client's notifications/initialized and any other notification
@@ -305,6 +319,9 @@ func (x *exchange) request(ctx context.Context) *Response {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
 	}
 	x.call.Principal = x.r.Principal
+	if x.principal != "" {
+		x.call.Principal = x.principal
+	}
 	if x.call.Principal == "" {
 		x.call.Principal = Anonymous
 	}

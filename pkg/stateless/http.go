@@ -47,6 +47,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, s.Handle(r.Context(), req))
 }
 
+// ServeMetadata serves the endpoint's protected-resource metadata (RFC
+// 9728); mount it at [MetadataPath] and at MetadataPath followed by the
+// endpoint's path.
+func (h *HTTPHandler) ServeMetadata(w http.ResponseWriter, r *http.Request) {
+	writeResponse(w, h.Server.ProtectedResourceMetadata(h.Endpoint))
+}
+
 // ServeHTTP serves s over net/http with every caller anonymous. Use
 // [HTTPHandler] to identify callers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -184,6 +184,9 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	if !x.legacy && !checkParamHeaders(x.r.Header, t.params, p.Arguments) {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 	}
+	if e := x.checkScopes(t); e != nil {
+		return x.refuse(d.id, e)
+	}
 	args := bytes.TrimSpace(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")

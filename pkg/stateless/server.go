@@ -68,6 +68,11 @@ type Options struct {
 	// it. Default info. Modern clients choose per request in _meta.
 	LegacyLogLevel LoggingLevel
 
+	// Auth, if set, protects the endpoint with OAuth bearer tokens (see
+	// AuthOptions): every request needs a valid token for this endpoint,
+	// and a tool's Scopes must be granted.
+	Auth *AuthOptions
+
 	// Observe, if set, is called once per request after it is answered
 	// (package observe logs it and writes its metrics). ctx is the
 	// request's.

@@ -34,6 +34,11 @@ type Tool struct {
 	// canonical arguments are the same operation, so a call without an
 	// idempotency key is deduplicated by a digest of its arguments.
 	IdempotentByArguments bool `json:"-"`
+
+	// Scopes are the OAuth scopes a token must grant to call the tool
+	// when the endpoint is protected (Options.Auth); a call without them
+	// is refused 403 insufficient_scope, naming them all.
+	Scopes []string `json:"-"`
 }
 
 // ReadOnly reports whether the tool declares it changes nothing.

@@ -93,11 +93,12 @@ func main() {
 }
 
 // environment is what the function runs with: LOG_LEVEL=debug and
-// nothing else (in-memory claims and notes, a per-process state key), or
-// an env-vars file's section over what sam local itself sets.
+// anonymous access (the sample events carry no tokens), with in-memory
+// claims and notes and a per-process state key; or an env-vars file's
+// section over what sam local itself sets.
 func environment(envFile, function string) ([]string, error) {
 	if envFile == "" {
-		return []string{"LOG_LEVEL=debug"}, nil
+		return []string{"LOG_LEVEL=debug", "MCP_ALLOW_ANONYMOUS=true"}, nil
 	}
 	fileEnv, err := samlocal.ReadEnv(envFile, function)
 	if err != nil {

@@ -1,0 +1,228 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// Authorization, the resource server's side (MCP 2026-07-28, OAuth 2.1):
+// with [Options.Auth] set, every request must carry a bearer token in its
+// Authorization header that the [Authenticator] accepts for this
+// endpoint. A request without one, or with one that fails, is refused 401
+// with a WWW-Authenticate challenge that points the client at the
+// protected-resource metadata (RFC 9728), from which it discovers the
+// authorization server; a valid token that lacks a scope a tool needs is
+// refused 403 insufficient_scope, naming every scope the tool needs, so
+// the client can step up. Tokens never leave the Authenticator: they are
+// not logged, not stored and not passed to handlers.
+//
+// tools/list shows every tool, whatever the token's scopes: a client must
+// see a tool to ask for the scope it needs, and the 403 tells it which.
+// Visibility rules still hide tools, and a hidden tool still answers
+// exactly like an unknown one.
+
+// Authenticator validates bearer tokens. pkg/auth's verifier, wrapped by
+// the function, is one.
+type Authenticator interface {
+	// Authenticate validates token for audience, the endpoint's canonical
+	// URL (RFC 8707), and returns the caller's principal and the token's
+	// scopes. A refusal is Unauthorized when the token is at fault (the
+	// server adds the challenge) and a server-fault kind such as
+	// DependencyFailure when the validation could not be done (the
+	// issuer's keys cannot be fetched): the request fails closed.
+	Authenticate(ctx context.Context, token, audience string) (principal string, scopes []string, refusal *mcperr.Error)
+}
+
+// AuthOptions protect the endpoint with bearer tokens.
+type AuthOptions struct {
+	Authenticator Authenticator
+	// AuthorizationServers are the issuer URLs the protected-resource
+	// metadata names.
+	AuthorizationServers []string
+	// ScopesSupported are the scopes the metadata lists (the minimum for
+	// basic use).
+	ScopesSupported []string
+	// ScopeImplies is the scope hierarchy: a scope grants the scopes it
+	// maps to, transitively ("notes:write" -> "notes:read").
+	ScopeImplies map[string][]string
+	// ResourceName is the metadata's human-readable resource_name.
+	ResourceName string
+}
+
+// MetadataPath is where the protected-resource metadata is served: at
+// this path (for clients that ask the origin) and at this path followed
+// by the endpoint's path (RFC 9728's well-known URI for the endpoint).
+const MetadataPath = "/.well-known/oauth-protected-resource"
+
+// MetadataURL returns the RFC 9728 well-known URL of the metadata of the
+// resource whose canonical URL is endpoint: the well-known segment goes
+// between the origin and the endpoint's path.
+func MetadataURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + MetadataPath + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// ProtectedResourceMetadata answers a GET for the protected-resource
+// metadata of the endpoint whose canonical URL is endpoint. It is public
+// and the same for everyone, so any origin may read it. Without
+// [Options.Auth] there is none: 404.
+func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
+	a := s.opts.Auth
+	if a == nil || endpoint == "" {
+		return &Response{Status: http.StatusNotFound, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"error":"not_found"}`)}
+	}
+	doc := struct {
+		Resource               string   `json:"resource"`
+		AuthorizationServers   []string `json:"authorization_servers"`
+		ScopesSupported        []string `json:"scopes_supported,omitempty"`
+		BearerMethodsSupported []string `json:"bearer_methods_supported"`
+		ResourceName           string   `json:"resource_name,omitempty"`
+	}{endpoint, a.AuthorizationServers, a.ScopesSupported, []string{"header"}, a.ResourceName}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return s.Refusal(mcperr.Wrap(mcperr.Internal, err))
+	}
+	return &Response{Status: http.StatusOK, Header: http.Header{
+		"Content-Type":                {"application/json"},
+		"Cache-Control":               {"public, max-age=300"},
+		"Access-Control-Allow-Origin": {"*"},
+	}, Body: b}
+}
+
+// authenticate establishes the caller of a request to a protected
+// endpoint from its bearer token, or refuses it.
+func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
+	a := x.s.opts.Auth
+	if a == nil {
+		return nil
+	}
+	endpoint := x.r.Endpoint
+	if endpoint == "" {
+		// Nothing to check the token's audience against: a server that
+		// does not know its own URL accepts no token.
+		return mcperr.Wrap(mcperr.Internal, errNoEndpoint)
+	}
+	prm := MetadataURL(endpoint)
+	token, present, ok := bearerToken(x.r.Header.Values("Authorization"))
+	if !present {
+		return mcperr.NewUnauthorized(prm, x.challengeScopes(), false, errNoToken)
+	}
+	if !ok {
+		return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, errMalformedAuthorization)
+	}
+	principal, scopes, refusal := a.Authenticator.Authenticate(ctx, token, endpoint)
+	if refusal != nil {
+		if refusal.Kind() == mcperr.Unauthorized {
+			return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, refusal)
+		}
+		return refusal
+	}
+	if principal == "" || principal == Anonymous {
+		return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, errNoIdentity)
+	}
+	x.principal, x.scopes = principal, scopes
+	return nil
+}
+
+var (
+	errNoEndpoint             = authError("no endpoint URL to validate tokens for")
+	errNoToken                = authError("no bearer token")
+	errMalformedAuthorization = authError("malformed Authorization header")
+	errNoIdentity             = authError("token names no principal")
+)
+
+type authError string
+
+func (e authError) Error() string { return "stateless: " + string(e) }
+
+// bearerToken reads the one Authorization header's Bearer credential
+// (RFC 6750 section 2.1; the scheme is case-insensitive). present reports
+// whether the request tried to authenticate at all; ok whether it did so
+// well-formedly. A token anywhere else (the query string, the body) is
+// never read.
+func bearerToken(vals []string) (token string, present, ok bool) {
+	if len(vals) == 0 {
+		return "", false, false
+	}
+	if len(vals) > 1 {
+		return "", true, false
+	}
+	scheme, cred, found := strings.Cut(vals[0], " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", true, false
+	}
+	cred = strings.TrimLeft(cred, " ")
+	if cred == "" || len(cred) > 16<<10 {
+		return "", true, false
+	}
+	for i := 0; i < len(cred); i++ {
+		// token68: ALPHA DIGIT - . _ ~ + / then trailing =
+		c := cred[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0) {
+			return "", true, false
+		}
+	}
+	return cred, true, true
+}
+
+// challengeScopes are the scopes a 401 tells the client this request
+// needs: a tool's, when the request calls a registered tool that no
+// visibility rule hides (a hidden tool's scopes would reveal it).
+func (x *exchange) challengeScopes() []string {
+	d := x.d
+	if d == nil || d.method != "tools/call" || d.params.Name == nil {
+		return nil
+	}
+	t := x.reg.tool(*d.params.Name)
+	if t == nil || t.def.Visible != nil {
+		return nil
+	}
+	return t.def.Scopes
+}
+
+// checkScopes refuses a call to t when the token lacks a scope t needs:
+// 403 with every scope t needs in one challenge.
+func (x *exchange) checkScopes(t *registeredTool) *mcperr.Error {
+	a := x.s.opts.Auth
+	if a == nil || len(t.def.Scopes) == 0 {
+		return nil
+	}
+	if len(missingScopes(x.scopes, t.def.Scopes, a.ScopeImplies)) == 0 {
+		return nil
+	}
+	return mcperr.NewInsufficientScope(t.def.Scopes, MetadataURL(x.r.Endpoint))
+}
+
+// missingScopes returns the scopes of required that granted does not
+// grant, directly or through implies (transitively; cycles are safe).
+func missingScopes(granted, required []string, implies map[string][]string) []string {
+	have := make(map[string]bool, len(granted))
+	var add func(string)
+	add = func(s string) {
+		if have[s] {
+			return
+		}
+		have[s] = true
+		for _, t := range implies[s] {
+			add(t)
+		}
+	}
+	for _, g := range granted {
+		add(g)
+	}
+	var missing []string
+	for _, r := range required {
+		if !have[r] {
+			missing = append(missing, r)
+		}
+	}
+	return missing
+}

@@ -1,0 +1,201 @@
+package stateless_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+const (
+	endpoint = "https://api.example.com/mcp"
+	prm      = "https://api.example.com/.well-known/oauth-protected-resource/mcp"
+)
+
+// tokens is an Authenticator over a fixed table: token -> principal and
+// scopes. "down" is a key service that cannot be reached.
+type tokens map[string][]string
+
+func (tk tokens) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
+	if audience != endpoint {
+		return "", nil, mcperr.Wrap(mcperr.Unauthorized, errors.New("audience"))
+	}
+	if token == "down" {
+		return "", nil, mcperr.NewRetryable(mcperr.DependencyFailure, 0, errors.New("jwks unreachable"))
+	}
+	scopes, ok := tk[token]
+	if !ok {
+		return "", nil, mcperr.Wrap(mcperr.Unauthorized, errors.New("bad signature"))
+	}
+	return "jwt:https://issuer.example.com#" + token, scopes, nil
+}
+
+func newAuthServer(t *testing.T) (*stateless.Server, *[]string) {
+	t.Helper()
+	var principals []string
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
+		Authenticator:        tokens{"reader": {"notes:read"}, "writer": {"notes:write"}, "none": nil},
+		AuthorizationServers: []string{"https://issuer.example.com"},
+		ScopesSupported:      []string{"notes:read", "notes:write"},
+		ScopeImplies:         map[string][]string{"notes:write": {"notes:read"}},
+	}})
+	tool := func(name string, scopes []string, visible stateless.Visibility) {
+		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: scopes, Visible: visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
+			func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
+				principals = append(principals, r.Principal)
+				return nil, struct{}{}, nil
+			})
+	}
+	tool("search", []string{"notes:read"}, nil)
+	tool("add", []string{"notes:write"}, nil)
+	tool("secret", []string{"admin"}, func(context.Context, string) bool { return false })
+	return s, &principals
+}
+
+func authCall(s *stateless.Server, tool string, authz []string) *stateless.Response {
+	h := modernHeaders("tools/call", tool)
+	if authz != nil {
+		h["Authorization"] = authz
+	}
+	return s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: endpoint,
+		Body: []byte(req("1", "tools/call", withMeta(`"name":"`+tool+`","arguments":{}`)))})
+}
+
+// TestAuthChallenges pins each answer of a protected endpoint: status,
+// WWW-Authenticate exactly, and the JSON-RPC error.
+func TestAuthChallenges(t *testing.T) {
+	s, principals := newAuthServer(t)
+	tests := []struct {
+		name      string
+		tool      string
+		authz     []string
+		status    int
+		challenge string
+		code      int
+		data      string
+	}{
+		{"no token: where to authenticate, and the scope the call needs", "add", nil, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:write"`, -32600, ""},
+		{"a hidden tool's scopes are not revealed", "secret", nil, 401, `Bearer resource_metadata="` + prm + `"`, -32600, ""},
+		{"an unknown tool's neither", "nope", nil, 401, `Bearer resource_metadata="` + prm + `"`, -32600, ""},
+		{"another scheme", "search", []string{"Basic dXNlcjpwYXNz"}, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
+		{"two Authorization headers", "search", []string{"Bearer reader", "Bearer writer"}, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
+		{"not a token68", "search", []string{"Bearer a b"}, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
+		{"empty credential", "search", []string{"Bearer "}, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
+		{"a token the authenticator refuses", "search", []string{"Bearer forged"}, 401,
+			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
+		{"the key service down fails closed, in-band", "search", []string{"Bearer down"}, 200, "", -32603,
+			`{"retryable":true,"type":"dependency_failure"}`},
+		{"a valid token without the tool's scope: step up", "add", []string{"Bearer reader"}, 403,
+			`Bearer error="insufficient_scope", scope="notes:write", resource_metadata="` + prm + `"`, -32600,
+			`{"requiredScopes":["notes:write"],"type":"insufficient_scope"}`},
+		{"no scopes at all", "search", []string{"Bearer none"}, 403,
+			`Bearer error="insufficient_scope", scope="notes:read", resource_metadata="` + prm + `"`, -32600,
+			`{"requiredScopes":["notes:read"],"type":"insufficient_scope"}`},
+		{"the scheme is case-insensitive", "search", []string{"bearer reader"}, 200, "", 0, ""},
+		{"a broader scope implies a narrower one", "search", []string{"Bearer writer"}, 200, "", 0, ""},
+		{"the scope itself", "add", []string{"Bearer writer"}, 200, "", 0, ""},
+		{"a hidden tool with a token is an unknown tool", "secret", []string{"Bearer writer"}, 400, "", -32602, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := authCall(s, tt.tool, tt.authz)
+			if resp.Status != tt.status {
+				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
+			}
+			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
+				t.Errorf("WWW-Authenticate = %s\nwant               %s", got, tt.challenge)
+			}
+			r := decodeRPC(t, resp.Body)
+			switch {
+			case tt.code == 0 && r.Error != nil:
+				t.Errorf("error %+v", r.Error)
+			case tt.code != 0 && (r.Error == nil || r.Error.Code != tt.code):
+				t.Fatalf("error %+v, want code %d", r.Error, tt.code)
+			case tt.data != "" && string(r.Error.Data) != tt.data:
+				t.Errorf("data = %s, want %s", r.Error.Data, tt.data)
+			}
+			if strings.Contains(string(resp.Body), "forged") || strings.Contains(string(resp.Body), "bad signature") {
+				t.Errorf("the token or its fault reached the body: %s", resp.Body)
+			}
+		})
+	}
+	// The principal is the token's, never anonymous.
+	for _, p := range *principals {
+		if p != "jwt:https://issuer.example.com#reader" && p != "jwt:https://issuer.example.com#writer" {
+			t.Errorf("handler saw principal %q", p)
+		}
+	}
+	if len(*principals) != 3 {
+		t.Errorf("%d handler runs, want 3", len(*principals))
+	}
+}
+
+// TestAuthEveryRequest: lists and notifications need a token too, and a
+// server that does not know its own URL accepts none.
+func TestAuthEveryRequest(t *testing.T) {
+	s, _ := newAuthServer(t)
+	list := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/list", ""), Endpoint: endpoint,
+		Body: []byte(req("1", "tools/list", withMeta("")))})
+	if list.Status != 401 || list.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+prm+`"` {
+		t.Errorf("tools/list without a token: %d %v", list.Status, list.Header)
+	}
+	h := modernHeaders("tools/list", "")
+	h.Set("Authorization", "Bearer none")
+	list = s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: endpoint,
+		Body: []byte(req("1", "tools/list", withMeta("")))})
+	if list.Status != 200 || !strings.Contains(string(list.Body), `"add"`) || strings.Contains(string(list.Body), `"secret"`) {
+		t.Errorf("tools/list lists every visible tool whatever the scopes: %d %s", list.Status, list.Body)
+	}
+	note := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("notifications/initialized", ""), Endpoint: endpoint,
+		Body: []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
+	if note.Status != 401 {
+		t.Errorf("a notification without a token: %d", note.Status)
+	}
+	h = modernHeaders("tools/call", "search")
+	h.Set("Authorization", "Bearer reader")
+	lost := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h,
+		Body: []byte(req("1", "tools/call", withMeta(`"name":"search","arguments":{}`)))})
+	if r := decodeRPC(t, lost.Body); lost.Status != 200 || r.Error == nil || r.Error.Code != -32603 {
+		t.Errorf("no endpoint URL: %d %s", lost.Status, lost.Body)
+	}
+}
+
+func TestProtectedResourceMetadata(t *testing.T) {
+	s, _ := newAuthServer(t)
+	resp := s.ProtectedResourceMetadata(endpoint)
+	if resp.Status != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
+		t.Fatalf("%d %v", resp.Status, resp.Header)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(resp.Body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"authorization_servers":["https://issuer.example.com"],"bearer_methods_supported":["header"],"resource":"https://api.example.com/mcp","scopes_supported":["notes:read","notes:write"]}`
+	if got, _ := json.Marshal(doc); string(got) != want {
+		t.Errorf("document %s\nwant     %s", got, want)
+	}
+	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)
+	if r := open.ProtectedResourceMetadata(endpoint); r.Status != http.StatusNotFound {
+		t.Errorf("an open endpoint serves metadata: %d", r.Status)
+	}
+	for in, want := range map[string]string{
+		"https://api.example.com/mcp":      prm,
+		"https://api.example.com":          "https://api.example.com/.well-known/oauth-protected-resource",
+		"https://api.example.com/prod/mcp": "https://api.example.com/.well-known/oauth-protected-resource/prod/mcp",
+		"http://127.0.0.1:8080/mcp":        "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp",
+	} {
+		if got := stateless.MetadataURL(in); got != want {
+			t.Errorf("MetadataURL(%s) = %s, want %s", in, got, want)
+		}
+	}
+}
