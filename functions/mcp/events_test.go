@@ -45,7 +45,7 @@ var testEnv = map[string]string{
 	envStateKey: "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=",
 	// The sample events are anonymous: no issuer to validate tokens.
 	envAllowAnonymous: "true",
-	envLogLevel: "error",
+	envLogLevel:       "error",
 }
 
 // TestEventsInProcess feeds every sample event through the Lambda handler
