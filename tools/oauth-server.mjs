@@ -1,0 +1,208 @@
+// A real OAuth 2 authorization server on loopback for the authorization
+// tests: oauth2-mock-server (pinned in package.json) issues RS256 access
+// tokens from its token endpoint and publishes its keys at /jwks and its
+// metadata at /.well-known/openid-configuration, the way a third-party
+// issuer would. internal/oauthmock starts it; it runs on the Node 22 that
+// package.json pins (node_modules/.bin/node).
+//
+//   node oauth-server.mjs [--port N] [--state FILE]
+//
+// --port 0 (the default) lets the system choose. --state keeps the keys in
+// FILE (created when missing), so that a restarted server on the same port
+// is the same issuer. When it listens it prints one JSON line to stdout:
+// {"issuer": "...", "port": N, "kid": "..."}.
+//
+// Tokens are shaped as RFC 9068 access tokens for RFC 8707 resource
+// indicators: typ at+jwt; aud is the token request's resource parameter
+// (no aud when there is none); scope is the requested scope; for the
+// client_credentials grant sub and client_id are the client's id; jti is
+// fresh. A token request may carry mock_variant, a test knob that makes
+// the token wrong in one way, still signed for real:
+//
+//   expired        exp half an hour ago
+//   not-yet-valid  nbf half an hour ahead
+//   other-issuer   iss is another issuer (this one's URL + "/other")
+//   no-sub         no sub claim
+//   bad-signature  the published kid, signed with a key that is not published
+//   unknown-kid    signed with a key that is not published, under its own kid
+//   alg-none       alg none, no signature (RFC 7519 unsecured JWT)
+//   hs256-pubkey   HS256 with the published RSA public key (PEM) as the secret
+//
+// Control endpoints for the tests (not part of OAuth):
+//
+//   GET  /_mock/stats            requests served, by endpoint
+//   POST /_mock/rotate           a new signing key, published next to the old
+//   POST /_mock/outage?on=1|0    /jwks and the metadata answer 503 while on
+
+import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { Events, OAuth2Issuer, OAuth2Service } from "oauth2-mock-server";
+
+const args = process.argv.slice(2);
+function flag(name, def) {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : def;
+}
+const port = Number(flag("--port", "0"));
+const stateFile = flag("--state", "");
+if (!Number.isInteger(port) || port < 0 || port > 65535) {
+  console.error(`oauth-server: bad --port ${flag("--port")}`);
+  process.exit(2);
+}
+
+// Keys: the published signing key(s) and one key that is never published.
+function newKey(kid) {
+  const { privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  return { ...privateKey.export({ format: "jwk" }), kid, alg: "RS256", use: "sig" };
+}
+let state;
+if (stateFile && existsSync(stateFile)) {
+  state = JSON.parse(readFileSync(stateFile, "utf8"));
+} else {
+  state = { published: [newKey(`k1-${randomUUID().slice(0, 8)}`)], unpublished: newKey(`x-${randomUUID().slice(0, 8)}`) };
+  if (stateFile) writeFileSync(stateFile, JSON.stringify(state), { mode: 0o600 });
+}
+
+const issuer = new OAuth2Issuer();
+for (const k of state.published) await issuer.keys.add(k);
+// The key tokens are signed with: the newest published key. The library
+// picks keys round-robin when none is named; name ours.
+let signingKid = state.published[state.published.length - 1].kid;
+const pick = issuer.keys.get.bind(issuer.keys);
+issuer.keys.get = (kid) => pick(kid ?? signingKid);
+
+const service = new OAuth2Service(issuer);
+const b64url = (v) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v)).toString("base64url");
+const now = () => Math.floor(Date.now() / 1000);
+
+// The client's id: HTTP Basic (form-encoded per RFC 6749 2.3.1) or the body.
+function clientID(req) {
+  const m = /^Basic\s+(\S+)$/i.exec(req.headers.authorization ?? "");
+  if (m) {
+    const user = Buffer.from(m[1], "base64").toString("utf8");
+    const i = user.indexOf(":");
+    return decodeURIComponent((i >= 0 ? user.slice(0, i) : user).replace(/\+/g, " "));
+  }
+  return typeof req.body?.client_id === "string" ? req.body.client_id : undefined;
+}
+
+service.on(Events.BeforeTokenSigning, (token, req) => {
+  const body = req.body ?? {};
+  const p = token.payload;
+  token.header.typ = "at+jwt";
+  p.jti = randomUUID();
+  delete p.aud;
+  if (body.resource !== undefined) p.aud = body.resource;
+  if (body.grant_type === "client_credentials") {
+    const id = clientID(req);
+    if (id !== undefined) {
+      p.sub = id;
+      p.client_id = id;
+    }
+  }
+  if (p.scope === undefined) delete p.scope;
+  const t = now();
+  switch (body.mock_variant) {
+    case "expired":
+      Object.assign(p, { iat: t - 3600, nbf: t - 3600, exp: t - 1800 });
+      break;
+    case "not-yet-valid":
+      Object.assign(p, { iat: t, nbf: t + 1800, exp: t + 3600 });
+      break;
+    case "other-issuer":
+      p.iss = `${issuer.url}/other`;
+      break;
+    case "no-sub":
+      delete p.sub;
+      break;
+  }
+});
+
+// Variants that need another signature than the library's.
+service.on(Events.BeforeResponse, (res, req) => {
+  const variant = req.body?.mock_variant;
+  const token = res.body?.access_token;
+  if (typeof token !== "string" || variant === undefined) return;
+  const [h, p] = token.split(".");
+  const header = JSON.parse(Buffer.from(h, "base64url").toString("utf8"));
+  const rs256 = (hdr, jwk) => {
+    const input = `${b64url(hdr)}.${p}`;
+    return `${input}.${sign("sha256", Buffer.from(input), createPrivateKey({ key: jwk, format: "jwk" })).toString("base64url")}`;
+  };
+  switch (variant) {
+    case "bad-signature":
+      res.body.access_token = rs256(header, state.unpublished);
+      break;
+    case "unknown-kid":
+      res.body.access_token = rs256({ ...header, kid: state.unpublished.kid }, state.unpublished);
+      break;
+    case "alg-none":
+      res.body.access_token = `${b64url({ typ: header.typ, alg: "none" })}.${p}.`;
+      break;
+    case "hs256-pubkey": {
+      const jwk = state.published.find((k) => k.kid === header.kid);
+      const pem = createPublicKey({ key: jwk, format: "jwk" }).export({ type: "spki", format: "pem" });
+      const input = `${b64url({ ...header, alg: "HS256" })}.${p}`;
+      res.body.access_token = `${input}.${createHmac("sha256", pem).update(input).digest("base64url")}`;
+      break;
+    }
+    case "expired":
+    case "not-yet-valid":
+    case "other-issuer":
+    case "no-sub":
+      break;
+    default:
+      res.statusCode = 400;
+      res.body = { error: "invalid_request", error_description: `unknown mock_variant ${variant}` };
+  }
+});
+
+const stats = {};
+let outage = false;
+
+function json(res, status, body) {
+  const s = JSON.stringify(body);
+  res.writeHead(status, { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(s) });
+  res.end(s);
+}
+
+const server = createServer(async (req, res) => {
+  const url = new URL(req.url ?? "/", "http://127.0.0.1");
+  const path = url.pathname;
+  stats[path] = (stats[path] ?? 0) + 1;
+  try {
+    if (path === "/_mock/stats" && req.method === "GET") return json(res, 200, stats);
+    if (path === "/_mock/rotate" && req.method === "POST") {
+      const k = newKey(`k${state.published.length + 1}-${randomUUID().slice(0, 8)}`);
+      state.published.push(k);
+      await issuer.keys.add(k);
+      signingKid = k.kid;
+      if (stateFile) writeFileSync(stateFile, JSON.stringify(state), { mode: 0o600 });
+      return json(res, 200, { kid: k.kid });
+    }
+    if (path === "/_mock/outage" && req.method === "POST") {
+      outage = url.searchParams.get("on") === "1";
+      return json(res, 200, { outage });
+    }
+    if (outage && (path === "/jwks" || path.startsWith("/.well-known/"))) {
+      return json(res, 503, { error: "temporarily_unavailable" });
+    }
+    service.requestHandler(req, res);
+  } catch (err) {
+    json(res, 500, { error: String(err) });
+  }
+});
+
+server.listen(port, "127.0.0.1", () => {
+  const { port: chosen } = server.address();
+  issuer.url = `http://127.0.0.1:${chosen}`;
+  process.stdout.write(`${JSON.stringify({ issuer: issuer.url, port: chosen, kid: signingKid })}\n`);
+});
+server.on("error", (err) => {
+  console.error(`oauth-server: ${err.message}`);
+  process.exit(1);
+});
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, () => server.close(() => process.exit(0)).closeAllConnections());
+}
