@@ -7,8 +7,12 @@
 // method, the headers the protocol reads with canonical names (gateways
 // lower-case them; REST APIs also send multi-value headers; cookies are
 // joined into one Cookie header), the base64-decoded body, the host, and
-// the caller's principal from the request context's authorizer — and the
-// [stateless.Response] back into the event's response shape.
+// the caller's principal from the request context's authorizer or IAM
+// identity, namespaced by its source (see principal) — and the
+// [stateless.Response] back into the event's response shape. A request
+// an authorizer let through without a usable identity is marked
+// Unidentified, which the server refuses; it is never the anonymous
+// caller.
 //
 // [Handler] implements lambda.Handler on raw payloads, so one function
 // serves all three event shapes without reflection.
@@ -55,27 +59,108 @@ func (k Kind) String() string {
 
 // event is the union of the three request shapes, decoded in one pass.
 type event struct {
-	Version           string        `json:"version"`
-	HTTPMethod        string        `json:"httpMethod"`        // 1.0
-	MultiValueHeaders *headerObject `json:"multiValueHeaders"` // 1.0, decoded first
-	Headers           *headerObject `json:"headers"`
-	Cookies           []string      `json:"cookies"` // 2.0
-	Body              body          `json:"body"`
-	IsBase64Encoded   bool          `json:"isBase64Encoded"`
-	RequestContext    struct {
-		RequestID  string `json:"requestId"`
-		DomainName string `json:"domainName"`
-		HTTPMethod string `json:"httpMethod"` // 1.0
-		Path       string `json:"path"`       // 1.0, with the stage
-		HTTP       struct {
-			Method string `json:"method"`
-			Path   string `json:"path"`
-		} `json:"http"` // 2.0
-		Identity struct {
-			UserArn string `json:"userArn"`
-		} `json:"identity"` // 1.0 IAM
-		Authorizer json.RawMessage `json:"authorizer"`
-	} `json:"requestContext"`
+	Version           string         `json:"version"`
+	HTTPMethod        string         `json:"httpMethod"`        // 1.0
+	MultiValueHeaders *headerObject  `json:"multiValueHeaders"` // 1.0, decoded first
+	Headers           *headerObject  `json:"headers"`
+	Cookies           []string       `json:"cookies"` // 2.0
+	Body              body           `json:"body"`
+	IsBase64Encoded   bool           `json:"isBase64Encoded"`
+	RequestContext    requestContext `json:"requestContext"`
+}
+
+// requestContext is an event's request context. It is read member by
+// member, by the exact names the gateways send (a member of the wrong
+// type fails the decoding, as encoding/json would fail it).
+type requestContext struct {
+	RequestID  string
+	DomainName string
+	HTTPMethod string // 1.0
+	Path       string // 1.0, with the stage
+	HTTP       struct {
+		Method string
+		Path   string
+	} // 2.0
+	// The members the principal is read from (see principal); nil when
+	// absent or null.
+	Authorizer json.RawMessage
+	Identity   json.RawMessage // 1.0 (IAM)
+	// ambiguous: authorizer or identity occurs twice, or in another case
+	// (no gateway sends either); the request is unidentified.
+	ambiguous bool
+}
+
+// errContextType is the error for a request context member of the wrong
+// type.
+var errContextType = errors.New("apigw: request context member of the wrong type")
+
+// UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
+// that b is valid JSON.
+func (c *requestContext) UnmarshalJSON(b []byte) error {
+	if !isObject(b) {
+		if string(b) == "null" {
+			return nil
+		}
+		return errContextType
+	}
+	var err error
+	var seen [2]bool
+	walk(b, func(name, value []byte) bool {
+		switch string(name) {
+		case "requestId":
+			err = setString(&c.RequestID, value)
+		case "domainName":
+			err = setString(&c.DomainName, value)
+		case "httpMethod":
+			err = setString(&c.HTTPMethod, value)
+		case "path":
+			err = setString(&c.Path, value)
+		case "http":
+			if string(value) == "null" {
+				break
+			}
+			if !walk(value, func(name, value []byte) bool {
+				switch string(name) {
+				case "method":
+					err = setString(&c.HTTP.Method, value)
+				case "path":
+					err = setString(&c.HTTP.Path, value)
+				}
+				return err == nil
+			}) && err == nil {
+				err = errContextType
+			}
+		case "authorizer", "identity":
+			i, field := 0, &c.Authorizer
+			if name[0] == 'i' {
+				i, field = 1, &c.Identity
+			}
+			c.ambiguous = c.ambiguous || seen[i]
+			seen[i] = true
+			if string(value) != "null" {
+				*field = value
+			}
+		default:
+			if strings.EqualFold(string(name), "authorizer") || strings.EqualFold(string(name), "identity") {
+				c.ambiguous = true
+			}
+		}
+		return err == nil
+	})
+	return err
+}
+
+// setString sets *dst to the JSON string value; null leaves it as it is.
+func setString(dst *string, value []byte) error {
+	if string(value) == "null" {
+		return nil
+	}
+	s, ok := stringValue(value)
+	if !ok {
+		return errContextType
+	}
+	*dst = s
+	return nil
 }
 
 // body is an event's body: the JSON string's text, unescaped straight
@@ -153,7 +238,11 @@ func Decode(payload []byte) (*Request, error) {
 		}
 		r.Body = dec[:n]
 	}
-	r.Principal = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity.UserArn)
+	if ev.RequestContext.ambiguous {
+		r.Unidentified = true
+	} else {
+		r.Principal, r.Unidentified = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity)
+	}
 	return r, nil
 }
 
@@ -176,55 +265,6 @@ func endpointURL(domain, path string) string {
 		}
 	}
 	return "https://" + strings.ToLower(domain) + path
-}
-
-// authorizer is the union of the authorizer contexts.
-type authorizer struct {
-	// HTTP API and function URL (2.0).
-	JWT *struct {
-		Claims map[string]any `json:"claims"`
-	} `json:"jwt"`
-	IAM *struct {
-		UserArn string `json:"userArn"`
-	} `json:"iam"`
-	Lambda map[string]any `json:"lambda"`
-	// REST API (1.0): a Cognito user pool authorizer's claims, or a Lambda
-	// authorizer's principal.
-	Claims      map[string]any `json:"claims"`
-	PrincipalID string         `json:"principalId"`
-}
-
-// principal names the caller as the gateway's authorizer established it:
-// a JWT's subject (HTTP API JWT authorizer, REST Cognito authorizer), an
-// IAM caller's ARN, or a Lambda authorizer's principal. "" when the
-// route has no authorizer.
-func principal(k Kind, raw json.RawMessage, restIAM string) string {
-	var a authorizer
-	if len(raw) > 0 && json.Unmarshal(raw, &a) != nil {
-		return ""
-	}
-	switch {
-	case a.JWT != nil && str(a.JWT.Claims["sub"]) != "":
-		return str(a.JWT.Claims["sub"])
-	case a.IAM != nil && a.IAM.UserArn != "":
-		return a.IAM.UserArn
-	case str(a.Lambda["principalId"]) != "":
-		return str(a.Lambda["principalId"])
-	case str(a.Lambda["sub"]) != "":
-		return str(a.Lambda["sub"])
-	case str(a.Claims["sub"]) != "":
-		return str(a.Claims["sub"])
-	case a.PrincipalID != "":
-		return a.PrincipalID
-	case k == REST && restIAM != "":
-		return restIAM
-	}
-	return ""
-}
-
-func str(v any) string {
-	s, _ := v.(string)
-	return s
 }
 
 // Encode turns a response into the response payload for an event of kind

@@ -19,18 +19,18 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 		header        map[string]string
 		body          string
 	}{
-		{"http api, jwt", `{"version":"2.0","headers":{"content-type":"application/json","mcp-method":"tools/list"},"requestContext":{"requestId":"r1","domainName":"a.execute-api.us-east-1.amazonaws.com","http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"sub":"user-1"}}}},"body":"{}"}`,
-			HTTPAPI, "POST", "user-1", map[string]string{"Mcp-Method": "tools/list", "Content-Type": "application/json"}, "{}"},
+		{"http api, jwt", `{"version":"2.0","headers":{"content-type":"application/json","mcp-method":"tools/list"},"requestContext":{"requestId":"r1","domainName":"a.execute-api.us-east-1.amazonaws.com","http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"iss":"https://issuer.example","sub":"user-1"}}}},"body":"{}"}`,
+			HTTPAPI, "POST", "jwt:https://issuer.example#user-1", map[string]string{"Mcp-Method": "tools/list", "Content-Type": "application/json"}, "{}"},
 		{"http api, iam", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"iam":{"userArn":"arn:aws:iam::1:user/x"}}}}`,
-			HTTPAPI, "POST", "arn:aws:iam::1:user/x", nil, ""},
+			HTTPAPI, "POST", "iam:arn:aws:iam::1:user/x", nil, ""},
 		{"http api, lambda authorizer", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"lambda":{"principalId":"p-9"}}}}`,
-			HTTPAPI, "POST", "p-9", nil, ""},
+			HTTPAPI, "POST", "authorizer:p-9", nil, ""},
 		{"function url", `{"version":"2.0","headers":{"host":"u.lambda-url.us-east-1.on.aws"},"requestContext":{"domainName":"u.lambda-url.us-east-1.on.aws","http":{"method":"GET"}}}`,
 			FunctionURL, "GET", "", map[string]string{"Host": "u.lambda-url.us-east-1.on.aws"}, ""},
-		{"rest, cognito, multi-value", `{"httpMethod":"POST","headers":{"Mcp-Name":"b"},"multiValueHeaders":{"Mcp-Name":["a","b"]},"requestContext":{"authorizer":{"claims":{"sub":"c-1"}}},"body":"x"}`,
-			REST, "POST", "c-1", map[string]string{"Mcp-Name": "a"}, "x"},
-		{"rest, lambda authorizer", `{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"p-2"}}}`, REST, "POST", "p-2", nil, ""},
-		{"rest, iam", `{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r"}}}`, REST, "POST", "arn:aws:iam::1:role/r", nil, ""},
+		{"rest, cognito, multi-value", `{"httpMethod":"POST","headers":{"Mcp-Name":"b"},"multiValueHeaders":{"Mcp-Name":["a","b"]},"requestContext":{"authorizer":{"claims":{"iss":"https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x","sub":"c-1"}}},"body":"x"}`,
+			REST, "POST", "jwt:https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x#c-1", map[string]string{"Mcp-Name": "a"}, "x"},
+		{"rest, lambda authorizer", `{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"p-2"}}}`, REST, "POST", "authorizer:p-2", nil, ""},
+		{"rest, iam", `{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r"}}}`, REST, "POST", "iam:arn:aws:iam::1:role/r", nil, ""},
 		{"base64 body", `{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"` + base64.StdEncoding.EncodeToString([]byte(`{"a":1}`)) + `"}`,
 			HTTPAPI, "POST", "", nil, `{"a":1}`},
 	}
@@ -40,7 +40,7 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Kind != tt.kind || r.Method != tt.method || r.Principal != tt.principal || string(r.Body) != tt.body {
+			if r.Kind != tt.kind || r.Method != tt.method || r.Principal != tt.principal || r.Unidentified || string(r.Body) != tt.body {
 				t.Errorf("got kind %v method %q principal %q body %q", r.Kind, r.Method, r.Principal, r.Body)
 			}
 			for k, v := range tt.header {
@@ -90,11 +90,11 @@ func TestInvoke(t *testing.T) {
 }
 
 func TestHeadersKeptAndDropped(t *testing.T) {
-	r, err := Decode([]byte(`{"version":"2.0","cookies":["a=1","b=2"],"headers":{"content-type":"application/json","x-amzn-trace-id":"Root=1","mcp-param-region":"eu","MCP-NAME":"echo","mcp-method":"tools\u002fcall"},"requestContext":{"http":{"method":"POST"}}}`))
+	r, err := Decode([]byte(`{"version":"2.0","cookies":["a=1","b=2"],"headers":{"content-type":"application/json","authorization":"Bearer t","x-amzn-trace-id":"Root=1","mcp-param-region":"eu","MCP-NAME":"echo","mcp-method":"tools\u002fcall"},"requestContext":{"http":{"method":"POST"}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"Content-Type": "application/json", "Mcp-Param-Region": "eu", "Mcp-Name": "echo", "Mcp-Method": "tools/call", "Cookie": "a=1; b=2"}
+	want := map[string]string{"Content-Type": "application/json", "Mcp-Param-Region": "eu", "Mcp-Name": "echo", "Mcp-Method": "tools/call", "Cookie": "a=1; b=2", "Authorization": "Bearer t"}
 	for k, v := range want {
 		if got := r.Header.Get(k); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)

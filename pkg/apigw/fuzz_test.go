@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -16,11 +17,34 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"httpMethod":"POST","multiValueHeaders":{"Mcp-Param-X":["1","2"]},"body":null}`))
 	f.Add([]byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"eyJhIjoxfQ=="}`))
 	f.Add([]byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"sub":5}}}}}`))
+	f.Add([]byte(`{"version":"2.0","requestContext":{"requestId":"r\u0031","http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"iss":"https://i","sub":"anonymous"}}}}}`))
+	f.Add([]byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"lambda":{"principalId":7,"sub":"s"}}}}`))
+	f.Add([]byte(`{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"a","PrincipalId":"b","integrationLatency":0}}}`))
+	f.Add([]byte(`{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r","accessKey":"A"},"Identity":null}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		r, err := Decode(payload)
 		if err != nil {
 			return
+		}
+		// A principal is namespaced, never the anonymous caller's, and an
+		// unidentified request has none.
+		if r.Unidentified && r.Principal != "" {
+			t.Fatalf("unidentified with principal %q", r.Principal)
+		}
+		if p := r.Principal; p != "" && !strings.HasPrefix(p, "jwt:") && !strings.HasPrefix(p, "iam:") && !strings.HasPrefix(p, "authorizer:") {
+			t.Fatalf("principal %q is not namespaced", p)
+		}
+		// The request context is read by exact names: what encoding/json
+		// reads from the member named exactly requestId.
+		var rc struct {
+			RequestContext map[string]json.RawMessage `json:"requestContext"`
+		}
+		if json.Unmarshal(payload, &rc) == nil {
+			var id string
+			if raw, ok := rc.RequestContext["requestId"]; ok && string(raw) != "null" && json.Unmarshal(raw, &id) == nil && r.RequestID != id {
+				t.Fatalf("request id %q, encoding/json reads %q", r.RequestID, id)
+			}
 		}
 		for k := range r.Header {
 			if k != http.CanonicalHeaderKey(k) {

@@ -22,6 +22,9 @@ var protocolHeaders = map[string]string{
 	"mcp-protocol-version": "Mcp-Protocol-Version",
 	"mcp-method":           "Mcp-Method",
 	"mcp-name":             "Mcp-Name",
+	// A bearer token, which the function validates itself when the
+	// endpoint is protected.
+	"authorization": "Authorization",
 	// W3C trace context, logged when well-formed.
 	"traceparent": "Traceparent",
 	// A CORS preflight's, which the function answers when the gateway
