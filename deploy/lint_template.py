@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Lint template.yaml for every combination of its parameters.
 
-Each String parameter is tried empty and set, each parameter with
-AllowedValues at both ends, each other Number at its default and a set
-value. For every combination:
+Each parameter has two sides: each parameter with AllowedValues at both
+ends, each other parameter at its default (empty for most Strings) and a
+set value. The grid is every combination of the sides of the parameters
+other than the authorization ones (COVERED); those are combined by a
+covering selection rather than a product, which would multiply the grid
+by 32 (below). For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -18,9 +21,23 @@ value. For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
+The covering selection. The five COVERED parameters have 32 settings
+(ROWS); the Rules admit few of them (9: anonymous with nothing else set,
+or an issuer with any of audience, key set and scopes). Each combination
+of the grid gets one admitted row, in turn, so the grid keeps its size and
+every combination of the other parameters is still linted; and each of
+the 32 rows is also tried with every other parameter at its default, so
+that the Rules are seen refusing exactly the rows meant to be refused.
+The check then verifies, rather than assumes, that every admitted row is
+linted with each side of every other parameter (both ends of every
+parameter, and every pair of values of two parameters that the Rules
+admit together, a COVERED one included), and every combination of the
+other parameters' sides appears.
+
 Also: cfn-lint's own run on template.yaml as it stands, a few rule probes
-(throttling), and values each AllowedPattern must refuse. Any error or
-warning fails the check; a circular dependency (E3004) is named as such.
+(throttling, an audience that differs from EndpointUrl), and values each
+AllowedPattern must refuse. Any error or warning fails the check; a
+circular dependency (E3004) is named as such.
 
 Usage: python3 deploy/lint_template.py [template.yaml]
 """
@@ -58,6 +75,12 @@ SET_VALUES = {
     "EndpointUrl": "https://mcp.example.com/mcp",
     "AllowedOrigins": "https://app.example.com,http://localhost:3000",
     "JwtIssuer": "https://issuer.example.com/",
+    "AuthIssuer": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example",
+    # The same URL as EndpointUrl's: both name the endpoint (a Rule), and
+    # the grid pairs them every way.
+    "AuthAudience": "https://mcp.example.com/mcp",
+    "AuthJwksUrl": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example/.well-known/jwks.json",
+    "AuthScopesSupported": "mcp:tools notes:read",
     "JwtAudience": "mcp-endpoint,https://mcp.example.com/mcp",
     "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:mcp-alarms",
     "ReservedConcurrency": "10",
@@ -65,20 +88,37 @@ SET_VALUES = {
     "ThrottlingRateLimit": "10000",
 }
 
+# The authorization parameters, combined by a covering selection (above).
+COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthScopesSupported", "AllowAnonymous"]
+
+# The scopes the function lists when none are configured.
+DEFAULT_SCOPES = "notes:read notes:write"
+
 # What each Rule is meant to refuse, said independently of the template.
 INTENT = {
+    "ProtectedNeedsAuthIssuer": lambda p: p["AllowAnonymous"] == "false" and p["AuthIssuer"] == "",
+    "AnonymousContradictsAuthIssuer": lambda p: p["AllowAnonymous"] == "true" and p["AuthIssuer"] != "",
+    "AuthAudienceNeedsIssuer": lambda p: p["AuthAudience"] != "" and p["AuthIssuer"] == "",
+    "AuthJwksUrlNeedsIssuer": lambda p: p["AuthJwksUrl"] != "" and p["AuthIssuer"] == "",
+    "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != DEFAULT_SCOPES and p["AuthIssuer"] == "",
+    "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
     "ThrottlingRateNeedsBurst": lambda p: float(p["ThrottlingBurstLimit"]) == 0 and float(p["ThrottlingRateLimit"]) != 0,
     "ThrottlingBurstNeedsRate": lambda p: float(p["ThrottlingRateLimit"]) == 0 and float(p["ThrottlingBurstLimit"]) != 0,
 }
 
-# Combinations beyond the grid (everything else at its default), so that
-# the throttling Rules are seen refusing, and both limits at 0 admitted.
+# Combinations beyond the grid (everything else at its default, with an
+# issuer: the default deploys protected), so that the throttling Rules are
+# seen refusing and both limits at 0 admitted, and an audience other than
+# EndpointUrl refused.
+PROBE_BASE = {"AuthIssuer": SET_VALUES["AuthIssuer"]}
 PROBES = [
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "0"},
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "50"},
     {"ThrottlingBurstLimit": "100", "ThrottlingRateLimit": "0"},
+    {"EndpointUrl": "https://mcp.example.com/mcp", "AuthAudience": "https://other.example.com/mcp"},
+    {"EndpointUrl": "https://mcp.example.com/mcp", "AuthAudience": "https://mcp.example.com/mcp"},
 ]
 
 # Values each parameter's constraints must refuse.
@@ -87,6 +127,11 @@ INVALID = {
     "AllowedOrigins": ["https://app.example.com/", "https://a.example.com, https://b.example.com", "*", "app.example.com"],
     "JwtIssuer": ["http://issuer.example.com", "https://a.example.com,https://b.example.com"],
     "JwtAudience": ["a, b", "a,,b", ","],
+    "AuthIssuer": ["http://issuer.example.com", "https://issuer.example.com/#frag", "https://issuer.example.com?x=1", "https://", "issuer.example.com"],
+    "AuthAudience": ["http://mcp.example.com/mcp", "https://mcp.example.com/mcp#x", "mcp-endpoint"],
+    "AuthJwksUrl": ["http://issuer.example.com/jwks.json", "https:// x"],
+    "AuthScopesSupported": ["", "a  b", " a", 'a"b', "a\\b"],
+    "AllowAnonymous": ["yes", "True"],
     "AlarmTopicArn": ["arn:aws:sqs:us-east-1:123456789012:q", "arn:aws:sns:us-east-1:123456789012:t.fifo"],
     "ReservedConcurrency": ["-2"],
     "ThrottlingBurstLimit": ["-1", "5001"],
@@ -243,13 +288,15 @@ def main():
             allowed = [str(v) for v in spec["AllowedValues"]]
             sides[name] = [allowed[0], allowed[-1]]
         elif name in SET_VALUES:
-            first = "" if spec.get("Type") == "String" else str(spec["Default"])
-            sides[name] = [first, SET_VALUES[name]]
+            sides[name] = [str(spec.get("Default", "")), SET_VALUES[name]]
         else:
             problems.append(f"parameter {name}: no set value in SET_VALUES of {os.path.basename(__file__)}")
     for name in SET_VALUES:
         if name not in specs:
             problems.append(f"SET_VALUES names {name}, which the template does not declare")
+    for name in COVERED:
+        if name not in specs:
+            problems.append(f"COVERED names {name}, which the template does not declare")
     if set(INTENT) != set(rules):
         problems.append(f"Rules {sorted(rules)} and the intent table {sorted(INTENT)} differ")
     if problems:
@@ -266,8 +313,17 @@ def main():
 
     names = list(specs)
     defaults = {n: str(specs[n].get("Default", "")) for n in names}
-    grid = [dict(zip(names, vals)) for vals in itertools.product(*(sides[n] for n in names))]
-    combos = grid + [{**defaults, **p} for p in PROBES]
+    crossed = [n for n in names if n not in COVERED]
+    rows = [dict(zip(COVERED, vals)) for vals in itertools.product(*(sides[n] for n in COVERED))]
+    admitted = [r for r in rows if not refusing_rules(rules, {**defaults, **r})]
+    if not admitted:
+        print("template: the Rules admit no setting of " + ", ".join(COVERED))
+        return 1
+    grid = [
+        {**dict(zip(crossed, vals)), **admitted[i % len(admitted)]}
+        for i, vals in enumerate(itertools.product(*(sides[n] for n in crossed)))
+    ]
+    combos = grid + [{**defaults, **r} for r in rows] + [{**defaults, **PROBE_BASE, **p} for p in PROBES]
 
     # Rules: refused exactly where intended, by the intended rule.
     deployable, refused = [], 0
@@ -285,6 +341,20 @@ def main():
     for name in rules:
         if name not in seen_refusing:
             problems.append(f"rule {name} refuses no combination checked")
+
+    # The covering selection covers: every admitted row is deployed with
+    # each side of every other parameter (so both ends of each parameter,
+    # and every pair of values the Rules admit together), and every
+    # combination of the other parameters' sides is tried.
+    linted = {(tuple(p[n] for n in COVERED), n, p[n]) for p in deployable for n in crossed}
+    for r in admitted:
+        key = tuple(r[n] for n in COVERED)
+        for n in crossed:
+            for v in sides[n]:
+                if (key, n, v) not in linted and any(p[n] == v for p in deployable):
+                    problems.append(f"covering: {show({**defaults, **r})} is never linted with {n}={v!r}")
+    if len({tuple(p[n] for n in crossed) for p in grid}) != 2 ** len(crossed):
+        problems.append("covering: the grid misses a combination of the other parameters")
 
     # Transform every deployable combination, group identical results, and
     # lint each group (split in two halves to use both cores) and the
@@ -312,7 +382,8 @@ def main():
     seconds = time.monotonic() - STARTED
     errors = len(problems) - warnings
     print(
-        f"template: {len(combos)} combinations ({len(grid)} in the grid, {len(PROBES)} probes): "
+        f"template: {len(combos)} combinations ({len(grid)} in the grid, each with one of the {len(admitted)} admitted "
+        f"settings of the {len(COVERED)} covered parameters; {len(rows)} settings of those; {len(PROBES)} probes): "
         f"{len(deployable)} deployable, transformed and linted as {len(groups)} distinct template(s); "
         f"{refused} refused by the Rules; "
         f"{sum(len(v) for v in INVALID.values())} invalid values refused by their constraints; "

@@ -89,6 +89,18 @@ func TestSAMLocalEnvMatchesSeed(t *testing.T) {
 			t.Errorf("%s: McpFunction does not set %s", samLocalEnvPath, v)
 		}
 	}
+	// Without an issuer the function refuses to start on Lambda, sam
+	// local's emulator included, unless anonymous access is asked for;
+	// and the template passes the scopes only with an issuer, which
+	// sam local might resolve otherwise.
+	if mcp["MCP_ALLOW_ANONYMOUS"] != "true" {
+		t.Errorf("%s: McpFunction does not set MCP_ALLOW_ANONYMOUS=true: sam local would not start it", samLocalEnvPath)
+	}
+	for _, v := range []string{"MCP_AUTH_ISSUER", "MCP_AUTH_SCOPES_SUPPORTED"} {
+		if val, ok := mcp[v]; !ok || val != "" {
+			t.Errorf("%s: McpFunction must set %s empty, which MCP_ALLOW_ANONYMOUS=true needs", samLocalEnvPath, v)
+		}
+	}
 	for fn, vars := range env {
 		if k := vars["MCP_STATE_KMS_KEY"]; k != "" && k != mcp["MCP_STATE_KMS_KEY"] {
 			t.Errorf("%s names key %s, McpFunction %s: the seed holds one", fn, k, mcp["MCP_STATE_KMS_KEY"])

@@ -260,8 +260,20 @@ func TestFunction(t *testing.T) {
 		"MCP_METRICS_NAMESPACE":     "!Ref AWS::StackName",
 		"AWS_ENDPOINT_URL_DYNAMODB": "",
 		"AWS_ENDPOINT_URL_KMS":      "",
+		// The function validates bearer tokens itself.
+		"MCP_AUTH_ISSUER":   "!Ref AuthIssuer",
+		"MCP_AUTH_AUDIENCE": "!If [HasAuthAudience, !Ref AuthAudience, !Ref EndpointUrl]",
+		"MCP_AUTH_JWKS_URL": "!Ref AuthJwksUrl",
+		// It refuses to start with scopes but no issuer.
+		"MCP_AUTH_SCOPES_SUPPORTED": "!If [HasAuthIssuer, !Ref AuthScopesSupported, ]",
+		"MCP_ALLOW_ANONYMOUS":       "!Ref AllowAnonymous",
 	} {
 		want(t, vars[name], expect, "McpFunction "+name)
+	}
+	for name := range env(t, r, "ConformanceFunction") {
+		if strings.HasPrefix(name, "MCP_AUTH_") || name == "MCP_ALLOW_ANONYMOUS" {
+			t.Errorf("ConformanceFunction gets %s: the fixture does not read it", name)
+		}
 	}
 
 	// goformation's typed view of the function parses.
@@ -271,7 +283,8 @@ func TestFunction(t *testing.T) {
 }
 
 // TestRoutes: POST and ANY on /mcp reach the function through one Lambda
-// proxy integration, each behind the JWT authorizer when it exists.
+// proxy integration, each behind the JWT authorizer when it exists; the
+// protected-resource metadata is reached without authorization, always.
 func TestRoutes(t *testing.T) {
 	r := raw(t)
 	res := at(t, r, "Resources")
@@ -319,6 +332,33 @@ func TestRoutes(t *testing.T) {
 	}
 	want(t, at(t, r, "Conditions", "CorsWithJwt"), "!And [!Condition UseJwt, !Condition HasOrigins]", "CorsWithJwt")
 
+	// The metadata tells a client without a token where to get one: the
+	// gateway's authorizer must never stand in front of it.
+	for _, key := range []string{"GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp"} {
+		route := routes[key]
+		if route == nil {
+			t.Errorf("no route %s", key)
+			continue
+		}
+		if c := find(route, "Condition"); c != nil {
+			t.Errorf("route %s is conditional (%s)", key, c.Value)
+		}
+		want(t, at(t, route, "Properties", "Target"), "!Sub integrations/${McpIntegration}", key+" Target")
+		want(t, at(t, route, "Properties", "AuthorizationType"), "NONE", key+" AuthorizationType")
+		if id := find(route, "Properties", "AuthorizerId"); id != nil {
+			t.Errorf("route %s has AuthorizerId %s", key, show(id))
+		}
+	}
+	// Every route to the MCP integration is one of these.
+	for key, route := range routes {
+		if show(find(route, "Properties", "Target")) != "!Sub integrations/${McpIntegration}" {
+			continue
+		}
+		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp"}, key) {
+			t.Errorf("unexpected route %s to the MCP function", key)
+		}
+	}
+
 	stage := at(t, res, "McpStage", "Properties")
 	want(t, at(t, stage, "ApiId"), "!Ref McpApi", "stage ApiId")
 	want(t, at(t, stage, "StageName"), "$default", "StageName")
@@ -337,8 +377,10 @@ func TestRoutes(t *testing.T) {
 	want(t, at(t, perm, "Action"), "lambda:InvokeFunction", "permission Action")
 	want(t, at(t, perm, "FunctionName"), "!GetAtt McpFunction.Arn", "permission FunctionName")
 	want(t, at(t, perm, "Principal"), "apigateway.amazonaws.com", "permission Principal")
+	// This API's routes: /mcp and the metadata paths below
+	// /.well-known (the last * matches across slashes).
 	want(t, at(t, perm, "SourceArn"),
-		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${McpApi}/*/*/mcp", "permission SourceArn")
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${McpApi}/*/*/*", "permission SourceArn")
 
 	tmpl := parse(t)
 	if _, err := tmpl.GetApiGatewayV2ApiWithName("McpApi"); err != nil {
@@ -552,6 +594,7 @@ func TestParametersAndOutputs(t *testing.T) {
 	for _, p := range []string{
 		"EndpointUrl", "AllowedOrigins", "LogLevel", "LogRetentionDays", "JwtIssuer", "JwtAudience",
 		"ReservedConcurrency", "ThrottlingBurstLimit", "ThrottlingRateLimit", "AlarmTopicArn", "ConformanceFixture",
+		"AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthScopesSupported", "AllowAnonymous",
 	} {
 		if _, ok := tmpl.Parameters[p]; !ok {
 			t.Errorf("parameter %s missing", p)
@@ -577,7 +620,9 @@ func TestParametersAndOutputs(t *testing.T) {
 		}
 	}
 	rules := at(t, r, "Rules")
-	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate"} {
+	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate",
+		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
+		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
@@ -589,6 +634,47 @@ func TestParametersAndOutputs(t *testing.T) {
 	}
 	for _, o := range []string{"ConformanceLogGroupName", "ConformanceUrl"} {
 		want(t, find(r, "Outputs", o, "Condition"), "DeployConformance", o+" Condition")
+	}
+}
+
+// TestAuthorization: the default deploys protected (an issuer, or an
+// explicit AllowAnonymous=true), and the Rules refuse the settings that
+// contradict each other or would look protected while open.
+func TestAuthorization(t *testing.T) {
+	r := raw(t)
+	params := at(t, r, "Parameters")
+	want(t, at(t, params, "AllowAnonymous", "Default"), "false", "AllowAnonymous Default")
+	want(t, at(t, params, "AllowAnonymous", "AllowedValues"), "[true, false]", "AllowAnonymous AllowedValues")
+	want(t, at(t, params, "AuthScopesSupported", "Default"), "notes:read notes:write", "AuthScopesSupported Default")
+	for _, p := range []string{"AuthIssuer", "AuthAudience", "AuthJwksUrl"} {
+		want(t, at(t, params, p, "Default"), "", p+" Default")
+		re := regexp.MustCompile(at(t, params, p, "AllowedPattern").Value)
+		for _, bad := range []string{"http://a.example", "https://a.example/#f", "https://a.example?q", "a.example"} {
+			if re.MatchString(bad) {
+				t.Errorf("%s admits %q", p, bad)
+			}
+		}
+	}
+	want(t, at(t, r, "Conditions", "HasAuthIssuer"), "!Not [!Equals [!Ref AuthIssuer, ]]", "HasAuthIssuer")
+	want(t, at(t, r, "Conditions", "HasAuthAudience"), "!Not [!Equals [!Ref AuthAudience, ]]", "HasAuthAudience")
+
+	rules := at(t, r, "Rules")
+	for name, w := range map[string][2]string{
+		"ProtectedNeedsAuthIssuer":       {"!Equals [!Ref AllowAnonymous, false]", "!Not [!Equals [!Ref AuthIssuer, ]]"},
+		"AnonymousContradictsAuthIssuer": {"!Equals [!Ref AllowAnonymous, true]", "!Equals [!Ref AuthIssuer, ]"},
+		"AuthAudienceNeedsIssuer":        {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthAudience, ]"},
+		"AuthJwksUrlNeedsIssuer":         {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthJwksUrl, ]"},
+		"AuthScopesNeedIssuer":           {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthScopesSupported, notes:read notes:write]"},
+		"AuthAudienceMatchesEndpointUrl": {"!And [!Not [!Equals [!Ref AuthAudience, ]], !Not [!Equals [!Ref EndpointUrl, ]]]", "!Equals [!Ref AuthAudience, !Ref EndpointUrl]"},
+	} {
+		want(t, find(rules, name, "RuleCondition"), w[0], name+" RuleCondition")
+		want(t, find(rules, name, "Assertions", "0", "Assert"), w[1], name+" Assert")
+	}
+	d := at(t, rules, "ProtectedNeedsAuthIssuer", "Assertions", "0", "AssertDescription").Value
+	for _, s := range []string{"AuthIssuer", "Cognito", "AllowAnonymous=true"} {
+		if !strings.Contains(d, s) {
+			t.Errorf("ProtectedNeedsAuthIssuer's description does not mention %s: %q", s, d)
+		}
 	}
 }
 
