@@ -183,6 +183,9 @@ func (b *body) UnmarshalJSON(q []byte) error {
 type Request struct {
 	Kind      Kind
 	RequestID string // API Gateway's request id, for logs
+	// Domain and Path are where the gateway says the request was sent
+	// (its domain name, and the path with the stage).
+	Domain, Path string
 	*stateless.Request
 }
 
@@ -228,6 +231,7 @@ func Decode(payload []byte) (*Request, error) {
 	if r.Kind == REST {
 		path = ev.RequestContext.Path
 	}
+	r.Domain, r.Path = ev.RequestContext.DomainName, path
 	r.Endpoint = endpointURL(ev.RequestContext.DomainName, path)
 	r.Body = ev.Body
 	if ev.IsBase64Encoded {
@@ -265,6 +269,34 @@ func endpointURL(domain, path string) string {
 		}
 	}
 	return "https://" + strings.ToLower(domain) + path
+}
+
+// DefaultEndpointPath is the endpoint's path when a request for the
+// protected-resource metadata does not name one (the template routes the
+// endpoint at /mcp).
+const DefaultEndpointPath = "/mcp"
+
+// metadataRequest reports whether r asks for the protected-resource
+// metadata (RFC 9728): a GET of the well-known path, on its own or
+// followed by the endpoint's path, after the stage's prefix if any. It
+// returns the canonical URL of the resource described: the gateway's
+// domain, the prefix and the endpoint's path.
+func metadataRequest(r *Request) (string, bool) {
+	if r.Method != http.MethodGet {
+		return "", false
+	}
+	i := strings.Index(r.Path, stateless.MetadataPath)
+	if i < 0 {
+		return "", false
+	}
+	prefix, rest := r.Path[:i], r.Path[i+len(stateless.MetadataPath):]
+	if rest != "" && rest[0] != '/' {
+		return "", false
+	}
+	if rest == "" || rest == "/" {
+		rest = DefaultEndpointPath
+	}
+	return endpointURL(r.Domain, prefix+rest), true
 }
 
 // Encode turns a response into the response payload for an event of kind
@@ -340,6 +372,12 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return Encode(kindOf(payload), h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
 	}
 	ctx = WithRequestID(ctx, r.RequestID)
+	if resource, ok := metadataRequest(r); ok {
+		if h.Endpoint != "" {
+			resource = h.Endpoint
+		}
+		return Encode(r.Kind, h.Server.ProtectedResourceMetadata(resource))
+	}
 	if h.Endpoint != "" {
 		r.Endpoint = h.Endpoint
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -133,5 +134,60 @@ func TestEndpointFromTheGateway(t *testing.T) {
 				t.Errorf("Endpoint = %q, want %q", r.Endpoint, tt.want)
 			}
 		})
+	}
+}
+
+// TestMetadataRoute: a GET of the protected-resource metadata, with or
+// without the endpoint's path and behind a stage prefix, is answered with
+// the document of the endpoint the gateway names; anything else is not
+// taken for it.
+func TestMetadataRoute(t *testing.T) {
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
+		AuthorizationServers: []string{"https://issuer.example.com"},
+	}})
+	h := &Handler{Server: srv}
+	ev := func(method, path string) []byte {
+		return []byte(`{"version":"2.0","requestContext":{"domainName":"a1.execute-api.eu-west-1.amazonaws.com","http":{"method":"` + method + `","path":"` + path + `"}}}`)
+	}
+	tests := []struct {
+		method, path string
+		resource     string // "" when it is not the metadata
+	}{
+		{"GET", "/.well-known/oauth-protected-resource/mcp", "https://a1.execute-api.eu-west-1.amazonaws.com/mcp"},
+		{"GET", "/.well-known/oauth-protected-resource", "https://a1.execute-api.eu-west-1.amazonaws.com/mcp"},
+		{"GET", "/v1/.well-known/oauth-protected-resource/mcp", "https://a1.execute-api.eu-west-1.amazonaws.com/v1/mcp"},
+		{"POST", "/.well-known/oauth-protected-resource/mcp", ""},
+		{"GET", "/.well-known/oauth-protected-resourcex", ""},
+		{"GET", "/mcp", ""},
+	}
+	for _, tt := range tests {
+		out, err := h.Invoke(context.Background(), ev(tt.method, tt.path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp struct {
+			StatusCode int
+			Body       string
+		}
+		if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatal(err)
+		}
+		var doc struct{ Resource string }
+		_ = json.Unmarshal([]byte(resp.Body), &doc)
+		if tt.resource == "" {
+			if doc.Resource != "" {
+				t.Errorf("%s %s was taken for the metadata: %s", tt.method, tt.path, resp.Body)
+			}
+			continue
+		}
+		if resp.StatusCode != 200 || doc.Resource != tt.resource {
+			t.Errorf("%s %s: %d %s, want resource %s", tt.method, tt.path, resp.StatusCode, resp.Body, tt.resource)
+		}
+	}
+	// A configured endpoint wins over the gateway's names.
+	h.Endpoint = "https://mcp.example.com/mcp"
+	out, _ := h.Invoke(context.Background(), ev("GET", "/.well-known/oauth-protected-resource/mcp"))
+	if !strings.Contains(string(out), `\"resource\":\"https://mcp.example.com/mcp\"`) {
+		t.Errorf("configured endpoint: %s", out)
 	}
 }
