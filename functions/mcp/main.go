@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
@@ -92,6 +93,12 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	if ob != nil {
 		opts.Observe = ob.Observe
 	}
+	if opts.Auth, err = newAuth(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.AuthIssuer == "" && !cfg.InLambda && !loopbackAddr(cfg.Addr) {
+		logger.Warn("no " + envAuthIssuer + ": the endpoint serves anyone who can reach " + cfg.Addr)
+	}
 	srv := stateless.NewServer(stateless.Implementation{
 		Name:    "mcp-lambda-demo",
 		Title:   "Note book",
@@ -99,6 +106,12 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	}, opts)
 	(&demo{notes: notes}).register(srv)
 	return srv, nil
+}
+
+// loopbackAddr reports whether a listening address is a loopback one.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopback(host)
 }
 
 // newSealer picks the request-state sealer: rooted in KMS when a key is

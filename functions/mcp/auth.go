@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// newAuth returns the endpoint's authorization when an issuer is
+// configured, else nil (anonymous). The verifier makes no network call
+// until the first token arrives, so a cold start pays nothing for it.
+func newAuth(cfg *Config) (*stateless.AuthOptions, error) {
+	if cfg.AuthIssuer == "" {
+		return nil, nil
+	}
+	v, err := auth.New(auth.Config{Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL})
+	if err != nil {
+		return nil, err
+	}
+	return &stateless.AuthOptions{
+		Authenticator:        verifier{v},
+		AuthorizationServers: []string{cfg.AuthIssuer},
+		ScopesSupported:      cfg.AuthScopesSupported,
+		ScopeImplies:         scopeImplies,
+		ResourceName:         "Note book",
+	}, nil
+}
+
+// verifier adapts pkg/auth's verifier to the server: the token's fault
+// is a 401, a key service that cannot be reached fails the request
+// closed as a retryable server fault.
+type verifier struct{ v *auth.Verifier }
+
+func (a verifier) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
+	t, err := a.v.Verify(ctx, token, audience)
+	switch {
+	case err == nil:
+		return auth.Principal(t), t.Scopes, nil
+	case errors.Is(err, auth.ErrUnavailable):
+		return "", nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+	}
+	return "", nil, mcperr.Wrap(mcperr.Unauthorized, err)
+}
