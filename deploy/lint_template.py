@@ -81,6 +81,7 @@ SET_VALUES = {
     "AuthAudience": "https://mcp.example.com/mcp",
     "AuthJwksUrl": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example/.well-known/jwks.json",
     "AuthScopesSupported": "mcp:tools notes:read",
+    "AuthClientIds": "5b2ab1c0example,app-client-2",
     "JwtAudience": "mcp-endpoint,https://mcp.example.com/mcp",
     "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:mcp-alarms",
     "ReservedConcurrency": "10",
@@ -89,7 +90,7 @@ SET_VALUES = {
 }
 
 # The authorization parameters, combined by a covering selection (above).
-COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthScopesSupported", "AllowAnonymous"]
+COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AllowAnonymous"]
 
 # The scopes the function lists when none are configured.
 DEFAULT_SCOPES = "notes:read notes:write"
@@ -100,6 +101,7 @@ INTENT = {
     "AnonymousContradictsAuthIssuer": lambda p: p["AllowAnonymous"] == "true" and p["AuthIssuer"] != "",
     "AuthAudienceNeedsIssuer": lambda p: p["AuthAudience"] != "" and p["AuthIssuer"] == "",
     "AuthJwksUrlNeedsIssuer": lambda p: p["AuthJwksUrl"] != "" and p["AuthIssuer"] == "",
+    "AuthClientIdsNeedIssuer": lambda p: p["AuthClientIds"] != "" and p["AuthIssuer"] == "",
     "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != DEFAULT_SCOPES and p["AuthIssuer"] == "",
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
@@ -131,6 +133,7 @@ INVALID = {
     "AuthAudience": ["http://mcp.example.com/mcp", "https://mcp.example.com/mcp#x", "mcp-endpoint"],
     "AuthJwksUrl": ["http://issuer.example.com/jwks.json", "https:// x"],
     "AuthScopesSupported": ["", "a  b", " a", 'a"b', "a\\b"],
+    "AuthClientIds": ["a, b", "a,,b", ",", "a b"],
     "AllowAnonymous": ["yes", "True"],
     "AlarmTopicArn": ["arn:aws:sqs:us-east-1:123456789012:q", "arn:aws:sns:us-east-1:123456789012:t.fifo"],
     "ReservedConcurrency": ["-2"],

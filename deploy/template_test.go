@@ -261,9 +261,10 @@ func TestFunction(t *testing.T) {
 		"AWS_ENDPOINT_URL_DYNAMODB": "",
 		"AWS_ENDPOINT_URL_KMS":      "",
 		// The function validates bearer tokens itself.
-		"MCP_AUTH_ISSUER":   "!Ref AuthIssuer",
-		"MCP_AUTH_AUDIENCE": "!If [HasAuthAudience, !Ref AuthAudience, !Ref EndpointUrl]",
-		"MCP_AUTH_JWKS_URL": "!Ref AuthJwksUrl",
+		"MCP_AUTH_ISSUER":     "!Ref AuthIssuer",
+		"MCP_AUTH_AUDIENCE":   "!If [HasAuthAudience, !Ref AuthAudience, !Ref EndpointUrl]",
+		"MCP_AUTH_JWKS_URL":   "!Ref AuthJwksUrl",
+		"MCP_AUTH_CLIENT_IDS": "!Ref AuthClientIds",
 		// It refuses to start with scopes but no issuer.
 		"MCP_AUTH_SCOPES_SUPPORTED": "!If [HasAuthIssuer, !Ref AuthScopesSupported, ]",
 		"MCP_ALLOW_ANONYMOUS":       "!Ref AllowAnonymous",
@@ -594,7 +595,7 @@ func TestParametersAndOutputs(t *testing.T) {
 	for _, p := range []string{
 		"EndpointUrl", "AllowedOrigins", "LogLevel", "LogRetentionDays", "JwtIssuer", "JwtAudience",
 		"ReservedConcurrency", "ThrottlingBurstLimit", "ThrottlingRateLimit", "AlarmTopicArn", "ConformanceFixture",
-		"AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthScopesSupported", "AllowAnonymous",
+		"AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AllowAnonymous",
 	} {
 		if _, ok := tmpl.Parameters[p]; !ok {
 			t.Errorf("parameter %s missing", p)
@@ -622,7 +623,7 @@ func TestParametersAndOutputs(t *testing.T) {
 	rules := at(t, r, "Rules")
 	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate",
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
-		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl"} {
+		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
@@ -664,6 +665,7 @@ func TestAuthorization(t *testing.T) {
 		"AnonymousContradictsAuthIssuer": {"!Equals [!Ref AllowAnonymous, true]", "!Equals [!Ref AuthIssuer, ]"},
 		"AuthAudienceNeedsIssuer":        {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthAudience, ]"},
 		"AuthJwksUrlNeedsIssuer":         {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthJwksUrl, ]"},
+		"AuthClientIdsNeedIssuer":        {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthClientIds, ]"},
 		"AuthScopesNeedIssuer":           {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthScopesSupported, notes:read notes:write]"},
 		"AuthAudienceMatchesEndpointUrl": {"!And [!Not [!Equals [!Ref AuthAudience, ]], !Not [!Equals [!Ref EndpointUrl, ]]]", "!Equals [!Ref AuthAudience, !Ref EndpointUrl]"},
 	} {

@@ -17,7 +17,7 @@ func newAuth(cfg *Config) (*stateless.AuthOptions, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
-	v, err := auth.New(auth.Config{Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL})
+	v, err := auth.New(auth.Config{Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL, ClientIDs: cfg.AuthClientIDs})
 	if err != nil {
 		return nil, err
 	}

@@ -56,6 +56,10 @@ type Config struct {
 	// AuthJWKSURL overrides the issuer's discovered key set
 	// (MCP_AUTH_JWKS_URL).
 	AuthJWKSURL string
+	// AuthClientIDs admit access tokens without an audience from these
+	// clients (MCP_AUTH_CLIENT_IDS, comma-separated): Amazon Cognito's,
+	// whose access tokens name no audience.
+	AuthClientIDs []string
 	// AuthScopesSupported are listed in the protected-resource metadata
 	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated).
 	AuthScopesSupported []string
@@ -89,6 +93,7 @@ const (
 	envAuthAudience   = "MCP_AUTH_AUDIENCE"
 	envAuthJWKS       = "MCP_AUTH_JWKS_URL"
 	envAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
+	envAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
 	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
 )
 
@@ -208,6 +213,14 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 		}
 		c.AuthJWKSURL = v
 	}
+	if v := getenv(envAuthClientIDs); v != "" {
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); !validScope(id) {
+				return fmt.Errorf("%s: %q is not a client id", envAuthClientIDs, id)
+			}
+			c.AuthClientIDs = append(c.AuthClientIDs, id)
+		}
+	}
 	c.AuthScopesSupported = []string{"notes:read", "notes:write"}
 	if v := getenv(envAuthScopes); v != "" {
 		c.AuthScopesSupported = strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
@@ -218,8 +231,8 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 		}
 	}
 	switch {
-	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(envAuthScopes) != ""):
-		return fmt.Errorf("%s and %s need %s", envAuthJWKS, envAuthScopes, envAuthIssuer)
+	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(envAuthScopes) != "" || c.AuthClientIDs != nil):
+		return fmt.Errorf("%s, %s and %s need %s", envAuthJWKS, envAuthScopes, envAuthClientIDs, envAuthIssuer)
 	case c.AuthIssuer != "" && c.AllowAnonymous:
 		return fmt.Errorf("%s=true and %s contradict each other: set one", envAllowAnonymous, envAuthIssuer)
 	case c.AuthIssuer == "" && c.InLambda && !c.AllowAnonymous:

@@ -104,6 +104,14 @@ type Config struct {
 	// tokens naming an unknown key; zero means DefaultMinRefresh. The
 	// first fetch, while no key is known yet, is not limited.
 	MinRefresh time.Duration
+	// ClientIDs, when set, admit access tokens that carry no "aud" at all
+	// when their "client_id" is one of these and their "token_use" is
+	// "access": Amazon Cognito's access tokens name no audience (RFC 9068
+	// and RFC 8707 are not supported there), and an app client created
+	// for this endpoint alone is what binds them to it. A token that has
+	// an "aud" must still name this resource. Leave it empty for any
+	// authorization server that issues audience-bound tokens.
+	ClientIDs []string
 	// HTTPClient fetches the issuer's metadata and keys; nil means a
 	// client with a DefaultHTTPTimeout timeout that follows redirects only
 	// to URLs the Issuer rule would accept.
@@ -144,6 +152,8 @@ type Verifier struct {
 	now     func() time.Time
 	keys    *keyStore
 	lastAud audCache
+	// clientIDs admit audience-less tokens of these clients (ClientIDs).
+	clientIDs map[string]bool
 }
 
 // maxTokenBytes bounds the token Verify will look at. API Gateway limits
@@ -188,12 +198,23 @@ func New(cfg Config) (*Verifier, error) {
 	if now == nil {
 		now = time.Now
 	}
+	var clientIDs map[string]bool
+	for _, id := range cfg.ClientIDs {
+		if id == "" {
+			return nil, errors.New("auth: Config.ClientIDs holds an empty client id")
+		}
+		if clientIDs == nil {
+			clientIDs = map[string]bool{}
+		}
+		clientIDs[id] = true
+	}
 	return &Verifier{
-		issuer: cfg.Issuer,
-		algs:   algs,
-		leeway: leeway,
-		now:    now,
-		keys:   newKeyStore(cfg.Issuer, cfg.JWKSURL, client, minRefresh, now),
+		issuer:    cfg.Issuer,
+		algs:      algs,
+		leeway:    leeway,
+		now:       now,
+		keys:      newKeyStore(cfg.Issuer, cfg.JWKSURL, client, minRefresh, now),
+		clientIDs: clientIDs,
 	}, nil
 }
 
@@ -305,7 +326,7 @@ func (v *Verifier) check(c *claims, audience string) (*Token, error) {
 			break
 		}
 	}
-	if !matched {
+	if !matched && !(!c.hasAud && c.tokenUse == "access" && c.clientID != "" && v.clientIDs[c.clientID]) {
 		return nil, errAudience
 	}
 	if c.sub == "" {

@@ -318,3 +318,47 @@ func mustEC384(t *testing.T) *ecdsa.PrivateKey {
 	}
 	return k
 }
+
+// TestClientIDsAdmitCognitoAccessTokens: with ClientIDs, an access token
+// that names no audience at all is admitted for a listed client, and only
+// then: an ID token, another client, a token with another audience, or a
+// verifier without ClientIDs refuse it.
+func TestClientIDsAdmitCognitoAccessTokens(t *testing.T) {
+	k := testKeys()
+	f := newIssuer(t, "", jwk(k.rsa, "r1", nil))
+	clk := newClock()
+	cognito := func(changes map[string]any) string {
+		cl := with(claimsFor(f.issuer, clk.Now()), map[string]any{"aud": del, "token_use": "access", "client_id": "app-client-1"})
+		return mint("RS256", k.rsa, map[string]any{"kid": "r1"}, with(cl, changes))
+	}
+	strict := f.verifier(t, clk, auth.Config{})
+	lenient := f.verifier(t, clk, auth.Config{ClientIDs: []string{"app-client-1"}})
+	tests := []struct {
+		name  string
+		v     *auth.Verifier
+		token string
+		ok    bool
+	}{
+		{"a listed client's access token", lenient, cognito(nil), true},
+		{"without ClientIDs, no audience is no audience", strict, cognito(nil), false},
+		{"another client", lenient, cognito(map[string]any{"client_id": "app-client-2"}), false},
+		{"an ID token", lenient, cognito(map[string]any{"token_use": "id"}), false},
+		{"no token_use", lenient, cognito(map[string]any{"token_use": del}), false},
+		{"an audience that is not this resource still refuses", lenient, cognito(map[string]any{"aud": "https://other.example.com/mcp"}), false},
+		{"a client id only in azp", lenient, cognito(map[string]any{"client_id": del, "azp": "app-client-1"}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok, err := tt.v.Verify(context.Background(), tt.token, audience)
+			if tt.ok && (err != nil || tok.Subject != "user-1") {
+				t.Fatalf("refused: %v", err)
+			}
+			if !tt.ok && !errors.Is(err, auth.ErrInvalid) {
+				t.Fatalf("err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	if _, err := auth.New(auth.Config{Issuer: f.issuer, ClientIDs: []string{""}}); err == nil {
+		t.Error("an empty client id is accepted")
+	}
+}

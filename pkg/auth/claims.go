@@ -121,7 +121,8 @@ func accessTokenType(typ string) bool {
 // claims are the claims Verify reads, decoded from the verified payload.
 type claims struct {
 	iss, sub, clientID, azp string
-	hasIss, hasScope        bool
+	tokenUse                string // "token_use", Amazon Cognito's
+	hasIss, hasScope, hasAud bool
 	aud, scope, scp         []string
 	exp, nbf, iat           *jwt.NumericDate
 }
@@ -138,6 +139,7 @@ const (
 	seenScp
 	seenClientID
 	seenAzp
+	seenTokenUse
 )
 
 // decode reads the claims of payload. Names match exactly, and a claim
@@ -185,6 +187,7 @@ func (c *claims) decode(payload []byte) error {
 		case "aud":
 			bit = seenAud
 			c.aud, err = stringOrList(value, false)
+			c.hasAud = true
 		case "exp":
 			bit = seenExp
 			c.exp, err = numericDate(value)
@@ -207,6 +210,9 @@ func (c *claims) decode(payload []byte) error {
 		case "azp":
 			bit = seenAzp
 			c.azp, err = jsonString(value)
+		case "token_use":
+			bit = seenTokenUse
+			c.tokenUse, err = jsonString(value)
 		}
 		if err != nil {
 			return err
