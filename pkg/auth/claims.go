@@ -120,11 +120,11 @@ func accessTokenType(typ string) bool {
 
 // claims are the claims Verify reads, decoded from the verified payload.
 type claims struct {
-	iss, sub, clientID, azp string
-	tokenUse                string // "token_use", Amazon Cognito's
+	iss, sub, clientID, azp  string
+	tokenUse                 string // "token_use", Amazon Cognito's
 	hasIss, hasScope, hasAud bool
-	aud, scope, scp         []string
-	exp, nbf, iat           *jwt.NumericDate
+	aud, scope, scp          []string
+	exp, nbf, iat            *jwt.NumericDate
 }
 
 // Registered and read claim names, as bits of a "seen" mask.
