@@ -138,7 +138,18 @@ stress: tools
 browser: chromium $(RIE)
 	cd functions/mcp && $(GO) test -count=1 -run '^TestBrowserCORS' -v .
 
-unit:
+## auth: the authorization tests alone: a real authorization server
+## (oauth2-mock-server on tools/' Node 22), the endpoint local and under the
+## emulator, go-sdk's client discovering its way in (make test runs them
+## with the other unit tests)
+.PHONY: auth
+auth: tools/node_modules/.installed $(RIE)
+	$(GO) test -count=1 -v ./internal/oauthmock
+	cd interop && $(GO) test -count=1 -run '^TestAuth' -v .
+
+# The unit tests include the authorization tests, which run the npm tools'
+# authorization server and the emulator.
+unit: tools/node_modules/.installed $(RIE)
 	@set -e; for m in $(MODULES); do \
 		echo "== go test $$m"; \
 		(cd $$m && $(GO) test -race -count=1 ./...); \
