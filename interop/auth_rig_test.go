@@ -105,6 +105,16 @@ var (
 	fnErr  error
 )
 
+// TestMain removes the function binary the authorization tests built.
+// (The integration build, which leaves these tests out, has its own.)
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fnBin != "" {
+		os.RemoveAll(filepath.Dir(fnBin))
+	}
+	os.Exit(code)
+}
+
 // functionBinary builds functions/mcp once per test binary, as the
 // Lambda bootstrap (static, lambda.norpc); the same binary serves locally
 // when its environment has no Lambda runtime API.
