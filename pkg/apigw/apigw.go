@@ -253,13 +253,26 @@ func Decode(payload []byte) (*Request, error) {
 // endpointURL is the canonical URL of the endpoint an event was addressed
 // to, from what the gateway reports (its domain name, custom or not, and
 // the path with the stage), never from the client's Host header. "" when
-// the gateway reports no usable domain name or path.
+// the gateway reports no usable domain name or path. API Gateway's domain
+// names carry no port; a front that is not API Gateway (a local emulator's)
+// may name one, which is kept.
 func endpointURL(domain, path string) string {
-	if domain == "" || len(domain) > 253 || path == "" || path[0] != '/' {
+	if domain == "" || len(domain) > 253+6 || path == "" || path[0] != '/' {
 		return ""
 	}
-	for i := 0; i < len(domain); i++ {
-		if c := domain[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+	host := domain
+	if i := strings.LastIndexByte(domain, ':'); i >= 0 {
+		host = domain[:i]
+		port := domain[i+1:]
+		if port == "" || len(port) > 5 || strings.Trim(port, "0123456789") != "" {
+			return ""
+		}
+	}
+	if host == "" {
+		return ""
+	}
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
 			return ""
 		}
 	}

@@ -121,6 +121,10 @@ func TestEndpointFromTheGateway(t *testing.T) {
 			"https://u.lambda-url.us-east-1.on.aws/"},
 		{"no domain", `{"version":"2.0","headers":{"host":"h.example"},"requestContext":{"http":{"method":"POST","path":"/mcp"}}}`, ""},
 		{"domain with a slash", `{"version":"2.0","requestContext":{"domainName":"a/b","http":{"method":"POST","path":"/mcp"}}}`, ""},
+		{"a local front's port", `{"version":"2.0","requestContext":{"domainName":"127.0.0.1:8443","http":{"method":"POST","path":"/mcp"}}}`, "https://127.0.0.1:8443/mcp"},
+		{"a port that is not one", `{"version":"2.0","requestContext":{"domainName":"a.example:80a","http":{"method":"POST","path":"/mcp"}}}`, ""},
+		{"an empty port", `{"version":"2.0","requestContext":{"domainName":"a.example:","http":{"method":"POST","path":"/mcp"}}}`, ""},
+		{"a port alone", `{"version":"2.0","requestContext":{"domainName":":443","http":{"method":"POST","path":"/mcp"}}}`, ""},
 		{"path with a space", `{"version":"2.0","requestContext":{"domainName":"a.example","http":{"method":"POST","path":"/m cp"}}}`, ""},
 		{"relative path", `{"version":"2.0","requestContext":{"domainName":"a.example","http":{"method":"POST","path":"mcp"}}}`, ""},
 	}
