@@ -351,16 +351,7 @@ type reply struct {
 	Header http.Header
 	Body   []byte
 	ID     int64
-	RPC    struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  map[string]any  `json:"result"`
-		Error   *struct {
-			Code    int            `json:"code"`
-			Message string         `json:"message"`
-			Data    map[string]any `json:"data"`
-		} `json:"error"`
-	}
+	RPC    rpcResponse
 }
 
 func (r reply) String() string {

@@ -159,9 +159,10 @@ func mcpHeaders(h http.Header) http.Header {
 
 // rpcResponse is a JSON-RPC response, loosely decoded.
 type rpcResponse struct {
-	ID     json.RawMessage `json:"id"`
-	Result map[string]any  `json:"result"`
-	Error  *struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  map[string]any  `json:"result"`
+	Error   *struct {
 		Code    int            `json:"code"`
 		Message string         `json:"message"`
 		Data    map[string]any `json:"data"`
