@@ -13,22 +13,26 @@ import (
 )
 
 // keyHeader is a transport that sends an Idempotency-Key header, as a
-// client without params.idempotencyKey support would.
+// client without params.idempotencyKey support would: one header line per
+// key.
 type keyHeader struct {
-	key  string
+	keys []string
 	next http.RoundTripper
 }
 
 func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Idempotency-Key", k.key)
+	r.Header.Del("Idempotency-Key")
+	for _, key := range k.keys {
+		r.Header.Add("Idempotency-Key", key)
+	}
 	return k.next.RoundTrip(r)
 }
 
 // TestGoSDKIdempotency checks that the go-sdk client surfaces each
 // idempotency outcome intact: the replayed result with its marker, and the
-// in-progress and conflict refusals (HTTP 400) as JSON-RPC
-// errors with their code and data.
+// in-progress, conflict and invalid-key refusals (HTTP 400) as JSON-RPC
+// errors with their code and data. A key refused as invalid runs nothing.
 func TestGoSDKIdempotency(t *testing.T) { testGoSDKIdempotency(t, serveKeyed, false) }
 
 // TestGoSDKIdempotencyLambda is the same through the Lambda path.
@@ -50,10 +54,10 @@ func testGoSDKIdempotency(t *testing.T, serve serveFunc, serialized bool) {
 	url := serve(t)
 	ctx := testContext(t)
 
-	connect := func(key string) *mcp.ClientSession {
+	connect := func(keys ...string) *mcp.ClientSession {
 		c := mcp.NewClient(goSDKClientInfo, nil)
 		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url,
-			HTTPClient: &http.Client{Transport: keyHeader{key, http.DefaultTransport}}}, nil)
+			HTTPClient: &http.Client{Transport: keyHeader{keys, http.DefaultTransport}}}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,6 +88,24 @@ func testGoSDKIdempotency(t *testing.T, serve serveFunc, serialized bool) {
 	var data map[string]any
 	if json.Unmarshal(e.Data, &data); e.Code != -32602 || data["type"] != "idempotency_key_conflict" {
 		t.Errorf("conflict surfaced as %d %s", e.Code, e.Data)
+	}
+
+	// Malformed and ambiguous keys are refused, and nothing runs: the
+	// next call to run is the second. Through the Lambda front the two
+	// header lines arrive joined with a comma, and are refused the same.
+	for _, keys := range [][]string{{"=?base64?###?="}, {"=?base64?cGF5LTQ?="}, {""}, {"pay-44", "pay-45"}} {
+		_, err := connect(keys...).CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 44}})
+		e := rpcError(t, err)
+		if json.Unmarshal(e.Data, &data); e.Code != -32602 || data["type"] != "idempotency_key_invalid" || data["reason"] == nil {
+			t.Errorf("key %q surfaced as %d %s", keys, e.Code, e.Data)
+		}
+	}
+	next, err := connect("pay-44").CallTool(ctx, &mcp.CallToolParams{Name: "transfer", Arguments: map[string]any{"amount": 44}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, _ := next.StructuredContent.(map[string]any); out["run"] != float64(2) {
+		t.Errorf("the call after the refusals is run %v, want 2: a refused call ran", out["run"])
 	}
 
 	slow := connect("pay-slow")

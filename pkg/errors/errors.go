@@ -85,6 +85,7 @@ const (
 	HandlerFailed       // the handler returned an error; carries its message
 	DuplicateInFlight   // same idempotency key is being processed {retryAfter}
 	IdempotencyConflict // same idempotency key, different request
+	BadIdempotencyKey   // idempotency key empty, malformed, too long, or ambiguous {reason}
 	StoreUnavailable    // idempotency store unreachable: failed closed
 	ReplayUnavailable   // completed call whose response could not be kept
 
@@ -148,6 +149,7 @@ var specs = [numKinds]spec{
 	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, false, "", true},
 	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress", false},
 	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict", false},
+	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, false, "idempotency_key_invalid", false},
 	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable", true},
 	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, false, "idempotency_replay_unavailable", false},
 
@@ -245,6 +247,22 @@ func NewUnknownTool(suggestion string) *Error {
 
 type suggestionData struct {
 	DidYouMean string `json:"didYouMean"`
+}
+
+// NewBadIdempotencyKey refuses a tools/call whose idempotency key is
+// empty, malformed, too long, or ambiguous. reason is one of the server's
+// fixed words for the mistake (for example "empty" or "mismatch"), carried
+// as data.reason; it must never be built from the key itself.
+func NewBadIdempotencyKey(reason string) *Error {
+	e := &Error{kind: BadIdempotencyKey}
+	if reason != "" {
+		e.data = reasonData{Reason: reason}
+	}
+	return e
+}
+
+type reasonData struct {
+	Reason string `json:"reason"`
 }
 
 // NewHandlerFailed is a handler's failure outside the isError channel. msg

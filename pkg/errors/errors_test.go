@@ -52,6 +52,7 @@ func TestMapping(t *testing.T) {
 		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", "", true},
 		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
 		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
+		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
 		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
 		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
 		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
@@ -114,6 +115,8 @@ func TestDataCarryingRefusals(t *testing.T) {
 		{"unknown tool without suggestion", mcperr.NewUnknownTool(""), -32602, `null`},
 		{"retry after", mcperr.NewRetryable(mcperr.DuplicateInFlight, 1500*time.Millisecond, nil), -32600,
 			`{"retryAfterMs":1500,"retryable":true,"type":"idempotency_key_in_progress"}`},
+		{"invalid idempotency key carries its reason", mcperr.NewBadIdempotencyKey("mismatch"), -32602,
+			`{"reason":"mismatch","type":"idempotency_key_invalid"}`},
 		{"insufficient scope", mcperr.NewInsufficientScope([]string{"notes:write", "notes:read"}, ""), -32600,
 			`{"requiredScopes":["notes:write","notes:read"],"type":"insufficient_scope"}`},
 	}
@@ -143,6 +146,7 @@ func TestMessagesNeverEchoThePeer(t *testing.T) {
 		mcperr.NewUnknownTool(""),
 		mcperr.NewMissingCapability(map[string]any{evil: map[string]any{}}),
 		mcperr.Wrap(mcperr.TamperedState, fmt.Errorf("bad %s", evil)),
+		mcperr.Wrap(mcperr.BadIdempotencyKey, fmt.Errorf("key %s", evil)),
 	} {
 		w := e.Wire()
 		if strings.Contains(w.Message, "IGNORE") {

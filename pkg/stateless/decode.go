@@ -38,8 +38,9 @@ type params struct {
 	// multi-round-trip retries
 	InputResponses json.RawMessage `json:"inputResponses"`
 	RequestState   *string         `json:"requestState"`
-	// request idempotency (proposed for tools/call)
-	IdempotencyKey *string `json:"idempotencyKey"`
+	// request idempotency (proposed for tools/call); kept raw so that a
+	// key of the wrong type is refused as a key (see idempotencyKey)
+	IdempotencyKey json.RawMessage `json:"idempotencyKey"`
 	// completion/complete
 	Ref      *completionRef `json:"ref"`
 	Argument *struct {

@@ -50,7 +50,12 @@
 //     HTTP 404.
 //  8. Params: the method's params must have its shape (-32602); for
 //     tools/call, Mcp-Param-* headers from x-mcp-header annotations must
-//     match the arguments (-32020).
+//     match the arguments (-32020), and an idempotency key, in
+//     params.idempotencyKey or the Idempotency-Key header, must be usable:
+//     one non-empty printable string of at most [MaxIdempotencyKeyBytes],
+//     the same in both places when both are sent. An empty, malformed or
+//     ambiguous key is -32602 with data.type "idempotency_key_invalid",
+//     for read-only tools too; it is never ignored.
 //  9. Request state: on a multi-round-trip retry, requestState is opened
 //     and checked against the request (principal, method, target, a
 //     canonical digest of the arguments, expiry) before any handler runs.

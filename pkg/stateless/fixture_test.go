@@ -35,6 +35,7 @@ type fixture struct {
 	srv        *stateless.Server
 	confirmRan atomic.Int32
 	echoRan    atomic.Int32
+	addRan     atomic.Int32
 }
 
 func newFixture(t testing.TB, opts *stateless.Options) *fixture {
@@ -50,6 +51,7 @@ func newFixture(t testing.TB, opts *stateless.Options) *fixture {
 		})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Description: "Add two integers."},
 		func(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, addOut, error) {
+			f.addRan.Add(1)
 			return nil, addOut{Sum: in.A + in.B}, nil
 		})
 	stateless.AddTool(s, &stateless.Tool{Name: "confirm", Description: "Asks the user to confirm."},

@@ -3,6 +3,10 @@ package stateless
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -70,4 +74,109 @@ func markReplay(result json.RawMessage) (json.RawMessage, error) {
 	}
 	obj["_meta"] = b
 	return json.Marshal(obj)
+}
+
+// MaxIdempotencyKeyBytes is the length limit of an idempotency key, in
+// bytes of its UTF-8 form (after decoding the header's base64 form).
+const MaxIdempotencyKeyBytes = 255
+
+// Why an idempotency key was refused, sent as data.reason with
+// [mcperr.BadIdempotencyKey]. Fixed words: the key itself is never sent
+// back.
+const (
+	keyNotAString      = "not_a_string"     // params.idempotencyKey is null, a number, an object…
+	keyEmpty           = "empty"            // "", or a header with nothing in it
+	keyTooLong         = "too_long"         // over MaxIdempotencyKeyBytes
+	keyNotPrintable    = "not_printable"    // a control, format or non-ASCII space character, or not UTF-8
+	keyMalformedHeader = "malformed_header" // a base64 form that does not decode, or a control character
+	keyRepeatedHeader  = "repeated_header"  // Idempotency-Key values that differ
+	keyMismatch        = "mismatch"         // params.idempotencyKey and the header differ
+)
+
+// idempotencyKey reads a tools/call's idempotency key from
+// params.idempotencyKey (raw, nil when absent) and the Idempotency-Key
+// header. It returns "" when the call carries no key, and a refusal when
+// the key is unusable: a key the server cannot read, or two it cannot
+// choose between, must not be dropped, for the call would then run
+// unclaimed.
+//
+// A key is 1 to MaxIdempotencyKeyBytes bytes of UTF-8, every character of
+// it printable (a letter, mark, number, punctuation, symbol or the ASCII
+// space). The header carries it in the encoding of the MCP headers: white
+// space around it trimmed, or the =?base64?...?= form, padded, of its
+// UTF-8 bytes. The header is a single value. Lines repeated with the same
+// value are one value; since HTTP allows repeated lines to be joined with
+// commas, as API Gateway's HTTP API and function URLs do, a comma in the
+// plain form separates values too, and a key with a comma travels in the
+// base64 form or in params. When params and the header both carry a key
+// they must be equal.
+func idempotencyKey(raw json.RawMessage, hdr http.Header) (string, *mcperr.Error) {
+	var key string
+	if raw != nil {
+		s, ok := jsonString(raw)
+		if !ok {
+			return "", mcperr.NewBadIdempotencyKey(keyNotAString)
+		}
+		if !utf8.Valid(raw) {
+			// The decoder would have replaced the bytes with U+FFFD.
+			return "", mcperr.NewBadIdempotencyKey(keyNotPrintable)
+		}
+		if r := checkKey(s); r != "" {
+			return "", mcperr.NewBadIdempotencyKey(r)
+		}
+		key = s
+	}
+	lines := hdr.Values(headerIdempotencyKey)
+	if len(lines) == 0 {
+		return key, nil
+	}
+	h, r := keyHeader(lines)
+	if r == "" {
+		r = checkKey(h)
+	}
+	if r == "" && raw != nil && h != key {
+		r = keyMismatch
+	}
+	if r != "" {
+		return "", mcperr.NewBadIdempotencyKey(r)
+	}
+	return h, nil
+}
+
+// keyHeader decodes the Idempotency-Key header's lines into one value, or
+// says why it cannot.
+func keyHeader(lines []string) (string, string) {
+	var key string
+	n := 0
+	for _, line := range lines {
+		for elem := range strings.SplitSeq(line, ",") {
+			v, ok := decodeHeaderValue(elem)
+			if !ok {
+				return "", keyMalformedHeader
+			}
+			if n > 0 && v != key {
+				return "", keyRepeatedHeader
+			}
+			key, n = v, n+1
+		}
+	}
+	return key, ""
+}
+
+// checkKey returns why key is not a usable idempotency key, or "".
+func checkKey(key string) string {
+	switch {
+	case key == "":
+		return keyEmpty
+	case len(key) > MaxIdempotencyKeyBytes:
+		return keyTooLong
+	case !utf8.ValidString(key):
+		return keyNotPrintable
+	}
+	for _, r := range key {
+		if !unicode.IsPrint(r) {
+			return keyNotPrintable
+		}
+	}
+	return ""
 }

@@ -196,11 +196,13 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	if e := x.inputResponses(); e != nil {
 		return x.refuse(d.id, e)
 	}
-	if p.IdempotencyKey != nil {
-		x.call.IdempotencyKey = *p.IdempotencyKey
-	} else if k, _, ok := headerValue(x.r.Header, headerIdempotencyKey); ok {
-		x.call.IdempotencyKey = k
+	// An unusable key is refused whether or not the tool takes claims:
+	// dropping it would run a side-effecting call unclaimed.
+	key, e := idempotencyKey(p.IdempotencyKey, x.r.Header)
+	if e != nil {
+		return x.refuse(d.id, e)
 	}
+	x.call.IdempotencyKey = key
 	b := x.stateKey("tools/call", t.def.Name, args)
 	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
