@@ -132,19 +132,37 @@ func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 // CreateTable creates a table shaped as template.yaml's claims table: a
 // string partition key "pk" and the TTL attribute "expires_at".
 func CreateTable(ctx context.Context, c *dynamodb.Client, name string) error {
-	_, err := c.CreateTable(ctx, &dynamodb.CreateTableInput{
+	return CreateTableWith(ctx, c, name, "")
+}
+
+// CreateHashTable creates a table with the string partition key "pk"
+// alone and the TTL attribute "expires_at": the shape pkg/claims'
+// NewDynamoDB store takes.
+func CreateHashTable(ctx context.Context, c *dynamodb.Client, name string) error {
+	return CreateTableWith(ctx, c, name, "")
+}
+
+// CreateTableWith creates a table with the string partition key "pk", the
+// string sort key sortKey unless it is empty, and the TTL attribute
+// "expires_at".
+func CreateTableWith(ctx context.Context, c *dynamodb.Client, name, sortKey string) error {
+	in := &dynamodb.CreateTableInput{
 		TableName:            aws.String(name),
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
-	})
-	if err != nil {
+	}
+	if sortKey != "" {
+		in.AttributeDefinitions = append(in.AttributeDefinitions, types.AttributeDefinition{AttributeName: aws.String(sortKey), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange})
+	}
+	if _, err := c.CreateTable(ctx, in); err != nil {
 		return err
 	}
 	if err := dynamodb.NewTableExistsWaiter(c).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 30*time.Second); err != nil {
 		return err
 	}
-	_, err = c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+	_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
 		TableName:               aws.String(name),
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
 	})

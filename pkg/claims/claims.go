@@ -26,6 +26,15 @@
 // runs the tool again. A tool closes the gap by making its effect
 // conditional on something the effect itself changes (see
 // docs/idempotency.md).
+//
+// Two stores keep the records. DynamoDB shares them between every
+// instance and process; its table's TTL forgets expired records, and its
+// partition key may stand alone or come with a sort key
+// (NewDynamoDBWith). Memory keeps them in one process, for local runs: it
+// forgets expired records itself and is bounded (by default 10,000
+// records and 32 MiB of stored results); when full of live records it
+// refuses new keys as an unreachable table would, rather than forget a
+// live one and let its key run twice (see Memory).
 package claims
 
 import (

@@ -22,9 +22,13 @@ type DynamoAPI interface {
 
 // DynamoDB is a Store in a DynamoDB table whose partition key is the
 // string attribute "pk" and whose TTL attribute is "expires_at" (epoch
-// seconds), as template.yaml creates it. Items:
+// seconds). The table may have a string sort key as well (template.yaml's
+// has "sk", and keeps the demo's notes in the same table): NewDynamoDBWith
+// names it, and every claim item then has the fixed sort key value
+// ClaimSortValue, so that a claim is still one item per key. Items:
 //
 //	pk          S  claim#<digest>
+//	sk          S  "claim" (only in a table with a sort key)
 //	status      S  in_progress | completed
 //	owner       S  the holder's token
 //	lease_until N  epoch milliseconds (in progress only)
@@ -33,13 +37,40 @@ type DynamoAPI interface {
 //	oversize    BOOL  completed, but the result was too large to keep
 //	expires_at  N  epoch seconds: the TTL
 type DynamoDB struct {
-	client DynamoAPI
-	table  string
+	client  DynamoAPI
+	table   string
+	sortKey string
 }
 
-// NewDynamoDB returns a store in table.
+// DynamoDBOptions configure NewDynamoDBWith.
+type DynamoDBOptions struct {
+	// SortKey is the name of the table's (string) sort key, when its
+	// primary key is composite. Empty: the table has a partition key only.
+	SortKey string
+}
+
+// ClaimSortValue is the sort key value of every claim item, in a table
+// with a sort key.
+const ClaimSortValue = "claim"
+
+// NewDynamoDB returns a store in table, whose primary key is the
+// partition key "pk" alone.
 func NewDynamoDB(client DynamoAPI, table string) *DynamoDB {
 	return &DynamoDB{client: client, table: table}
+}
+
+// NewDynamoDBWith returns a store in table, shaped as o says.
+func NewDynamoDBWith(client DynamoAPI, table string, o DynamoDBOptions) *DynamoDB {
+	return &DynamoDB{client: client, table: table, sortKey: o.SortKey}
+}
+
+// key is the primary key of the claim item for k.
+func (d *DynamoDB) key(k string) map[string]types.AttributeValue {
+	key := map[string]types.AttributeValue{"pk": str(k)}
+	if d.sortKey != "" {
+		key[d.sortKey] = str(ClaimSortValue)
+	}
+	return key
 }
 
 var _ Store = (*DynamoDB)(nil)
@@ -65,17 +96,16 @@ const takeover = "attribute_not_exists(pk) OR #ex <= :now_s OR (#st = :in_progre
 // duplicate costs one round trip; a consistent read is the fallback when
 // it does not.
 func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Record, error) {
+	item := d.key(c.Key)
+	item["status"] = str(string(InProgress))
+	item["owner"] = str(c.Owner)
+	item["lease_until"] = num(c.LeaseUntil.UnixMilli())
+	item["fingerprint"] = str(c.Fingerprint)
+	item["expires_at"] = num(c.ExpiresAt.Unix())
 	for attempt := 0; attempt < 3; attempt++ {
 		_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: &d.table,
-			Item: map[string]types.AttributeValue{
-				"pk":          str(c.Key),
-				"status":      str(string(InProgress)),
-				"owner":       str(c.Owner),
-				"lease_until": num(c.LeaseUntil.UnixMilli()),
-				"fingerprint": str(c.Fingerprint),
-				"expires_at":  num(c.ExpiresAt.Unix()),
-			},
+			TableName:                &d.table,
+			Item:                     item,
 			ConditionExpression:      aws.String(takeover),
 			ExpressionAttributeNames: claimNames,
 			ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -92,20 +122,20 @@ func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Re
 		if !errors.As(err, &ccf) {
 			return false, nil, fmt.Errorf("%w: claiming: %w", ErrUnavailable, err)
 		}
-		item := ccf.Item
-		if item == nil {
+		held := ccf.Item
+		if held == nil {
 			out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{
-				TableName: &d.table, Key: map[string]types.AttributeValue{"pk": str(c.Key)}, ConsistentRead: aws.Bool(true),
+				TableName: &d.table, Key: d.key(c.Key), ConsistentRead: aws.Bool(true),
 			})
 			if err != nil {
 				return false, nil, fmt.Errorf("%w: reading the holder: %w", ErrUnavailable, err)
 			}
-			item = out.Item
+			held = out.Item
 		}
-		if item == nil {
+		if held == nil {
 			continue // released between the write and the read: try again
 		}
-		r, err := decodeRecord(item)
+		r, err := decodeRecord(held)
 		if err != nil {
 			return false, nil, err
 		}
@@ -136,7 +166,7 @@ func (d *DynamoDB) Complete(ctx context.Context, key, owner string, response []b
 	}
 	_, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &d.table,
-		Key:                       map[string]types.AttributeValue{"pk": str(key)},
+		Key:                       d.key(key),
 		UpdateExpression:          aws.String(update),
 		ConditionExpression:       aws.String(owned),
 		ExpressionAttributeNames:  names,
@@ -149,7 +179,7 @@ func (d *DynamoDB) Complete(ctx context.Context, key, owner string, response []b
 func (d *DynamoDB) Release(ctx context.Context, key, owner string) error {
 	_, err := d.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                &d.table,
-		Key:                      map[string]types.AttributeValue{"pk": str(key)},
+		Key:                      d.key(key),
 		ConditionExpression:      aws.String(owned),
 		ExpressionAttributeNames: releaseNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{

@@ -30,7 +30,12 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-const table = "claims-test"
+// table has the partition key alone (NewDynamoDB); sortedTable has
+// template.yaml's composite key (NewDynamoDBWith a sort key).
+const (
+	table       = "claims-test"
+	sortedTable = "claims-test-sorted"
+)
 
 var local *dynamolocal.Server
 
@@ -45,8 +50,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := dynamolocal.CreateTable(ctx, local.Client(), table); err != nil {
+	if err := dynamolocal.CreateHashTable(ctx, local.Client(), table); err != nil {
 		fmt.Fprintln(os.Stderr, "creating the table:", err)
+		local.Stop()
+		os.Exit(1)
+	}
+	if err := dynamolocal.CreateTableWith(ctx, local.Client(), sortedTable, "sk"); err != nil {
+		fmt.Fprintln(os.Stderr, "creating the table with a sort key:", err)
 		local.Stop()
 		os.Exit(1)
 	}
@@ -57,6 +67,49 @@ func TestMain(m *testing.M) {
 
 func TestDynamoDBContract(t *testing.T) {
 	claimstest.Run(t, func(t *testing.T) claims.Store { return claims.NewDynamoDB(local.Client(), table) })
+}
+
+// TestDynamoDBContractSortKey: the same contract in a table whose primary
+// key is composite, as template.yaml's (the demo keeps its notes there).
+func TestDynamoDBContractSortKey(t *testing.T) {
+	claimstest.Run(t, func(t *testing.T) claims.Store {
+		return claims.NewDynamoDBWith(local.Client(), sortedTable, claims.DynamoDBOptions{SortKey: "sk"})
+	})
+}
+
+// TestSortKeyItems: in a table with a sort key a claim is still one item
+// per key, under the fixed sort key value, and a keyed call through the
+// store costs what it costs without one.
+func TestSortKeyItems(t *testing.T) {
+	c := &opcount.Counter{}
+	store := claims.NewDynamoDBWith(local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) }), sortedTable, claims.DynamoDBOptions{SortKey: "sk"})
+	srv, runs := effectServer(store, nil)
+	ctx := context.Background()
+	key := newKey(t)
+	if st, out := callTool(ctx, srv, "charge", `{"n":5}`, key); st != 200 || out["result"] == nil {
+		t.Fatalf("first: %d %v", st, out)
+	}
+	if st, out := callTool(ctx, srv, "charge", `{"n":5}`, key); outcome(st, out) != "replay" || runs.Load() != 1 {
+		t.Fatalf("second: %d %v, runs %d", st, out, runs.Load())
+	}
+	if ops := c.Take(); ops["PutItem"] != 2 || ops["UpdateItem"] != 1 || len(ops) != 2 {
+		t.Errorf("two calls: %v, want two PutItem and one UpdateItem", ops)
+	}
+	out, err := local.Client().Query(ctx, &dynamodb.QueryInput{TableName: aws.String(sortedTable), ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: claims.ClaimKey("alice", "charge", key)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != 1 {
+		t.Fatalf("%d items under the claim's key", len(out.Items))
+	}
+	if sk, _ := out.Items[0]["sk"].(*types.AttributeValueMemberS); sk == nil || sk.Value != claims.ClaimSortValue {
+		t.Errorf("sort key %v", out.Items[0]["sk"])
+	}
+	if st, _ := out.Items[0]["status"].(*types.AttributeValueMemberS); st == nil || st.Value != "completed" {
+		t.Errorf("status %v", out.Items[0]["status"])
+	}
 }
 
 // effectServer is a server whose side-effecting tool counts its runs.
