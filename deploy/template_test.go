@@ -440,7 +440,7 @@ func TestPolicies(t *testing.T) {
 		actions  []string
 		resource string
 	}{
-		"Claims":   {[]string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, "ClaimsTable.Arn"},
+		"Claims":   {[]string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, "ClaimsTable.Arn"},
 		"StateKey": {[]string{"kms:Decrypt", "kms:GenerateDataKey"}, "StateKey.Arn"},
 	}
 	seen := 0
@@ -495,9 +495,25 @@ func TestTableAndKey(t *testing.T) {
 	if p := table.PointInTimeRecoverySpecification; p == nil || p.PointInTimeRecoveryEnabled == nil || !*p.PointInTimeRecoveryEnabled {
 		t.Errorf("PITR = %+v", p)
 	}
-	if len(table.KeySchema) != 1 || table.KeySchema[0].AttributeName != "pk" || table.KeySchema[0].KeyType != "HASH" {
-		t.Errorf("KeySchema = %+v", table.KeySchema)
+	// The partition key pk and the sort key sk, both strings: what
+	// functions/mcp (claims.NewDynamoDBWith, the note book) and
+	// internal/dynamolocal.CreateTable take.
+	if len(table.KeySchema) != 2 || table.KeySchema[0].AttributeName != "pk" || table.KeySchema[0].KeyType != "HASH" ||
+		table.KeySchema[1].AttributeName != "sk" || table.KeySchema[1].KeyType != "RANGE" {
+		t.Errorf("KeySchema = %+v, want pk HASH, sk RANGE", table.KeySchema)
 	}
+	attrs := map[string]string{}
+	for _, a := range table.AttributeDefinitions {
+		attrs[a.AttributeName] = a.AttributeType
+	}
+	if len(attrs) != 2 || attrs["pk"] != "S" || attrs["sk"] != "S" {
+		t.Errorf("AttributeDefinitions = %+v, want pk S, sk S", table.AttributeDefinitions)
+	}
+	// The table is kept when the stack is deleted and when it is replaced
+	// (as a change of key schema replaces it).
+	r := raw(t)
+	want(t, at(t, r, "Resources", "ClaimsTable", "DeletionPolicy"), "Retain", "ClaimsTable DeletionPolicy")
+	want(t, at(t, r, "Resources", "ClaimsTable", "UpdateReplacePolicy"), "Retain", "ClaimsTable UpdateReplacePolicy")
 
 	key, err := tmpl.GetKMSKeyWithName("StateKey")
 	if err != nil {

@@ -46,6 +46,19 @@ func (a *awsClients) load(ctx context.Context) error {
 	return a.err
 }
 
+// notesAPI returns the DynamoDB client for the note book, made on first
+// use.
+func (a *awsClients) notesAPI(ctx context.Context) (notesAPI, error) {
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	return a.dynamo, nil
+}
+
+// tableSortKey is the sort key of the claims table (template.yaml's): the
+// claims store gives its items the fixed value claims.ClaimSortValue.
+const tableSortKey = "sk"
+
 // lazyStore is a claims.Store whose DynamoDB client is made on the first
 // claim.
 type lazyStore struct {
@@ -57,7 +70,7 @@ func (l *lazyStore) store(ctx context.Context) (claims.Store, error) {
 	if err := l.aws.load(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", claims.ErrUnavailable, err)
 	}
-	return claims.NewDynamoDB(l.aws.dynamo, l.table), nil
+	return claims.NewDynamoDBWith(l.aws.dynamo, l.table, claims.DynamoDBOptions{SortKey: tableSortKey}), nil
 }
 
 func (l *lazyStore) Claim(ctx context.Context, c claims.Claim, now time.Time) (bool, *claims.Record, error) {

@@ -60,11 +60,11 @@ func TestBrowserCORSInProcess(t *testing.T) {
 
 	rig.run(t, chrome)
 
-	all, err := notes.List(context.Background(), stateless.Anonymous)
+	all, more, err := notes.List(context.Background(), stateless.Anonymous, "", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 1 || all[0].Text != appNote {
+	if len(all) != 1 || all[0].Text != appNote || more {
 		t.Errorf("notes after both pages: %+v, want only %q", all, appNote)
 	}
 }

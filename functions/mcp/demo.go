@@ -44,34 +44,72 @@ var (
 // notes_search: a read-only tool.
 
 var searchTool = &stateless.Tool{
-	Name:        "notes_search",
-	Title:       "Search notes",
-	Description: "Lists your notes whose text contains the query (all notes when the query is empty).",
+	Name:  "notes_search",
+	Title: "Search notes",
+	Description: "Lists your notes whose text contains the query (all notes when the query is empty), oldest first, " +
+		"at most 50 at a time: when the answer has a nextCursor, call again with it as cursor for the notes after these.",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesRead,
 }
 
 type searchIn struct {
-	Query string `json:"query,omitempty" jsonschema:"text to look for, case-insensitive"`
+	Query  string `json:"query,omitempty" jsonschema:"text to look for, case-insensitive"`
+	Cursor string `json:"cursor,omitempty" jsonschema:"the nextCursor of the previous answer to this search, for the notes after it"`
 }
 
 type searchOut struct {
-	Notes []Note `json:"notes"`
+	Notes      []Note `json:"notes"`
+	NextCursor string `json:"nextCursor,omitempty"`
 }
 
+// The bounds of one notes_search answer: at most searchPage notes, found
+// among at most searchScan notes read from the store, storePage at a
+// time. A search through a large book with few matches may answer fewer
+// notes, even none, with a nextCursor: the client goes on until there is
+// none.
+const (
+	searchPage = 50
+	searchScan = 500
+	storePage  = 100
+)
+
 func (d *demo) search(ctx context.Context, req *stateless.ToolRequest, in searchIn) (*stateless.CallToolResult, searchOut, error) {
-	all, err := d.notes.List(ctx, req.Principal)
-	if err != nil {
-		return nil, searchOut{}, mcperr.NewRetryLater(0, err)
-	}
-	out := searchOut{Notes: []Note{}}
 	q := strings.ToLower(in.Query)
-	for _, n := range all {
-		if strings.Contains(strings.ToLower(n.Text), q) {
-			out.Notes = append(out.Notes, n)
+	after := ""
+	if in.Cursor != "" {
+		var ok bool
+		if after, ok = openCursor(req.Principal, q, in.Cursor); !ok {
+			return nil, searchOut{}, mcperr.NewInvalidArguments("cursor is not a nextCursor that notes_search gave you for this query")
 		}
 	}
-	return nil, out, nil
+	out := searchOut{Notes: []Note{}}
+	for examined := 0; ; {
+		batch, more, err := d.notes.List(ctx, req.Principal, after, min(storePage, searchScan-examined))
+		if err != nil {
+			return nil, searchOut{}, mcperr.NewRetryLater(0, err)
+		}
+		for i, n := range batch {
+			examined++
+			after = n.ID
+			if !strings.Contains(strings.ToLower(n.Text), q) {
+				continue
+			}
+			out.Notes = append(out.Notes, n)
+			if len(out.Notes) == searchPage {
+				if more || i < len(batch)-1 {
+					out.NextCursor = makeCursor(req.Principal, q, after)
+				}
+				return nil, out, nil
+			}
+		}
+		switch {
+		case !more:
+			return nil, out, nil
+		case examined >= searchScan:
+			out.NextCursor = makeCursor(req.Principal, q, after)
+			return nil, out, nil
+		}
+	}
 }
 
 // notes_add: a side-effecting tool.
@@ -92,6 +130,12 @@ type addOut struct {
 	ID string `json:"id"`
 }
 
+// noteLimit is the details of a refused add: the limit it reached
+// (MaxNotesPerOwner for note_limit_reached).
+type noteLimit struct {
+	Limit int `json:"limit"`
+}
+
 func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, addOut, error) {
 	switch {
 	case strings.TrimSpace(in.Text) == "":
@@ -100,7 +144,15 @@ func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*
 		return nil, addOut{}, mcperr.NewInvalidArguments("text is longer than 4000 characters")
 	}
 	n, err := d.notes.Add(ctx, req.Principal, in.Text)
-	if err != nil {
+	var full *NoteLimitError
+	switch {
+	case errors.As(err, &full) && full.PerOwner:
+		return nil, addOut{}, mcperr.NewRefused("note_limit_reached", noteLimit{Limit: full.Limit})
+	case errors.As(err, &full):
+		return nil, addOut{}, mcperr.NewRefused("note_store_full", noteLimit{Limit: full.Limit})
+	case err != nil:
+		// The store failed: retryable, and its cause is in the request's
+		// log line (by type and AWS error code).
 		return nil, addOut{}, mcperr.NewRetryLater(0, err)
 	}
 	return nil, addOut{ID: n.ID}, nil
@@ -176,7 +228,7 @@ func preview(s string) string {
 var digestTool = &stateless.Tool{
 	Name:        "notes_digest",
 	Title:       "Count words in notes",
-	Description: "Counts the words in every note, reporting progress note by note.",
+	Description: "Counts the words in every note, reporting progress every 100 notes.",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesRead,
 }
@@ -186,15 +238,25 @@ type digestOut struct {
 	Words int `json:"words"`
 }
 
+// digest reads the book a page at a time: it never holds more than one
+// page of notes.
 func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, digestOut, error) {
-	all, err := d.notes.List(ctx, req.Principal)
-	if err != nil {
-		return nil, digestOut{}, mcperr.NewRetryLater(0, err)
-	}
-	out := digestOut{Notes: len(all)}
-	for i, n := range all {
-		out.Words += len(strings.Fields(n.Text))
-		req.Progress(float64(i+1), float64(len(all)), "counted a note")
+	var out digestOut
+	for after, more := "", true; more; {
+		var batch []Note
+		var err error
+		batch, more, err = d.notes.List(ctx, req.Principal, after, storePage)
+		if err != nil {
+			return nil, digestOut{}, mcperr.NewRetryLater(0, err)
+		}
+		for _, n := range batch {
+			out.Words += len(strings.Fields(n.Text))
+			after = n.ID
+		}
+		if len(batch) > 0 {
+			out.Notes += len(batch)
+			req.Progress(float64(out.Notes), 0, fmt.Sprintf("counted %d notes", out.Notes))
+		}
 	}
 	req.Log(stateless.LevelInfo, "notes_digest", fmt.Sprintf("counted %d words in %d notes", out.Words, out.Notes))
 	return nil, out, nil
@@ -213,9 +275,12 @@ var readme = &stateless.Resource{
 const readmeText = `# Note book
 
 - notes_add adds a note (send an idempotency key to make retries safe);
-- notes_search lists notes;
+- notes_search lists notes, 50 at a time (pass its nextCursor back as
+  cursor for more);
 - notes_delete deletes one after you confirm;
 - notes_digest counts words, reporting progress.
+
+Each caller has at most 1000 notes.
 
 Each note is also a resource: notes://note/{id}.
 `
@@ -258,8 +323,11 @@ var summarizePrompt = &stateless.Prompt{
 	Arguments:   []stateless.PromptArgument{{Name: "focus", Description: "what to focus on, such as todo or ideas"}},
 }
 
+// promptNotes is how many notes the prompt quotes, at most.
+const promptNotes = 50
+
 func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*stateless.GetPromptResult, error) {
-	all, err := d.notes.List(ctx, req.Principal)
+	all, more, err := d.notes.List(ctx, req.Principal, "", promptNotes)
 	if err != nil {
 		return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
 	}
@@ -275,6 +343,9 @@ func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*st
 	if len(all) == 0 {
 		b.WriteString("(there are no notes yet)\n")
 	}
+	if more {
+		fmt.Fprintf(&b, "(these are the oldest %d notes; there are more)\n", len(all))
+	}
 	return &stateless.GetPromptResult{
 		Description: "Summary of your notes",
 		Messages:    []stateless.PromptMessage{{Role: "user", Content: stateless.Text(b.String())}},
@@ -283,26 +354,55 @@ func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*st
 
 var focusValues = []string{"decisions", "ideas", "meetings", "people", "todo"}
 
+// maxCompletions is the most values a completion answers (the
+// protocol's limit).
+const maxCompletions = 100
+
 func (d *demo) complete(ctx context.Context, req *stateless.CompleteRequest) (*stateless.CompleteResult, error) {
-	var candidates []string
+	res := &stateless.CompleteResult{}
 	switch {
 	case req.RefType == "ref/prompt" && req.RefName == summarizePrompt.Name && req.Argument == "focus":
-		candidates = focusValues
+		for _, c := range focusValues {
+			if strings.HasPrefix(c, req.Value) {
+				res.Completion.Values = append(res.Completion.Values, c)
+			}
+		}
 	case req.RefType == "ref/resource" && req.RefName == noteTemplate.URITemplate && req.Argument == "id":
-		all, err := d.notes.List(ctx, req.Principal)
+		values, more, err := d.completeID(ctx, req.Principal, req.Value)
 		if err != nil {
 			return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
 		}
-		for _, n := range all {
-			candidates = append(candidates, n.ID)
-		}
-	}
-	res := &stateless.CompleteResult{}
-	for _, c := range candidates {
-		if strings.HasPrefix(c, req.Value) {
-			res.Completion.Values = append(res.Completion.Values, c)
-		}
+		res.Completion.Values, res.Completion.HasMore = values, more
 	}
 	res.Completion.Total = len(res.Completion.Values)
 	return res, nil
+}
+
+// completeID returns the caller's note ids that begin with prefix, at most
+// maxCompletions, with one read: ids sort, so the ones with a prefix are
+// the first ones after it.
+func (d *demo) completeID(ctx context.Context, principal, prefix string) ([]string, bool, error) {
+	if len(prefix) >= 17 {
+		if !validNoteID(prefix) {
+			return nil, false, nil
+		}
+		if _, err := d.notes.Get(ctx, principal, prefix); errors.Is(err, ErrNoNote) {
+			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
+		}
+		return []string{prefix}, false, nil
+	}
+	notes, more, err := d.notes.List(ctx, principal, prefix, maxCompletions)
+	if err != nil {
+		return nil, false, err
+	}
+	var ids []string
+	for _, n := range notes {
+		if !strings.HasPrefix(n.ID, prefix) {
+			return ids, false, nil
+		}
+		ids = append(ids, n.ID)
+	}
+	return ids, more, nil
 }

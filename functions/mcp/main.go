@@ -78,7 +78,7 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	var notes NoteStore = newMemoryNotes()
 	if cfg.ClaimsTable != "" {
 		store = &lazyStore{aws: clients, table: cfg.ClaimsTable}
-		notes = &dynamoNotes{aws: clients, table: cfg.ClaimsTable}
+		notes = &dynamoNotes{client: clients.notesAPI, table: cfg.ClaimsTable}
 	} else if cfg.InLambda {
 		logger.Warn("no " + envClaimsTable + ": idempotency claims and notes are kept per instance")
 	}

@@ -6,144 +6,292 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// dynamoNotes keeps each owner's notes in one item of the claims table,
-// under the key prefix "notes#" (claims use "claim#"): a list attribute
-// that an add appends to in one write. It needs only GetItem and
-// UpdateItem, the actions the function already has on the table.
+// notesAPI is the part of the DynamoDB client the note book uses. A
+// transaction's Put, Update and Delete are authorized as PutItem,
+// UpdateItem and DeleteItem: with Query and GetItem, the actions
+// template.yaml grants the function on its table.
+type notesAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+}
+
+// dynamoNotes keeps the notes in the claims table (partition key pk, sort
+// key sk, as template.yaml creates it), one item per note, each owner's
+// under one partition:
+//
+//	pk       S  notes#<sha256 of the owner>   (claims use claim#...)
+//	sk       S  the note's id (n + 16 hex digits, in creation order)
+//	text     S  the note
+//	created  N  epoch milliseconds
+//
+// and one counter item per owner, which bounds the book without reading
+// it:
+//
+//	pk       S  notes#<sha256 of the owner>
+//	sk       S  #count (sorts before every id)
+//	notes    N  how many notes the owner has
+//
+// An add is one transaction of two conditional writes: the note's PutItem
+// (its id is new) and the counter's UpdateItem (the count is under the
+// limit, and goes up by one). A delete is the note's DeleteItem (it
+// exists) and the counter's UpdateItem (down by one). Either both happen
+// or neither, so the count is exact, and concurrent adds stop at the
+// limit. Reads are consistent, so that a caller reads its own writes.
 type dynamoNotes struct {
-	aws   *awsClients
-	table string
+	client func(ctx context.Context) (notesAPI, error)
+	table  string
+	// limit is the notes per owner; 0 means MaxNotesPerOwner.
+	limit int
+	ids   noteIDSource
 }
 
-type noteItem struct {
-	ID      string `dynamodbav:"id"`
-	Text    string `dynamodbav:"text"`
-	Created int64  `dynamodbav:"created"`
-}
+// counterSK is the sort key of an owner's counter item. Note ids begin
+// with "n"; "#" sorts before it, so a Query for notes never meets it.
+const counterSK = "#count"
 
-// notesKey names an owner's item by a digest: principals do not appear
-// in keys.
-func notesKey(owner string) map[string]types.AttributeValue {
+// notesPK is the partition key of an owner's notes: a digest, so that
+// principals do not appear in keys.
+func notesPK(owner string) types.AttributeValue {
 	d := sha256.Sum256([]byte(owner))
-	return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "notes#" + hex.EncodeToString(d[:])}}
+	return &types.AttributeValueMemberS{Value: "notes#" + hex.EncodeToString(d[:])}
 }
 
-func (d *dynamoNotes) client(ctx context.Context) (*dynamodb.Client, error) {
-	if err := d.aws.load(ctx); err != nil {
-		return nil, err
-	}
-	return d.aws.dynamo, nil
+func notesKey(pk types.AttributeValue, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": pk, "sk": &types.AttributeValueMemberS{Value: sk}}
 }
+
+func (d *dynamoNotes) perOwner() int {
+	if d.limit > 0 {
+		return d.limit
+	}
+	return MaxNotesPerOwner
+}
+
+// counterNames name the counter's attribute in expressions.
+var counterNames = map[string]string{"#n": "notes"}
 
 func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error) {
 	c, err := d.client(ctx)
 	if err != nil {
 		return Note{}, err
 	}
-	n := Note{ID: newNoteID(), Text: text, Created: time.Now().UTC()}
-	item, err := attributevalue.MarshalList([]noteItem{{ID: n.ID, Text: n.Text, Created: n.Created.UnixMilli()}})
-	if err != nil {
-		return Note{}, err
+	pk := notesPK(owner)
+	limit := d.perOwner()
+	n := Note{Text: text, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	for attempt := 0; ; attempt++ {
+		n.ID = d.ids.next(n.Created)
+		item := notesKey(pk, n.ID)
+		item["text"] = &types.AttributeValueMemberS{Value: n.Text}
+		item["created"] = num(n.Created.UnixMilli())
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: &types.Update{
+				TableName:                &d.table,
+				Key:                      notesKey(pk, counterSK),
+				UpdateExpression:         aws.String("SET #n = if_not_exists(#n, :zero) + :one"),
+				ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :limit"),
+				ExpressionAttributeNames: counterNames,
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":zero": num(0), ":one": num(1), ":limit": num(int64(limit)),
+				},
+			}},
+			{Put: &types.Put{
+				TableName:           &d.table,
+				Item:                item,
+				ConditionExpression: aws.String("attribute_not_exists(pk)"),
+			}},
+		}})
+		switch failed := cancelled(err); {
+		case err == nil:
+			return n, nil
+		case failed[0] == "ConditionalCheckFailed":
+			return Note{}, &NoteLimitError{Limit: limit, PerOwner: true}
+		case failed[1] == "ConditionalCheckFailed" && attempt < 3:
+			// The id is taken (one in a million): draw again.
+		case conflicted(failed) && attempt < maxConflicts:
+			if err := backOff(ctx, attempt); err != nil {
+				return Note{}, fmt.Errorf("adding a note: %w", err)
+			}
+		default:
+			return Note{}, fmt.Errorf("adding a note: %w", err)
+		}
 	}
-	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 &d.table,
-		Key:                       notesKey(owner),
-		UpdateExpression:          aws.String("SET notes = list_append(if_not_exists(notes, :empty), :new)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":empty": &types.AttributeValueMemberL{}, ":new": &types.AttributeValueMemberL{Value: item}},
-	})
-	if err != nil {
-		return Note{}, fmt.Errorf("adding a note: %w", err)
-	}
-	return n, nil
 }
 
-func (d *dynamoNotes) List(ctx context.Context, owner string) ([]Note, error) {
-	items, err := d.list(ctx, owner)
-	if err != nil {
-		return nil, err
+// maxConflicts is how many times a write that met another transaction on
+// the same counter is tried again.
+const maxConflicts = 8
+
+// cancelled returns the reasons a transaction of two writes was cancelled
+// for, one per write ("None" for a write that was not at fault), or
+// nothing when err is no cancellation.
+func cancelled(err error) [2]string {
+	var tce *types.TransactionCanceledException
+	var reasons [2]string
+	if errors.As(err, &tce) {
+		for i, r := range tce.CancellationReasons {
+			if i < len(reasons) && r.Code != nil {
+				reasons[i] = *r.Code
+			}
+		}
 	}
-	notes := make([]Note, len(items))
-	for i, it := range items {
-		notes[i] = Note{ID: it.ID, Text: it.Text, Created: time.UnixMilli(it.Created).UTC()}
-	}
-	return notes, nil
+	return reasons
 }
 
-func (d *dynamoNotes) list(ctx context.Context, owner string) ([]noteItem, error) {
-	c, err := d.client(ctx)
-	if err != nil {
-		return nil, err
+// conflicted reports whether a transaction was cancelled because another
+// one wrote the same item at the same time (or DynamoDB was throttling):
+// worth trying again.
+func conflicted(reasons [2]string) bool {
+	for _, r := range reasons {
+		if r == "TransactionConflict" || r == "ThrottlingError" || r == "ProvisionedThroughputExceeded" {
+			return true
+		}
 	}
-	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(owner), ConsistentRead: aws.Bool(true)})
-	if err != nil {
-		return nil, fmt.Errorf("reading notes: %w", err)
+	return false
+}
+
+// backOff waits a random while that grows with attempt: 5 ms, 10 ms, ...
+// at most 200 ms.
+func backOff(ctx context.Context, attempt int) error {
+	d := min(5*time.Millisecond<<attempt, 200*time.Millisecond)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(d))) + time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
-	var doc struct {
-		Notes []noteItem `dynamodbav:"notes"`
-	}
-	if err := attributevalue.UnmarshalMap(out.Item, &doc); err != nil {
-		return nil, fmt.Errorf("decoding notes: %w", err)
-	}
-	return doc.Notes, nil
 }
 
 func (d *dynamoNotes) Get(ctx context.Context, owner, id string) (Note, error) {
-	notes, err := d.List(ctx, owner)
+	if !validNoteID(id) {
+		return Note{}, ErrNoNote
+	}
+	c, err := d.client(ctx)
 	if err != nil {
 		return Note{}, err
 	}
-	for _, n := range notes {
-		if n.ID == id {
-			return n, nil
-		}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(notesPK(owner), id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Note{}, fmt.Errorf("reading a note: %w", err)
 	}
-	return Note{}, ErrNoNote
+	if out.Item == nil {
+		return Note{}, ErrNoNote
+	}
+	return decodeNote(out.Item)
 }
 
-// Delete removes the note at its index, on condition that the index still
-// holds it; a concurrent change makes it read and try again.
 func (d *dynamoNotes) Delete(ctx context.Context, owner, id string) error {
-	for attempt := 0; attempt < 5; attempt++ {
-		items, err := d.list(ctx, owner)
-		if err != nil {
-			return err
-		}
-		i := -1
-		for j, it := range items {
-			if it.ID == id {
-				i = j
-			}
-		}
-		if i < 0 {
+	if !validNoteID(id) {
+		return ErrNoNote // and never the counter
+	}
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	pk := notesPK(owner)
+	for attempt := 0; ; attempt++ {
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Delete: &types.Delete{
+				TableName:           &d.table,
+				Key:                 notesKey(pk, id),
+				ConditionExpression: aws.String("attribute_exists(pk)"),
+			}},
+			{Update: &types.Update{
+				TableName:                 &d.table,
+				Key:                       notesKey(pk, counterSK),
+				UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :one) - :one"),
+				ExpressionAttributeNames:  counterNames,
+				ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+			}},
+		}})
+		switch failed := cancelled(err); {
+		case err == nil:
+			return nil
+		case failed[0] == "ConditionalCheckFailed":
 			return ErrNoNote
-		}
-		c, err := d.client(ctx)
-		if err != nil {
-			return err
-		}
-		_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 &d.table,
-			Key:                       notesKey(owner),
-			UpdateExpression:          aws.String(fmt.Sprintf("REMOVE notes[%d]", i)),
-			ConditionExpression:       aws.String(fmt.Sprintf("notes[%d].id = :id", i)),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberS{Value: id}},
-		})
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) {
-			continue
-		}
-		if err != nil {
+		case conflicted(failed) && attempt < maxConflicts:
+			if err := backOff(ctx, attempt); err != nil {
+				return fmt.Errorf("deleting a note: %w", err)
+			}
+		default:
 			return fmt.Errorf("deleting a note: %w", err)
 		}
-		return nil
 	}
-	return errors.New("deleting a note: the note book kept changing")
+}
+
+// List reads one page with Query (more than one when DynamoDB's 1 MB
+// pages cut it short), asking for one note more than the page to learn
+// whether more follow.
+func (d *dynamoNotes) List(ctx context.Context, owner, after string, limit int) ([]Note, bool, error) {
+	c, err := d.client(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	if after < "n" {
+		after = "n" // every id sorts after "n", and the counter before it
+	}
+	limit = max(limit, 0)
+	in := &dynamodb.QueryInput{
+		TableName:                 &d.table,
+		KeyConditionExpression:    aws.String("pk = :pk AND sk > :after"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": notesPK(owner), ":after": &types.AttributeValueMemberS{Value: after}},
+		ConsistentRead:            aws.Bool(true),
+	}
+	notes := make([]Note, 0, min(limit+1, 128))
+	for len(notes) <= limit {
+		in.Limit = aws.Int32(int32(limit + 1 - len(notes)))
+		out, err := c.Query(ctx, in)
+		if err != nil {
+			return nil, false, fmt.Errorf("listing notes: %w", err)
+		}
+		for _, it := range out.Items {
+			n, err := decodeNote(it)
+			if err != nil {
+				return nil, false, err
+			}
+			notes = append(notes, n)
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	if len(notes) > limit {
+		return notes[:limit], true, nil
+	}
+	return notes, false, nil
+}
+
+func decodeNote(item map[string]types.AttributeValue) (Note, error) {
+	id, _ := item["sk"].(*types.AttributeValueMemberS)
+	text, _ := item["text"].(*types.AttributeValueMemberS)
+	if id == nil || text == nil || !validNoteID(id.Value) {
+		return Note{}, errors.New("decoding a note: not a note item")
+	}
+	return Note{ID: id.Value, Text: text.Value, Created: time.UnixMilli(numAttr(item, "created")).UTC()}, nil
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
+
+// numAttr reads an integer attribute; 0 when absent or not an integer.
+func numAttr(item map[string]types.AttributeValue, name string) int64 {
+	v, ok := item[name].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.ParseInt(v.Value, 10, 64)
+	return n
 }

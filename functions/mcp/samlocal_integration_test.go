@@ -25,6 +25,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 
 const (
@@ -37,6 +38,10 @@ const (
 // the function under the env file must need no other.
 var allowedOps = []string{
 	"DynamoDB_20120810.PutItem", "DynamoDB_20120810.GetItem", "DynamoDB_20120810.UpdateItem", "DynamoDB_20120810.DeleteItem",
+	"DynamoDB_20120810.Query",
+	// A transaction's writes are authorized as PutItem, UpdateItem and
+	// DeleteItem: the note book's adds and deletes need no more.
+	"DynamoDB_20120810.TransactWriteItems",
 	"TrentService.GenerateDataKey", "TrentService.Decrypt",
 }
 
@@ -139,13 +144,19 @@ func TestSAMLocalEnvironment(t *testing.T) {
 			out, ops := invoke(t, ev)
 			switch name {
 			case "notes-add.json", "notes-add-keyed.json":
-				// A keyed add claims its key, then appends the note.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.UpdateItem": 1 + btoi(name == "notes-add-keyed.json")},
-					"DynamoDB_20120810.PutItem", btoi(name == "notes-add-keyed.json"))
+				// An add writes the note's own item and counts it, in one
+				// transaction; a keyed add claims its key first (PutItem)
+				// and completes the claim last (UpdateItem).
+				keyed := btoi(name == "notes-add-keyed.json")
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.TransactWriteItems": 1, "DynamoDB_20120810.UpdateItem": keyed},
+					"DynamoDB_20120810.PutItem", keyed)
 				items := scanTable(t, ctx, stack)
 				notes := noteIDs(t, items)
 				if id := answeredID(t, out); len(notes) != 1 || notes[0] != id {
 					t.Errorf("the table holds notes %v, want the one answered, %s", notes, id)
+				}
+				if counts := noteCounts(items); len(counts) != 1 || counts[0] != 1 {
+					t.Errorf("note counts %v, want one owner with 1", counts)
 				}
 				if claims := completedClaims(items); claims != btoi(name == "notes-add-keyed.json") {
 					t.Errorf("%d completed claims in the table", claims)
@@ -154,8 +165,8 @@ func TestSAMLocalEnvironment(t *testing.T) {
 			case "notes-add-keyed-replay.json":
 				// The replay is answered from the claim its predecessor's
 				// process left in the table: one conditional write that
-				// fails, no note appended.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.PutItem": 1}, "DynamoDB_20120810.UpdateItem", 0)
+				// fails, no note written.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.PutItem": 1, "DynamoDB_20120810.TransactWriteItems": 0}, "DynamoDB_20120810.UpdateItem", 0)
 				items := scanTable(t, ctx, stack)
 				if notes := noteIDs(t, items); len(notes) != 1 || notes[0] != answeredID(t, first) || answeredID(t, out) != notes[0] {
 					t.Errorf("after the replay the table holds notes %v; first answer %s, replay %s", notes, answeredID(t, first), answeredID(t, out))
@@ -169,12 +180,16 @@ func TestSAMLocalEnvironment(t *testing.T) {
 				// key that local-kms generated from the seeded key.
 				wantOps(t, ops, map[string]int{"TrentService.GenerateDataKey": 1}, "TrentService.Decrypt", 0)
 				stateful++
-			case "notes-search.json", "jwt-notes-search.json", "notes-digest.json", "prompts-get.json", "missing-capability.json":
-				// Read the caller's notes from the (empty) table (the
-				// prompt quotes them; the delete looks its note up before
-				// it asks for a confirmation it cannot get): no claim, no
-				// write.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.GetItem": 1}, "DynamoDB_20120810.UpdateItem", 0)
+			case "notes-search.json", "jwt-notes-search.json", "notes-digest.json", "prompts-get.json":
+				// Read a page of the caller's notes from the (empty)
+				// table with one Query (the prompt quotes them): no
+				// claim, no write.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.Query": 1, "DynamoDB_20120810.GetItem": 0}, "DynamoDB_20120810.UpdateItem", 0)
+				stateful++
+			case "missing-capability.json":
+				// The delete looks its note up before it asks for a
+				// confirmation it cannot get: one GetItem, no write.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.GetItem": 1, "DynamoDB_20120810.Query": 0}, "DynamoDB_20120810.UpdateItem", 0)
 				stateful++
 			default:
 				// Everything else answers without AWS: the clients are
@@ -213,10 +228,9 @@ func wantOps(t *testing.T, ops, want map[string]int, op string, n int) {
 
 type tableItem struct {
 	PK     string `dynamodbav:"pk"`
+	SK     string `dynamodbav:"sk"`
 	Status string `dynamodbav:"status"`
-	Notes  []struct {
-		ID string `dynamodbav:"id"`
-	} `dynamodbav:"notes"`
+	Notes  int    `dynamodbav:"notes"`
 }
 
 func scanTable(t *testing.T, ctx context.Context, s *samlocal.Stack) []tableItem {
@@ -232,23 +246,36 @@ func scanTable(t *testing.T, ctx context.Context, s *samlocal.Stack) []tableItem
 	return items
 }
 
+// noteIDs are the ids of the note items (one per note).
 func noteIDs(t *testing.T, items []tableItem) []string {
 	t.Helper()
 	var ids []string
 	for _, it := range items {
-		if strings.HasPrefix(it.PK, "notes#") {
-			for _, n := range it.Notes {
-				ids = append(ids, n.ID)
+		if strings.HasPrefix(it.PK, "notes#") && it.SK != counterSK {
+			if !validNoteID(it.SK) {
+				t.Errorf("note item with sort key %q", it.SK)
 			}
+			ids = append(ids, it.SK)
 		}
 	}
 	return ids
 }
 
+// noteCounts are the owners' note counts.
+func noteCounts(items []tableItem) []int {
+	var counts []int
+	for _, it := range items {
+		if strings.HasPrefix(it.PK, "notes#") && it.SK == counterSK {
+			counts = append(counts, it.Notes)
+		}
+	}
+	return counts
+}
+
 func completedClaims(items []tableItem) int {
 	n := 0
 	for _, it := range items {
-		if strings.HasPrefix(it.PK, "claim#") && it.Status == "completed" {
+		if strings.HasPrefix(it.PK, "claim#") && it.SK == claims.ClaimSortValue && it.Status == "completed" {
 			n++
 		}
 	}

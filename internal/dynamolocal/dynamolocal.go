@@ -130,9 +130,10 @@ func (s *Server) Client(opts ...func(*dynamodb.Options)) *dynamodb.Client {
 }
 
 // CreateTable creates a table shaped as template.yaml's claims table: a
-// string partition key "pk" and the TTL attribute "expires_at".
+// string partition key "pk", a string sort key "sk" and the TTL attribute
+// "expires_at".
 func CreateTable(ctx context.Context, c *dynamodb.Client, name string) error {
-	return CreateTableWith(ctx, c, name, "")
+	return CreateTableWith(ctx, c, name, "sk")
 }
 
 // CreateHashTable creates a table with the string partition key "pk"
