@@ -221,11 +221,41 @@ func inflate(stored []byte) (json.RawMessage, error) {
 
 var _ stateless.Redeemer = (*Guard)(nil)
 
-// Redeem implements stateless.Redeemer: one conditional write, taken the
-// first time, refused after.
-func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (bool, error) {
+// Redeem implements stateless.Redeemer with the claims of the Store: a
+// redemption is a claim on "redeem#"+id, in progress under a lease (the
+// request's deadline plus LeaseMargin, capped by MaxLease) while its call
+// runs, then completed (kept until until) or released. A live claim on
+// the id, in progress or completed, refuses it (nil).
+func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (stateless.Redemption, error) {
 	now := g.opts.Now()
-	taken, _, err := g.store.Claim(ctx, Claim{Key: "redeem#" + id, Owner: newOwner(), Fingerprint: "redeem",
-		LeaseUntil: until, ExpiresAt: until}, now)
-	return taken, err
+	lease := now.Add(g.opts.MaxLease)
+	if d, ok := ctx.Deadline(); ok {
+		if l := d.Add(g.opts.LeaseMargin); l.Before(lease) {
+			lease = l
+		}
+	}
+	if lease.After(until) {
+		lease = until
+	}
+	c := Claim{Key: "redeem#" + id, Owner: newOwner(), Fingerprint: "redeem", LeaseUntil: lease, ExpiresAt: until}
+	taken, _, err := g.store.Claim(ctx, c, now)
+	if err != nil || !taken {
+		return nil, err
+	}
+	return &redemption{store: g.store, key: c.Key, owner: c.Owner, until: until}, nil
+}
+
+// redemption settles one redemption claim.
+type redemption struct {
+	store      Store
+	key, owner string
+	until      time.Time
+}
+
+func (r *redemption) Complete(ctx context.Context) error {
+	return r.store.Complete(ctx, r.key, r.owner, nil, false, r.until)
+}
+
+func (r *redemption) Release(ctx context.Context) error {
+	return r.store.Release(ctx, r.key, r.owner)
 }

@@ -137,6 +137,14 @@ type exchange struct {
 	// asked for input, which is not stored.
 	resultBytes   []byte
 	inputRequired bool
+
+	// redeemID names the request's single-use state, once opened, and
+	// redemption is its redemption in progress (redeemState). retryable
+	// says the answer is one its retry may change: a RetryLater tool
+	// failure or a retryable refusal, which release the redemption.
+	redeemID   string
+	redemption Redemption
+	retryable  bool
 }
 
 func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Response) {
@@ -274,6 +282,7 @@ func isLoopbackHost(hostport string) bool {
 
 // refuse answers with the JSON-RPC error for e.
 func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
+	x.retryable = e.Retryable()
 	x.o.Code = e.Code()
 	x.o.Kind = e.Kind().String()
 	if e.ServerFault() {

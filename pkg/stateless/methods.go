@@ -238,12 +238,20 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 			}
 		}()
 	}
+	// A single-use state is redeemed after the claim (a replay wins) and
+	// settled with the outcome, before the claim completes.
+	if e := x.redeemState(ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
 	x.o.Steps.Handler = time.Since(handlerStart)
 	resp := x.toolOutcome(ctx, t, b, res, err)
+	x.finishState(ctx)
 	if ticket != nil {
-		if x.resultBytes != nil && !x.inputRequired {
+		// A retryable failure is not kept: its retry runs the tool.
+		if x.resultBytes != nil && !x.inputRequired && !x.retryable {
 			result := x.resultBytes
 			x.finishClaim(ctx, func(ctx context.Context) error { return ticket.Complete(ctx, result) })
 		} else {
@@ -361,7 +369,8 @@ func (x *exchange) openState(ctx context.Context, k stateKey, token *string) *mc
 		return nil
 	}
 	start := time.Now()
-	e := x.s.openState(ctx, &x.call, k, token)
+	id, e := x.s.openState(ctx, &x.call, k, token)
+	x.redeemID = id
 	x.o.Steps.State = time.Since(start)
 	x.o.StateOpened = e == nil
 	return e
@@ -378,6 +387,7 @@ func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *Inpu
 
 // toolFailure answers with an isError result describing te.
 func (x *exchange) toolFailure(te *mcperr.ToolError) *Response {
+	x.retryable = te.Kind() == mcperr.RetryLater
 	x.o.Kind = te.Kind().String()
 	if te.ServerFault() {
 		x.o.Fault = true
@@ -431,9 +441,14 @@ func (x *exchange) getPrompt(ctx context.Context) *Response {
 	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
+	if e := x.redeemState(ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
 	x.o.Steps.Handler = time.Since(handlerStart)
+	defer x.finishState(ctx) // with the answer, once the handler returned
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}
@@ -504,9 +519,14 @@ func (x *exchange) readResource(ctx context.Context) *Response {
 	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
+	if e := x.redeemState(ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
 	x.o.Steps.Handler = time.Since(handlerStart)
+	defer x.finishState(ctx) // with the answer, once the handler returned
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}

@@ -37,12 +37,30 @@ type InputRequired struct {
 	SingleUse bool
 }
 
-// Redeemer records that a single-use state was redeemed; package claims
-// implements it with the same conditional write as a claim.
+// Redeemer records redemptions of single-use states; package claims
+// implements it with the same conditional writes as a claim.
+//
+// A redemption is tentative while the call that carries the state runs,
+// and settled with the call's outcome: made final when the call completes
+// (a result, or a failure that is not retryable), released when it fails
+// in a way its retry may not (a RetryLater tool failure, a retryable
+// refusal, a timeout, a panic), so that the same state can be used again.
+// While one is in progress, the state is refused to every other call.
 type Redeemer interface {
-	// Redeem reports whether id is redeemed for the first time. The
-	// record must outlive the state (until).
-	Redeem(ctx context.Context, id string, until time.Time) (first bool, err error)
+	// Redeem starts redeeming id: a Redemption to settle once the call
+	// has its outcome, or nil when id was redeemed already or another
+	// call is redeeming it. A tentative redemption lapses, like a claim,
+	// after the request's deadline (ctx's) and a margin: its caller can no
+	// longer be running. A final one must outlive the state (until).
+	Redeem(ctx context.Context, id string, until time.Time) (Redemption, error)
+}
+
+// Redemption settles one tentative redemption.
+type Redemption interface {
+	// Complete makes the redemption final: the state is spent.
+	Complete(ctx context.Context) error
+	// Release gives the redemption up: the state may be used again.
+	Release(ctx context.Context) error
 }
 
 // State flags, the first byte of every sealed state.
@@ -175,34 +193,85 @@ func (k stateKey) binding() reqstate.Binding {
 	return reqstate.Binding{Principal: k.principal, Method: k.method, Target: k.target, ArgsDigest: canon.Digest(k.args), Endpoint: k.endpoint}
 }
 
-// openState opens the state of a retry before any handler runs.
-func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *string) *mcperr.Error {
+// openState opens the state of a retry before any handler runs. For a
+// single-use state it returns the id to redeem (redeemState), once the
+// call is known not to be a replay.
+func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
 	if token == nil {
-		return nil
+		return "", nil
 	}
 	st, err := s.sealer.Open(ctx, k.binding(), *token)
 	if err != nil {
 		if reqstate.IsInvalid(err) {
-			return mcperr.Wrap(mcperr.TamperedState, err)
+			return "", mcperr.Wrap(mcperr.TamperedState, err)
 		}
-		return mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
+		return "", mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
 	}
 	if len(st) == 0 || st[0] > stateSingleUse {
-		return mcperr.Wrap(mcperr.TamperedState, errors.New("state without its flags"))
+		return "", mcperr.Wrap(mcperr.TamperedState, errors.New("state without its flags"))
 	}
 	if st[0] == stateSingleUse {
 		if s.opts.Redeemer == nil {
-			return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state and no redeemer"))
+			return "", mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state and no redeemer"))
 		}
 		sum := sha256.Sum256([]byte(*token))
-		first, err := s.opts.Redeemer.Redeem(ctx, hex.EncodeToString(sum[:]), time.Now().Add(redemptionWindow))
-		if err != nil {
-			return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
-		}
-		if !first {
-			return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed again"))
-		}
+		redeemID = hex.EncodeToString(sum[:])
 	}
 	c.state, c.hasState = st[1:], true
+	return redeemID, nil
+}
+
+// redeemState starts redeeming the request's single-use state, if it
+// carries one, just before its handler runs: after the idempotency claim,
+// so that a keyed retry of a call that completed gets its replay rather
+// than the refusal of a spent state. A state spent, or being redeemed by
+// another call, is refused as any invalid state is.
+func (x *exchange) redeemState(ctx context.Context) *mcperr.Error {
+	if x.redeemID == "" {
+		return nil
+	}
+	start := time.Now()
+	r, err := x.s.opts.Redeemer.Redeem(ctx, x.redeemID, time.Now().Add(redemptionWindow))
+	x.o.Steps.State += time.Since(start)
+	if err != nil {
+		return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+	}
+	if r == nil {
+		x.o.StateOpened = false
+		return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed already, or being redeemed"))
+	}
+	x.redemption = r
 	return nil
+}
+
+// finishState settles the redemption with the call's outcome: released
+// when the call was answered with something its retry may change (the
+// exchange's retryable), final otherwise. Like finishClaim, it runs past
+// the request's deadline; a failure is a server fault for the operator.
+func (x *exchange) finishState(ctx context.Context) {
+	r := x.redemption
+	if r == nil {
+		return
+	}
+	x.redemption = nil
+	settle := r.Complete
+	if x.retryable {
+		settle = r.Release
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := settle(ctx); err != nil {
+		x.o.Fault = true
+		x.o.Err = fmt.Errorf("settling the single-use state's redemption: %w", err)
+		x.o.ErrFromTool = false
+	}
+}
+
+// releaseState, deferred once a redemption started, releases one the call
+// left without an outcome: its handler panicked.
+func (x *exchange) releaseState(ctx context.Context) {
+	if x.redemption != nil {
+		x.retryable = true
+		x.finishState(ctx)
+	}
 }
