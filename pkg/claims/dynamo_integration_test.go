@@ -240,9 +240,11 @@ func TestFailsClosed(t *testing.T) {
 	}
 }
 
-// TestDeadlineLapses: a call whose Lambda deadline passes mid-call holds
-// its key only until the lease (deadline + margin) lapses; then a retry
-// claims it and runs, and the late finisher cannot overwrite the result.
+// TestDeadlineLapses: a call whose tool outruns the Lambda deadline is
+// answered with a retryable timeout before the deadline (less the
+// server's 500ms margin), and holds its key only until the lease (the
+// handler's time + margin) lapses; then a retry claims it and runs, and
+// the late finisher writes nothing.
 func TestDeadlineLapses(t *testing.T) {
 	store := claims.NewDynamoDB(local.Client(), table)
 	srv, runs := effectServer(store, &claims.Options{LeaseMargin: 200 * time.Millisecond})
@@ -250,9 +252,12 @@ func TestDeadlineLapses(t *testing.T) {
 
 	slow := make(chan int, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 		defer cancel()
-		st, _ := callTool(ctx, srv, "charge", `{"n":1,"sleep":"900ms"}`, key)
+		st, out := callTool(ctx, srv, "charge", `{"n":1,"sleep":"900ms"}`, key)
+		if e, _ := out["error"].(map[string]any); e == nil || e["data"].(map[string]any)["type"] != "timeout" {
+			t.Errorf("the call past its deadline: %d %v", st, out)
+		}
 		slow <- st
 	}()
 	time.Sleep(50 * time.Millisecond)

@@ -20,12 +20,15 @@ import (
 
 // Options configure a Guard.
 type Options struct {
-	// LeaseMargin is added to the request's deadline (the Lambda
-	// invocation's) to make the lease: a claim whose caller can no longer
-	// be running lapses soon after. Default 5s.
+	// LeaseMargin is added to how long the call may run to make the
+	// lease: IdempotentCall.Lease (the tool's MaxDuration, or less when
+	// the request's deadline is nearer), or else the request's deadline. A
+	// claim whose handler can no longer be running lapses soon after.
+	// Default 5s.
 	LeaseMargin time.Duration
-	// MaxLease caps a lease, and is the lease of a request with no
-	// deadline. Default 15 minutes, Lambda's longest run.
+	// MaxLease caps a lease, and is the lease of a call that states no
+	// Lease and whose request has no deadline. Default 15 minutes,
+	// Lambda's longest run.
 	MaxLease time.Duration
 	// Retention is how long a completed call is remembered, and replayed.
 	// Default 24 hours.
@@ -89,7 +92,7 @@ func (g *Guard) Begin(ctx context.Context, c *stateless.IdempotentCall) (json.Ra
 		Key:         ClaimKey(c.Principal, c.Tool, key),
 		Owner:       newOwner(),
 		Fingerprint: fingerprint(c.Tool, args),
-		LeaseUntil:  g.lease(ctx, now),
+		LeaseUntil:  g.lease(ctx, now, c.Lease),
 		ExpiresAt:   now.Add(g.opts.Retention),
 	}
 	taken, holder, err := g.store.Claim(ctx, claim, now)
@@ -116,9 +119,16 @@ func (g *Guard) Begin(ctx context.Context, c *stateless.IdempotentCall) (json.Ra
 	return nil, nil, mcperr.NewRetryable(mcperr.DuplicateInFlight, after, nil)
 }
 
-// lease is the request's deadline plus the margin, capped by MaxLease.
-func (g *Guard) lease(ctx context.Context, now time.Time) time.Time {
+// lease is how long the call may run (run, else until the request's
+// deadline) plus the margin, capped by MaxLease.
+func (g *Guard) lease(ctx context.Context, now time.Time, run time.Duration) time.Time {
 	limit := now.Add(g.opts.MaxLease)
+	if run > 0 {
+		if l := now.Add(run + g.opts.LeaseMargin); l.Before(limit) {
+			return l
+		}
+		return limit
+	}
 	if d, ok := ctx.Deadline(); ok {
 		if l := d.Add(g.opts.LeaseMargin); l.Before(limit) {
 			return l

@@ -33,7 +33,7 @@ func TestMemoryStaysBounded(t *testing.T) {
 				now = now.Add(time.Millisecond)
 				k := ClaimKey("local", "notes_add", fmt.Sprint("key-", i))
 				taken, _, err := m.Claim(ctx, Claim{Key: k, Owner: "o", Fingerprint: "f",
-					LeaseUntil: g.lease(ctx, now), ExpiresAt: now.Add(g.opts.Retention)}, now)
+					LeaseUntil: g.lease(ctx, now, 0), ExpiresAt: now.Add(g.opts.Retention)}, now)
 				switch {
 				case errors.Is(err, ErrFull):
 					refused++

@@ -220,7 +220,7 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 		mcperr.HandlerFailed.String(): {healthy, event("prompts/get", "broken", `"name":"broken","arguments":{"text":"`+secret+`"}`, nil), time.Second, "cause_type", "*errors.errorString"},
 		mcperr.StoreUnavailable.String(): {newServer(&flakyStore{Store: claims.NewMemory(), claimErr: fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))}, local, ob),
 			event("tools/call", "write", `"name":"write","arguments":{"text":"`+secret+`"},"idempotencyKey":"k1"`, nil), time.Second, "aws_error_code", "ProvisionedThroughputExceededException"},
-		mcperr.Timeout.String():           {healthy, callTool("slow", `{"text":"`+secret+`"}`), 50 * time.Millisecond, "cause_type", "*fmt.wrapError > context.deadlineExceededError"},
+		mcperr.Timeout.String():           {healthy, callTool("slow", `{"text":"`+secret+`"}`), 700 * time.Millisecond, "cause_type", "*fmt.wrapError > context.deadlineExceededError"},
 		mcperr.DependencyFailure.String(): {newServer(claims.NewMemory(), downSealer{local}, ob), event("tools/call", "ask", `"name":"ask","arguments":{},"requestState":"`+tok+`"`, nil), time.Second, "cause", "reqstate: key service unavailable: kms Decrypt: connection refused"},
 		mcperr.Internal.String():          {healthy, callTool("panics", `{"text":"`+secret+`"}`), time.Second, "panic_type", "string"},
 		"retryable":                       {healthy, callTool("retry_later", `{"text":"`+secret+`"}`), time.Second, "aws_request_id", "REQ123"},

@@ -53,6 +53,11 @@ const Anonymous = "anonymous"
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	start := time.Now()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
+		defer cancel()
+	}
 	o := &Outcome{}
 	if s.opts.Observe != nil {
 		ctx = context.WithValue(ctx, outcomeKey{}, o)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -35,6 +36,13 @@ type IdempotentCall struct {
 	Key string
 	// Arguments are the call's arguments, as sent.
 	Arguments json.RawMessage
+	// Lease is how long the handler may run from now: the earlier of the
+	// tool's MaxDuration and the request's deadline less the server's
+	// DeadlineMargin. The claim must stay in progress at least that long
+	// (package claims adds a margin), and should not much longer: a
+	// caller that crashed blocks its key until then. Zero: the
+	// implementation derives it from ctx's deadline.
+	Lease time.Duration
 }
 
 // Ticket finishes a claimed call.

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -210,10 +212,26 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	if err := t.input.validate(args); err != nil {
 		return x.toolFailure(mcperr.NewInvalidArguments(err.Error()))
 	}
+	// The handler's deadline: the earlier of the tool's MaxDuration and
+	// the request's deadline less the margin, by which the call is
+	// answered whether the handler has returned or not.
+	claimStart := time.Now()
+	deadline := claimStart.Add(t.def.maxDuration())
+	if rd, ok := ctx.Deadline(); ok {
+		if rd = rd.Add(-x.s.opts.DeadlineMargin); rd.Before(deadline) {
+			deadline = rd
+		}
+	}
+	if !deadline.After(claimStart) {
+		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline")))
+	}
+	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
+		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
+	}
 	var ticket Ticket
 	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
-		claimStart := time.Now()
-		replay, tk, refusal := idem.Begin(ctx, &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args})
+		replay, tk, refusal := idem.Begin(ctx, &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
+			Lease: deadline.Sub(claimStart)})
 		x.o.Steps.Claim = time.Since(claimStart)
 		if refusal != nil {
 			x.o.Claim = claimDecision(refusal.Kind())
@@ -245,8 +263,30 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	}
 	defer x.releaseState(ctx)
 	handlerStart := time.Now()
-	res, err := t.handler(ctx, &ToolRequest{Call: &x.call, Name: t.def.Name, Arguments: args})
+	hctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	r, returned := x.runTool(hctx, t, args)
 	x.o.Steps.Handler = time.Since(handlerStart)
+	if !returned {
+		// Abandoned: the claim is neither completed nor released, by
+		// this request or by the handler when it returns. It stays in
+		// progress until its lease ends, which outlasts the handler's
+		// deadline, so a retry cannot run the tool beside it.
+		ticket = nil
+		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second,
+			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond))))
+	}
+	if r.panic != nil {
+		// The deferred release gives the claim up.
+		x.o.Panic, x.o.Err, x.o.ErrFromTool = r.panic, errPanic, true
+		return x.refuse(d.id, mcperr.New(mcperr.Internal))
+	}
+	res, err := r.res, r.err
+	if err != nil && hctx.Err() != nil && ctx.Err() == nil && errors.Is(err, hctx.Err()) {
+		// The handler gave up at its own deadline, before the request's.
+		x.o.ErrFromTool = true
+		return x.refuse(d.id, mcperr.Wrap(mcperr.Timeout, err))
+	}
 	resp := x.toolOutcome(ctx, t, b, res, err)
 	x.finishState(ctx)
 	if ticket != nil {
@@ -260,6 +300,68 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 		ticket = nil
 	}
 	return resp
+}
+
+// toolRun is what a tool handler returned, or how it panicked.
+type toolRun struct {
+	res   *CallToolResult
+	err   error
+	panic *Panic
+	call  Call
+}
+
+// runTool runs t's handler in its own goroutine and waits for it until
+// ctx, the handler's context, is done (and a short grace after). It
+// reports false when the handler has not returned by then: the handler is abandoned, its eventual result
+// discarded, and it is counted in the server's overdue handlers until it
+// returns. The handler works on a copy of the request's Call, so that one
+// left running cannot touch the answered exchange.
+func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.RawMessage) (toolRun, bool) {
+	const running, returned, abandoned = 0, 1, 2
+	var state atomic.Int32
+	done := make(chan toolRun, 1)
+	c := x.call
+	s := x.s
+	go func() {
+		var r toolRun
+		defer func() {
+			if p := recover(); p != nil {
+				r.panic = &Panic{Value: p, Stack: debug.Stack()}
+			}
+			if !state.CompareAndSwap(running, returned) {
+				s.overdue.Add(-1)
+				return
+			}
+			r.call = c
+			done <- r
+		}()
+		r.res, r.err = t.handler(ctx, &ToolRequest{Call: &c, Name: t.def.Name, Arguments: args})
+	}()
+	select {
+	case r := <-done:
+		x.call = r.call
+		return r, true
+	case <-ctx.Done():
+	}
+	// A handler that honours its context returns now: give it a fifth of
+	// the margin to be answered as it returned.
+	grace := time.NewTimer(s.opts.DeadlineMargin / 5)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		x.call = r.call
+		return r, true
+	case <-grace.C:
+	}
+	s.overdue.Add(1)
+	if state.CompareAndSwap(running, abandoned) {
+		return toolRun{}, false
+	}
+	// It returned at the deadline: its answer stands.
+	s.overdue.Add(-1)
+	r := <-done
+	x.call = r.call
+	return r, true
 }
 
 // finishClaim completes or releases a claim even when the request's own

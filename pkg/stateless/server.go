@@ -77,6 +77,25 @@ type Options struct {
 	// (package observe logs it and writes its metrics). ctx is the
 	// request's.
 	Observe func(ctx context.Context, o *Outcome)
+
+	// DeadlineMargin is how long before the request's deadline a
+	// tools/call is answered: a tool still running then is abandoned and
+	// the call refused with a retryable Timeout, in-band, while the
+	// transport can still deliver it (on Lambda, before the invocation is
+	// cut off and the gateway answers 502). Default 500ms.
+	DeadlineMargin time.Duration
+
+	// RequestTimeout is the deadline of a request whose context has none
+	// (net/http, locally); a Lambda invocation's context has its own.
+	// Default 30s.
+	RequestTimeout time.Duration
+
+	// MaxOverdue bounds the tool handlers left running after their call
+	// was answered with a Timeout (handlers that ignore their context):
+	// each holds a goroutine until it returns. While that many are
+	// running, tools/call is refused with a retryable Timeout without
+	// running the tool. Default 64.
+	MaxOverdue int
 }
 
 // Outcome describes one answered request, for logs and metrics. It never
@@ -181,6 +200,10 @@ type Server struct {
 	serverInfoMeta []byte
 
 	bufs sync.Pool
+
+	// overdue counts the tool handlers still running after their call was
+	// answered (see Options.MaxOverdue).
+	overdue atomic.Int32
 }
 
 // NewServer returns a server that identifies itself as info.
@@ -194,6 +217,15 @@ func NewServer(info Implementation, opts *Options) *Server {
 	}
 	if s.opts.PageSize <= 0 {
 		s.opts.PageSize = 100
+	}
+	if s.opts.DeadlineMargin <= 0 {
+		s.opts.DeadlineMargin = 500 * time.Millisecond
+	}
+	if s.opts.RequestTimeout <= 0 {
+		s.opts.RequestTimeout = 30 * time.Second
+	}
+	if s.opts.MaxOverdue <= 0 {
+		s.opts.MaxOverdue = 64
 	}
 	s.sealer = s.opts.Sealer
 	if s.sealer == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -39,6 +40,25 @@ type Tool struct {
 	// when the endpoint is protected (Options.Auth); a call without them
 	// is refused 403 insufficient_scope, naming them all.
 	Scopes []string `json:"-"`
+
+	// MaxDuration is the longest the tool runs: its handler's context ends
+	// then (or earlier, at the request's deadline less
+	// Options.DeadlineMargin), and a handler still running is abandoned and
+	// the call refused with a retryable Timeout. An idempotency claim's
+	// lease is this plus a small margin, so a retry is refused "in
+	// progress" for about as long as the tool can run, no longer. Default
+	// DefaultMaxDuration; keep it well under the function's timeout.
+	MaxDuration time.Duration `json:"-"`
+}
+
+// DefaultMaxDuration is the MaxDuration of a tool that declares none.
+const DefaultMaxDuration = 10 * time.Second
+
+func (t *Tool) maxDuration() time.Duration {
+	if t.MaxDuration > 0 {
+		return t.MaxDuration
+	}
+	return DefaultMaxDuration
 }
 
 // ReadOnly reports whether the tool declares it changes nothing.

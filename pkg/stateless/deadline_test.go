@@ -1,0 +1,239 @@
+package stateless_test
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// stubborn is a tool that ignores its context: it returns when told to
+// (release), or at once when fast is set.
+type stubborn struct {
+	srv     *stateless.Server
+	runs    atomic.Int32
+	fast    atomic.Bool
+	release chan struct{}
+}
+
+func newStubborn(t *testing.T, guard *claims.Guard, tool *stateless.Tool) *stubborn {
+	t.Helper()
+	s := &stubborn{release: make(chan struct{})}
+	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Idempotency: guard})
+	s.srv.AddTool(tool, func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+		s.runs.Add(1)
+		if !s.fast.Load() {
+			<-s.release
+		}
+		req.Log(stateless.LevelInfo, "", "late") // touches its Call after the answer
+		return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil
+	})
+	return s
+}
+
+func (s *stubborn) call(ctx context.Context, name, key string) *stateless.Response {
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{},"idempotencyKey":"` + key +
+		`","_meta":` + metaJSON(`{}`) + `}}`
+	return s.srv.Handle(ctx, &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
+}
+
+// refusal decodes a response's error data: its type and retry hint.
+func refusal(t *testing.T, resp *stateless.Response) (typ string, retryAfterMs int64) {
+	t.Helper()
+	r := decodeRPC(t, resp.Body)
+	if r.Error == nil {
+		t.Fatalf("not a refusal: %s", resp.Body)
+	}
+	var d struct {
+		Type         string `json:"type"`
+		Retryable    bool   `json:"retryable"`
+		RetryAfterMs int64  `json:"retryAfterMs"`
+	}
+	_ = json.Unmarshal(r.Error.Data, &d)
+	if !d.Retryable {
+		t.Errorf("refusal %s is not retryable", resp.Body)
+	}
+	return d.Type, d.RetryAfterMs
+}
+
+// settleGoroutines waits until no more goroutines run than before, and
+// fails the test if they do not: a handler must not leak past its return.
+func settleGoroutines(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline: a tool that
+// ignores its context under a 1 s deadline is answered with a retryable
+// Timeout before the deadline, in-band; when it returns late its claim is
+// neither completed nor released, so a retry inside the lease is refused
+// "in progress", and one after the lease runs the tool once.
+func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
+	before := runtime.NumGoroutine()
+	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: time.Second})
+	s := newStubborn(t, guard, &stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 5 * time.Second})
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	resp := s.call(ctx, "stubborn", "k1")
+	cancel()
+	elapsed := time.Since(start)
+	if elapsed >= time.Second || elapsed < 400*time.Millisecond {
+		t.Errorf("answered after %v, want before the 1s deadline less the 500ms margin", elapsed)
+	}
+	if resp.Status != 200 {
+		t.Errorf("status %d, want 200 (in-band)", resp.Status)
+	}
+	if typ, _ := refusal(t, resp); typ != "timeout" {
+		t.Fatalf("refusal type %q: %s", typ, resp.Body)
+	}
+	// The lease: the handler's 500ms plus the guard's 1s margin.
+	leaseEnd := start.Add(1500 * time.Millisecond)
+
+	retry := func() *stateless.Response {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return s.call(ctx, "stubborn", "k1")
+	}
+	r := retry()
+	typ, after := refusal(t, r)
+	if typ != "idempotency_key_in_progress" || after <= 0 || after > 1500 {
+		t.Errorf("a retry while the tool runs: %s, retryAfterMs %d: %s", typ, after, r.Body)
+	}
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 2 {
+		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
+	}
+
+	// The late finish changes nothing.
+	close(s.release)
+	settleGoroutines(t, before)
+	if time.Now().After(leaseEnd.Add(-200 * time.Millisecond)) {
+		t.Skip("too slow to retry inside the lease")
+	}
+	if typ, _ := refusal(t, retry()); typ != "idempotency_key_in_progress" {
+		t.Errorf("a retry after the late finish, inside the lease: %s", typ)
+	}
+	if n := s.runs.Load(); n != 1 {
+		t.Errorf("ran %d times inside the lease", n)
+	}
+
+	time.Sleep(time.Until(leaseEnd) + 50*time.Millisecond)
+	s.fast.Store(true)
+	if r := decodeRPC(t, retry().Body); r.Error != nil || r.Result["isError"] == true {
+		t.Fatalf("the retry after the lease: %+v", r)
+	}
+	if n := s.runs.Load(); n != 2 {
+		t.Errorf("ran %d times, want 2", n)
+	}
+	r2 := decodeRPC(t, retry().Body)
+	if meta, _ := r2.Result["_meta"].(map[string]any); meta == nil || meta[stateless.MetaReplay] != true {
+		t.Errorf("the next retry is not a replay: %+v", r2)
+	}
+	if n := s.runs.Load(); n != 2 {
+		t.Errorf("ran %d times, want 2", n)
+	}
+	settleGoroutines(t, before)
+}
+
+// TestLocalInProgressHintIsSeconds: a keyed call with no deadline of its
+// own (net/http, locally) holds its claim for the tool's lease, so a
+// duplicate is told to retry in seconds, not in 15 minutes.
+func TestLocalInProgressHintIsSeconds(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := newStubborn(t, claims.New(claims.NewMemory(), nil), &stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`)})
+	first := make(chan *stateless.Response)
+	go func() { first <- s.call(context.Background(), "stubborn", "k1") }()
+	for s.runs.Load() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	r := s.call(context.Background(), "stubborn", "k1")
+	typ, after := refusal(t, r)
+	if typ != "idempotency_key_in_progress" {
+		t.Fatalf("duplicate: %s", r.Body)
+	}
+	// The default MaxDuration (10s) plus the guard's default margin (5s).
+	if after > 15_000 || after < 14_000 {
+		t.Errorf("retryAfterMs %d, want about 15000", after)
+	}
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 14 || ra > 15 {
+		t.Errorf("Retry-After %q, want 15", r.Header.Get("Retry-After"))
+	}
+	close(s.release)
+	if r := decodeRPC(t, (<-first).Body); r.Error != nil {
+		t.Errorf("the first call: %+v", r.Error)
+	}
+	settleGoroutines(t, before)
+}
+
+// TestAbandonedClaimBlocksItsKeyForTheToolsLease: a call whose handler
+// never finished (as if its instance crashed) blocks its key for the
+// tool's MaxDuration and the lease margin, not 15 minutes.
+func TestAbandonedClaimBlocksItsKeyForTheToolsLease(t *testing.T) {
+	before := runtime.NumGoroutine()
+	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: 200 * time.Millisecond})
+	s := newStubborn(t, guard, &stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 300 * time.Millisecond})
+	start := time.Now()
+	if typ, _ := refusal(t, s.call(context.Background(), "stubborn", "k1")); typ != "timeout" {
+		t.Fatalf("the first call: %s", typ)
+	}
+	if e := time.Since(start); e > 450*time.Millisecond {
+		t.Errorf("answered after %v, want at MaxDuration (300ms)", e)
+	}
+	close(s.release) // its result is discarded: as good as a crash
+	if typ, _ := refusal(t, s.call(context.Background(), "stubborn", "k1")); typ != "idempotency_key_in_progress" {
+		t.Errorf("a retry inside the lease: %s", typ)
+	}
+	time.Sleep(time.Until(start.Add(550 * time.Millisecond)))
+	s.fast.Store(true)
+	if r := decodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body); r.Error != nil {
+		t.Errorf("a retry after the lease: %+v", r.Error)
+	}
+	if n := s.runs.Load(); n != 2 {
+		t.Errorf("ran %d times, want 2", n)
+	}
+	settleGoroutines(t, before)
+}
+
+// TestOverdueHandlersAreBounded: handlers left running past their
+// deadline are counted; at Options.MaxOverdue further calls are refused
+// without running, until one returns.
+func TestOverdueHandlersAreBounded(t *testing.T) {
+	before := runtime.NumGoroutine()
+	s := &stubborn{release: make(chan struct{})}
+	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{MaxOverdue: 2})
+	s.srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 20 * time.Millisecond},
+		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			s.runs.Add(1)
+			if !s.fast.Load() {
+				<-s.release
+			}
+			return nil, nil
+		})
+	for i := range 3 {
+		if typ, _ := refusal(t, s.call(context.Background(), "stubborn", "k"+strconv.Itoa(i))); typ != "timeout" {
+			t.Fatalf("call %d: %s", i, typ)
+		}
+	}
+	if n := s.runs.Load(); n != 2 {
+		t.Errorf("%d handlers ran, want 2 (the third refused)", n)
+	}
+	close(s.release)
+	settleGoroutines(t, before)
+	s.fast.Store(true)
+	if r := decodeRPC(t, s.call(context.Background(), "stubborn", "k9").Body); r.Error != nil {
+		t.Errorf("once the overdue handlers returned: %+v", r.Error)
+	}
+}
