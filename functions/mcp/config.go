@@ -71,6 +71,10 @@ type Config struct {
 	// which may quote arguments (MCP_LOG_TOOL_ERROR_TEXT=true). Off: their
 	// type only.
 	LogToolErrorText bool
+	// DeadlineMargin is how long before the request's deadline a tool
+	// call is answered, with a retryable timeout when its tool is still
+	// running (MCP_DEADLINE_MARGIN, a Go duration; default 500ms).
+	DeadlineMargin time.Duration
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -95,6 +99,7 @@ const (
 	envAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
 	envAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
 	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
+	envDeadlineMargin = "MCP_DEADLINE_MARGIN"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -105,6 +110,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		Addr:     "127.0.0.1:8080",
 		LogLevel: slog.LevelInfo,
 		StateTTL: 10 * time.Minute,
+
+		DeadlineMargin: 500 * time.Millisecond,
 	}
 	if v := getenv(envAddr); v != "" {
 		c.Addr = v
@@ -139,6 +146,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 24h, such as 10m", envStateTTL, v)
 		}
 		c.StateTTL = d
+	}
+	if v := getenv(envDeadlineMargin); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Millisecond || d > 10*time.Second {
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 10ms and 10s, such as 500ms", envDeadlineMargin, v)
+		}
+		c.DeadlineMargin = d
 	}
 	if v := getenv(envClaimsTable); v != "" {
 		if !validTableName(v) {

@@ -89,6 +89,7 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 		Sealer:         sealer,
 		Idempotency:    guard,
 		Redeemer:       guard,
+		DeadlineMargin: cfg.DeadlineMargin,
 	}
 	if ob != nil {
 		opts.Observe = ob.Observe

@@ -23,15 +23,15 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.StateTTL != 10*time.Minute || c.StateKey != nil {
+	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.StateTTL != 10*time.Minute || c.StateKey != nil || c.DeadlineMargin != 500*time.Millisecond {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(envRuntimeAPI, "127.0.0.1:9001", envLogLevel, "debug", envAllowedOrigins, " https://a.example , http://localhost:3000/ ",
-		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s", envAllowAnonymous, "true"))
+		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s", envAllowAnonymous, "true", envDeadlineMargin, "250ms"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.StateKey) != 32 || c.StateTTL != 90*time.Second ||
+	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.StateKey) != 32 || c.StateTTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
 		strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
 		t.Errorf("parsed: %+v", c)
 	}
@@ -42,6 +42,9 @@ func TestLoadConfig(t *testing.T) {
 		{envStateKey, "not base64!"},
 		{envStateTTL, "forever"},
 		{envStateTTL, "-1s"},
+		{envDeadlineMargin, "half a second"},
+		{envDeadlineMargin, "0s"},
+		{envDeadlineMargin, "1m"},
 		{envAudience, "mcp.example.com/mcp"},
 		{envAuthAudience, "https://mcp.example.com/mcp?x=1"},
 		{envAuthIssuer, "http://issuer.example.com"},
