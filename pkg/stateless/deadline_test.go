@@ -237,3 +237,48 @@ func TestOverdueHandlersAreBounded(t *testing.T) {
 		t.Errorf("once the overdue handlers returned: %+v", r.Error)
 	}
 }
+
+// TestAbandonedCallKeepsItsSingleUseState: a call redeeming a single-use
+// state whose handler is abandoned at its deadline keeps the state held:
+// an unkeyed retry with the same state is refused while the first
+// handler may still be acting on it, and the tool's effect happens once.
+func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
+	before := runtime.NumGoroutine()
+	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: 5 * time.Second})
+	release := make(chan struct{})
+	var effects atomic.Int32
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Idempotency: guard, Redeemer: guard})
+	srv.AddTool(&stateless.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 300 * time.Millisecond},
+		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			if _, asked := req.State(); !asked {
+				return nil, &stateless.InputRequired{State: []byte("asked"), SingleUse: true}
+			}
+			<-release // ignores its context
+			effects.Add(1)
+			return &stateless.CallToolResult{}, nil
+		})
+	call := func(extra string) *stateless.Response {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{}` + extra + `,"_meta":` + metaJSON(`{}`) + `}}`
+		return srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", "confirm"), Body: []byte(body), Host: "api.example.com"})
+	}
+	first := decodeRPC(t, call("").Body)
+	state, _ := first.Result["requestState"].(string)
+	if state == "" {
+		t.Fatalf("no requestState: %+v", first)
+	}
+	withState := `,"requestState":"` + state + `"`
+	if typ, _ := refusal(t, call(withState)); typ != "timeout" {
+		t.Fatalf("the confirmed call: %s", typ)
+	}
+	// The first handler is still running: the same state must not start
+	// a second one.
+	r := decodeRPC(t, call(withState).Body)
+	if r.Error == nil || r.Error.Code != -32602 {
+		t.Errorf("a retry with the held state: %+v", r)
+	}
+	close(release)
+	settleGoroutines(t, before)
+	if n := effects.Load(); n != 1 {
+		t.Errorf("the effect happened %d times, want 1", n)
+	}
+}

@@ -271,8 +271,10 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 		// Abandoned: the claim is neither completed nor released, by
 		// this request or by the handler when it returns. It stays in
 		// progress until its lease ends, which outlasts the handler's
-		// deadline, so a retry cannot run the tool beside it.
+		// deadline, so a retry cannot run the tool beside it. A
+		// single-use state stays held the same way, until its lease ends.
 		ticket = nil
+		x.redemption = nil
 		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second,
 			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond))))
 	}
