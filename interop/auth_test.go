@@ -349,7 +349,7 @@ func testPrincipalIsolation(ctx context.Context, t *testing.T, rig *authRig) {
 
 	t.Run("SealedState", func(t *testing.T) {
 		if aliceNote == "" {
-			t.Skip("no note of alice's (Notes failed)")
+			t.Fatal("no note of alice's: the Notes subtest failed")
 		}
 		del := rpcCall{Method: "tools/call", Tool: "notes_delete", Args: `{"id":"` + aliceNote + `"}`, Caps: `{"elicitation":{}}`}
 		first := ep.call(ctx, t, alice, del).result(t)

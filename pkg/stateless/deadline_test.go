@@ -83,7 +83,9 @@ func settleGoroutines(t *testing.T, before int) {
 // "in progress", and one after the lease runs the tool once.
 func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
 	before := runtime.NumGoroutine()
-	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: time.Second})
+	// A lease margin long enough that the retries below land inside the
+	// lease however slow the machine is.
+	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: 3 * time.Second})
 	s := newStubborn(t, guard, &stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 5 * time.Second})
 
 	start := time.Now()
@@ -100,8 +102,8 @@ func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
 	if typ, _ := refusal(t, resp); typ != "timeout" {
 		t.Fatalf("refusal type %q: %s", typ, resp.Body)
 	}
-	// The lease: the handler's 500ms plus the guard's 1s margin.
-	leaseEnd := start.Add(1500 * time.Millisecond)
+	// The lease: the handler's 500ms plus the guard's 3s margin.
+	leaseEnd := start.Add(3500 * time.Millisecond)
 
 	retry := func() *stateless.Response {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -110,10 +112,10 @@ func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
 	}
 	r := retry()
 	typ, after := refusal(t, r)
-	if typ != "idempotency_key_in_progress" || after <= 0 || after > 1500 {
+	if typ != "idempotency_key_in_progress" || after <= 0 || after > 3500 {
 		t.Errorf("a retry while the tool runs: %s, retryAfterMs %d: %s", typ, after, r.Body)
 	}
-	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 2 {
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 || ra > 4 {
 		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
 	}
 
@@ -121,7 +123,7 @@ func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
 	close(s.release)
 	settleGoroutines(t, before)
 	if time.Now().After(leaseEnd.Add(-200 * time.Millisecond)) {
-		t.Skip("too slow to retry inside the lease")
+		t.Fatalf("the machine took %v to get here: no retry inside the lease is possible", time.Since(start))
 	}
 	if typ, _ := refusal(t, retry()); typ != "idempotency_key_in_progress" {
 		t.Errorf("a retry after the late finish, inside the lease: %s", typ)
