@@ -11,14 +11,16 @@ import (
 	"time"
 )
 
-func TestLoadConfig(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
+// env is a getenv over key, value pairs.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfig(t *testing.T) {
 	c, err := LoadConfig(env())
 	if err != nil {
 		t.Fatal(err)
@@ -62,13 +64,6 @@ func TestLoadConfig(t *testing.T) {
 // TestLoadAuthConfig pins the authorization settings' rules: protected
 // by default on Lambda, anonymous locally, and no contradictions.
 func TestLoadAuthConfig(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		m := map[string]string{}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i]] = kv[i+1]
-		}
-		return func(k string) string { return m[k] }
-	}
 	const lambda = "127.0.0.1:9001"
 	tests := []struct {
 		name    string
