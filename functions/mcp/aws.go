@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
@@ -66,7 +67,9 @@ type lazyStore struct {
 	table string
 }
 
-func (l *lazyStore) store(ctx context.Context) (claims.Store, error) {
+var _ claims.Transactor = (*lazyStore)(nil)
+
+func (l *lazyStore) store(ctx context.Context) (claims.Transactor, error) {
 	if err := l.aws.load(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", claims.ErrUnavailable, err)
 	}
@@ -87,6 +90,16 @@ func (l *lazyStore) Complete(ctx context.Context, key, owner string, response []
 		return err
 	}
 	return s.Complete(ctx, key, owner, response, oversize, expiresAt)
+}
+
+// CompleteWith implements claims.Transactor: the notes' writes commit
+// with the claim (claims.Enlist).
+func (l *lazyStore) CompleteWith(ctx context.Context, token string, cs []claims.Completion, writes []types.TransactWriteItem) error {
+	s, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return s.CompleteWith(ctx, token, cs, writes)
 }
 
 func (l *lazyStore) Release(ctx context.Context, key, owner string) error {

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 
 // notesAPI is the part of the DynamoDB client the note book uses. A
@@ -88,28 +90,25 @@ func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error)
 	pk := notesPK(owner)
 	limit := d.perOwner()
 	n := Note{Text: text, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	if claims.Enlisting(ctx) {
+		// A keyed call: the writes commit with the call's claim, after
+		// this returns. What their conditions check is read first, so
+		// that a full book is answered now and not as a refused commit.
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(pk, counterSK), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return Note{}, fmt.Errorf("reading the note count: %w", err)
+		}
+		if numAttr(out.Item, "notes") >= int64(limit) {
+			return Note{}, &NoteLimitError{Limit: limit, PerOwner: true}
+		}
+		n.ID = d.ids.next(n.Created)
+		if claims.Enlist(ctx, d.addWrites(pk, n, limit)...) {
+			return n, nil
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		n.ID = d.ids.next(n.Created)
-		item := notesKey(pk, n.ID)
-		item["text"] = &types.AttributeValueMemberS{Value: n.Text}
-		item["created"] = num(n.Created.UnixMilli())
-		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Update: &types.Update{
-				TableName:                &d.table,
-				Key:                      notesKey(pk, counterSK),
-				UpdateExpression:         aws.String("SET #n = if_not_exists(#n, :zero) + :one"),
-				ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :limit"),
-				ExpressionAttributeNames: counterNames,
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":zero": num(0), ":one": num(1), ":limit": num(int64(limit)),
-				},
-			}},
-			{Put: &types.Put{
-				TableName:           &d.table,
-				Item:                item,
-				ConditionExpression: aws.String("attribute_not_exists(pk)"),
-			}},
-		}})
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: d.addWrites(pk, n, limit)})
 		switch failed := cancelled(err); {
 		case err == nil:
 			return n, nil
@@ -124,6 +123,31 @@ func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error)
 		default:
 			return Note{}, fmt.Errorf("adding a note: %w", err)
 		}
+	}
+}
+
+// addWrites are the two conditional writes that add n: the counter goes
+// up by one if under the limit, and the note is put if its id is new.
+func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) []types.TransactWriteItem {
+	item := notesKey(pk, n.ID)
+	item["text"] = &types.AttributeValueMemberS{Value: n.Text}
+	item["created"] = num(n.Created.UnixMilli())
+	return []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                &d.table,
+			Key:                      notesKey(pk, counterSK),
+			UpdateExpression:         aws.String("SET #n = if_not_exists(#n, :zero) + :one"),
+			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :limit"),
+			ExpressionAttributeNames: counterNames,
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":zero": num(0), ":one": num(1), ":limit": num(int64(limit)),
+			},
+		}},
+		{Put: &types.Put{
+			TableName:           &d.table,
+			Item:                item,
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		}},
 	}
 }
 
@@ -200,21 +224,23 @@ func (d *dynamoNotes) Delete(ctx context.Context, owner, id string) error {
 		return err
 	}
 	pk := notesPK(owner)
+	if claims.Enlisting(ctx) {
+		// A keyed call: as in Add, read what the condition will check,
+		// then let the delete commit with the claim.
+		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(pk, id), ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("pk")})
+		if err != nil {
+			return fmt.Errorf("reading a note: %w", err)
+		}
+		if out.Item == nil {
+			return ErrNoNote
+		}
+		if claims.Enlist(ctx, d.deleteWrites(pk, id)...) {
+			return nil
+		}
+	}
 	for attempt := 0; ; attempt++ {
-		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Delete: &types.Delete{
-				TableName:           &d.table,
-				Key:                 notesKey(pk, id),
-				ConditionExpression: aws.String("attribute_exists(pk)"),
-			}},
-			{Update: &types.Update{
-				TableName:                 &d.table,
-				Key:                       notesKey(pk, counterSK),
-				UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :one) - :one"),
-				ExpressionAttributeNames:  counterNames,
-				ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-			}},
-		}})
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: d.deleteWrites(pk, id)})
 		switch failed := cancelled(err); {
 		case err == nil:
 			return nil
@@ -227,6 +253,25 @@ func (d *dynamoNotes) Delete(ctx context.Context, owner, id string) error {
 		default:
 			return fmt.Errorf("deleting a note: %w", err)
 		}
+	}
+}
+
+// deleteWrites are the writes that delete a note: the note, if it exists,
+// and the counter down by one.
+func (d *dynamoNotes) deleteWrites(pk types.AttributeValue, id string) []types.TransactWriteItem {
+	return []types.TransactWriteItem{
+		{Delete: &types.Delete{
+			TableName:           &d.table,
+			Key:                 notesKey(pk, id),
+			ConditionExpression: aws.String("attribute_exists(pk)"),
+		}},
+		{Update: &types.Update{
+			TableName:                 &d.table,
+			Key:                       notesKey(pk, counterSK),
+			UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :one) - :one"),
+			ExpressionAttributeNames:  counterNames,
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
+		}},
 	}
 }
 

@@ -41,6 +41,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Status is the state of a claim record.
@@ -100,12 +102,51 @@ type Store interface {
 	// that holds the key.
 	Claim(ctx context.Context, c Claim, now time.Time) (taken bool, holder *Record, err error)
 	// Complete stores the response and marks the claim completed, if
-	// owner still holds it; otherwise ErrNotOwner.
+	// owner still holds it; otherwise ErrNotOwner. Completing a claim the
+	// owner completed already succeeds: it is the retry of a completion
+	// whose answer was lost, and must not be mistaken for a takeover.
 	Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error
 	// Release deletes an in-progress claim, if owner still holds it;
 	// otherwise ErrNotOwner.
 	Release(ctx context.Context, key, owner string) error
 }
+
+// Transactor is a Store that can complete claims together with other
+// writes, all or nothing: DynamoDB, with TransactWriteItems. A Guard uses
+// it for the writes a tool enlists in its call's completion (Enlist), and
+// to spend a single-use request state in the same transaction.
+type Transactor interface {
+	Store
+	// CompleteWith completes every claim of cs and makes writes, in one
+	// transaction whose idempotency token is token (so that its retry
+	// after a lost answer is applied once). It returns nil when all of it
+	// was committed; ErrNotOwner when a claim is no longer its owner's;
+	// an error wrapping ErrWritesRefused when a write's own condition
+	// failed; otherwise an error wrapping ErrUnavailable, and then the
+	// transaction may or may not have been committed: retry it with the
+	// same token and the same items.
+	CompleteWith(ctx context.Context, token string, cs []Completion, writes []types.TransactWriteItem) error
+}
+
+// Completion is one claim to complete in a transaction (Transactor).
+type Completion struct {
+	Key, Owner string
+	Response   []byte
+	Oversize   bool
+	ExpiresAt  time.Time
+}
+
+// ErrWritesRefused is wrapped in the error of a transaction cancelled
+// because one of the tool's enlisted writes did not meet its condition
+// (the note book was full, the note was gone): nothing was written.
+var ErrWritesRefused = errors.New("claims: an enlisted write's condition failed")
+
+// ErrCompletionLost is wrapped in the error of a Ticket's Complete when
+// the tool ran but its result could not be recorded before the time left
+// ran out: the claim stays in progress until its lease ends, and a retry
+// after that runs the tool again. The error names the claim's key, a
+// digest, never the client's key.
+var ErrCompletionLost = errors.New("claims: completion lost")
 
 // ErrNotOwner means the caller's claim lapsed and another caller took it
 // over: it must not write the key's record.

@@ -18,6 +18,7 @@ type DynamoAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 }
 
 // DynamoDB is a Store in a DynamoDB table whose partition key is the
@@ -73,7 +74,7 @@ func (d *DynamoDB) key(k string) map[string]types.AttributeValue {
 	return key
 }
 
-var _ Store = (*DynamoDB)(nil)
+var _ Transactor = (*DynamoDB)(nil)
 
 // Attribute names. status, owner and response are DynamoDB reserved words, so the
 // expressions name attributes through placeholders; DynamoDB refuses a
@@ -144,35 +145,84 @@ func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Re
 	return false, nil, fmt.Errorf("%w: the claim kept changing hands", ErrUnavailable)
 }
 
-// owned is the condition of every write by a claim's holder: fencing, so
-// that a caller whose lease lapsed cannot overwrite its successor.
+// owned is the condition of a release: fencing, so that a caller whose
+// lease lapsed cannot delete its successor's claim, nor a completed one.
 const owned = "#ow = :owner AND #st = :in_progress"
+
+// completedBy is the condition of a completion: the caller holds the
+// claim, or completed it already (its earlier attempt was applied but the
+// answer lost). Owner tokens are never reused, so a claim taken over by
+// another caller, or released, fails it.
+const completedBy = "#ow = :owner"
 
 // Complete implements Store with one conditional UpdateItem.
 func (d *DynamoDB) Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error {
+	_, err := d.client.UpdateItem(ctx, d.completion(Completion{Key: key, Owner: owner, Response: response, Oversize: oversize, ExpiresAt: expiresAt}))
+	return d.fenced(err, "completing")
+}
+
+// completion is the conditional update that completes c.
+func (d *DynamoDB) completion(c Completion) *dynamodb.UpdateItemInput {
 	update := "SET #st = :completed, #ov = :oversize, #ex = :exp REMOVE #lu"
 	values := map[string]types.AttributeValue{
-		":completed":   str(string(Completed)),
-		":oversize":    &types.AttributeValueMemberBOOL{Value: oversize},
-		":exp":         num(expiresAt.Unix()),
-		":owner":       str(owner),
-		":in_progress": str(string(InProgress)),
+		":completed": str(string(Completed)),
+		":oversize":  &types.AttributeValueMemberBOOL{Value: c.Oversize},
+		":exp":       num(c.ExpiresAt.Unix()),
+		":owner":     str(c.Owner),
 	}
 	names := completeNames
-	if !oversize {
+	if !c.Oversize {
 		update = "SET #st = :completed, #ov = :oversize, #ex = :exp, #rs = :response REMOVE #lu"
-		values[":response"] = &types.AttributeValueMemberB{Value: response}
+		values[":response"] = &types.AttributeValueMemberB{Value: c.Response}
 		names = completeWithResponseNames
 	}
-	_, err := d.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	return &dynamodb.UpdateItemInput{
 		TableName:                 &d.table,
-		Key:                       d.key(key),
+		Key:                       d.key(c.Key),
 		UpdateExpression:          aws.String(update),
-		ConditionExpression:       aws.String(owned),
+		ConditionExpression:       aws.String(completedBy),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
-	})
-	return d.fenced(err, "completing")
+	}
+}
+
+// MaxEnlisted is how many writes a tool may enlist in its call's
+// completion: DynamoDB's 100 items per transaction, less the claim and a
+// single-use state's redemption.
+const MaxEnlisted = 98
+
+// CompleteWith implements Transactor with one TransactWriteItems: the
+// writes, then the completions, each fenced as Complete is.
+func (d *DynamoDB) CompleteWith(ctx context.Context, token string, cs []Completion, writes []types.TransactWriteItem) error {
+	items := make([]types.TransactWriteItem, 0, len(writes)+len(cs))
+	items = append(items, writes...)
+	for _, c := range cs {
+		u := d.completion(c)
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+			ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+		}})
+	}
+	_, err := d.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: &token})
+	if err == nil {
+		return nil
+	}
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return fmt.Errorf("%w: completing in a transaction: %w", ErrUnavailable, err)
+	}
+	// One reason per item, in order; "None" for an item not at fault.
+	for i, r := range tce.CancellationReasons {
+		if r.Code == nil || *r.Code != "ConditionalCheckFailed" {
+			continue
+		}
+		if i >= len(writes) {
+			return ErrNotOwner
+		}
+		return fmt.Errorf("%w (write %d of %d)", ErrWritesRefused, i+1, len(writes))
+	}
+	// A conflict with another transaction, throttling: worth retrying.
+	return fmt.Errorf("%w: completing in a transaction: %w", ErrUnavailable, err)
 }
 
 // Release implements Store with one conditional DeleteItem.

@@ -11,7 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
+	"sync"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/canon"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -161,25 +165,212 @@ func newOwner() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ticket finishes one claim.
+// ticket finishes one claim, with the writes its tool enlisted.
 type ticket struct {
 	g          *Guard
 	key, owner string
+
+	mu     sync.Mutex
+	writes []types.TransactWriteItem // enlisted by the tool (Enlist)
+	joined *redemption               // a single-use state spent with the call
+	sealed bool                      // finishing began: nothing more joins
+}
+
+var _ stateless.RedemptionJoiner = (*ticket)(nil)
+
+// Enlist adds writes to the completion of the claimed call whose handler
+// context is ctx: they are committed in one DynamoDB transaction with the
+// claim's completion and the call's stored result, fenced by the claim's
+// owner token, or not at all. A tool whose side effect is such a write
+// therefore executes exactly once per idempotency key even if its process
+// dies at any point: until the transaction commits nothing happened, and
+// once it has, the key replays the result.
+//
+// The writes are made after the handler returns, so the handler must not
+// depend on their outcome: it checks what it can before (reads), and
+// gives each write the condition that must still hold. If a condition
+// fails at commit, nothing is written and the client is answered with a
+// retryable refusal; the retry runs the tool again, which then sees the
+// new state. If the call ends without a result to keep (the tool failed
+// retryably, asked for input, or panicked), the writes are dropped.
+//
+// Enlist reports false, and enlists nothing, when the call holds no
+// claim (it carries no idempotency key, or its tool is read-only), when
+// the claims are not kept in a DynamoDB table (Transactor), or when the
+// call's writes would exceed MaxEnlisted: the tool then makes its writes
+// itself, and is exactly-once only as far as its own conditions make it.
+// The writes must be to tables the claims store's client can reach.
+func Enlist(ctx context.Context, writes ...types.TransactWriteItem) bool {
+	t, ok := stateless.TicketFrom(ctx).(*ticket)
+	if !ok {
+		return false
+	}
+	if _, ok := t.g.store.(Transactor); !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sealed || len(t.writes)+len(writes) > MaxEnlisted {
+		return false
+	}
+	t.writes = append(t.writes, writes...)
+	return true
+}
+
+// Enlisting reports whether Enlist would take writes for the call whose
+// handler context is ctx. A tool checks it before it reads what its
+// enlisted writes' conditions will check, and reads only then.
+func Enlisting(ctx context.Context) bool {
+	t, ok := stateless.TicketFrom(ctx).(*ticket)
+	if !ok {
+		return false
+	}
+	if _, ok := t.g.store.(Transactor); !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.sealed
+}
+
+// JoinRedemption implements stateless.RedemptionJoiner: a redemption of
+// the same Guard, in a Transactor, is completed in the claim's
+// transaction.
+func (t *ticket) JoinRedemption(r stateless.Redemption) bool {
+	rd, ok := r.(*redemption)
+	if !ok || rd.store != t.g.store {
+		return false
+	}
+	if _, ok := t.g.store.(Transactor); !ok {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sealed {
+		return false
+	}
+	t.joined = rd
+	return true
+}
+
+// seal ends enlisting and returns what was enlisted.
+func (t *ticket) seal() ([]types.TransactWriteItem, *redemption) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sealed = true
+	return t.writes, t.joined
 }
 
 // compressAbove is the size from which a stored result is compressed.
 const compressAbove = 1024
 
+// Complete records result, with the enlisted writes and a joined
+// redemption in one transaction when there are any, retrying a store that
+// fails with backoff until ctx's deadline (the caller sets it to the
+// time the invocation has left). Its error wraps
+// stateless.ErrNotCommitted when enlisted writes were not committed (the
+// client must be told to retry), and ErrCompletionLost when the tool's
+// effect happened but its result could not be recorded.
 func (t *ticket) Complete(ctx context.Context, result []byte) error {
-	stored, oversize, err := t.g.deflate(result)
-	if err != nil {
-		return err
+	writes, joined := t.seal()
+	c := Completion{Key: t.key, Owner: t.owner, ExpiresAt: t.g.opts.Now().Add(t.g.opts.Retention)}
+	var err error
+	c.Response, c.Oversize, err = t.g.deflate(result)
+	if err == nil {
+		tx, ok := t.g.store.(Transactor)
+		switch {
+		case ok && (len(writes) > 0 || joined != nil):
+			cs := []Completion{c}
+			if joined != nil {
+				cs = append(cs, Completion{Key: joined.key, Owner: joined.owner, ExpiresAt: joined.until})
+			}
+			// The owner token is the transaction's idempotency token: a
+			// retry after a lost answer is applied once.
+			err = persist(ctx, func(ctx context.Context) error { return tx.CompleteWith(ctx, t.owner, cs, writes) })
+		default:
+			err = persist(ctx, func(ctx context.Context) error {
+				return t.g.store.Complete(ctx, c.Key, c.Owner, c.Response, c.Oversize, c.ExpiresAt)
+			})
+		}
 	}
-	return t.g.store.Complete(ctx, t.key, t.owner, stored, oversize, t.g.opts.Now().Add(t.g.opts.Retention))
+	switch {
+	case err == nil:
+		return nil
+	case len(writes) > 0:
+		if errors.Is(err, ErrWritesRefused) {
+			// Nothing was written: free the key for the retry at once.
+			_ = t.g.store.Release(ctx, t.key, t.owner)
+		}
+		return fmt.Errorf("%w: claim %s: %w", stateless.ErrNotCommitted, t.key, err)
+	}
+	return fmt.Errorf("%w: claim %s: %w", ErrCompletionLost, t.key, err)
 }
 
+// Release gives the claim up, retried as Complete is. A release whose
+// first attempt was applied but unanswered finds the claim gone on its
+// retry: that is success.
 func (t *ticket) Release(ctx context.Context) error {
-	return t.g.store.Release(ctx, t.key, t.owner)
+	t.seal()
+	attempts := 0
+	err := persist(ctx, func(ctx context.Context) error {
+		attempts++
+		err := t.g.store.Release(ctx, t.key, t.owner)
+		if attempts > 1 && errors.Is(err, ErrNotOwner) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("releasing claim %s: %w", t.key, err)
+	}
+	return nil
+}
+
+// persist runs write until it succeeds, fails for a reason a retry cannot
+// change, or ctx has no time left for another attempt. Only failures to
+// reach the store (ErrUnavailable) are retried, after a random wait that
+// doubles from 20 ms up to 1 s; each attempt gets half of the time left
+// (at least 250 ms), so that one slow answer leaves room for another
+// attempt. Writes retried this way must be idempotent for their owner
+// (Store.Complete, Transactor.CompleteWith with its token).
+func persist(ctx context.Context, write func(context.Context) error) error {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if dl, ok := ctx.Deadline(); ok {
+			actx, cancel = context.WithTimeout(ctx, max(time.Until(dl)/2, minAttempt))
+		}
+		err := write(actx)
+		cancel()
+		if err == nil || !errors.Is(err, ErrUnavailable) {
+			return err
+		}
+		wait := backoff(attempt)
+		dl, ok := ctx.Deadline()
+		if !ok && attempt >= maxUndeadlinedAttempts || ok && time.Until(dl) < wait+minAttempt {
+			return err
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+	}
+}
+
+const (
+	// minAttempt is the least time an attempt of persist is given.
+	minAttempt = 250 * time.Millisecond
+	// maxUndeadlinedAttempts bounds persist when ctx has no deadline.
+	maxUndeadlinedAttempts = 8
+)
+
+// backoff is the wait before the retry after attempt: random in the upper
+// half of 20 ms doubled per attempt, at most 1 s.
+func backoff(attempt int) time.Duration {
+	d := min(20*time.Millisecond<<min(attempt, 10), time.Second)
+	return d/2 + time.Duration(mrand.Int64N(int64(d/2)+1))
 }
 
 // deflate prepares a result for storing: as it is when small, gzipped when
@@ -262,10 +453,19 @@ type redemption struct {
 	until      time.Time
 }
 
+// Complete spends the state, retried as a ticket's completion is.
 func (r *redemption) Complete(ctx context.Context) error {
-	return r.store.Complete(ctx, r.key, r.owner, nil, false, r.until)
+	return persist(ctx, func(ctx context.Context) error { return r.store.Complete(ctx, r.key, r.owner, nil, false, r.until) })
 }
 
+// Release gives the state back, retried as a ticket's release is.
 func (r *redemption) Release(ctx context.Context) error {
-	return r.store.Release(ctx, r.key, r.owner)
+	attempts := 0
+	return persist(ctx, func(ctx context.Context) error {
+		attempts++
+		if err := r.store.Release(ctx, r.key, r.owner); err != nil && !(attempts > 1 && errors.Is(err, ErrNotOwner)) {
+			return err
+		}
+		return nil
+	})
 }

@@ -128,8 +128,11 @@ func (m *Memory) Complete(ctx context.Context, key, owner string, response []byt
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.records[key]
-	if !ok || r.Owner != owner || r.Status != InProgress {
+	if !ok || r.Owner != owner {
 		return ErrNotOwner
+	}
+	if r.Status == Completed {
+		return nil // a retry: the first completion stands
 	}
 	if !oversize && m.bytes+len(response) > m.opts.MaxResponseBytes {
 		// Over the budget: the call is remembered as done, its result

@@ -88,6 +88,7 @@ const (
 	BadIdempotencyKey   // idempotency key empty, malformed, too long, or ambiguous {reason}
 	StoreUnavailable    // idempotency store unreachable: failed closed
 	ReplayUnavailable   // completed call whose response could not be kept
+	NotCommitted        // the tool's enlisted writes were not committed: nothing happened
 
 	// Operational classes.
 	Timeout           // deadline passed before an answer
@@ -151,6 +152,7 @@ var specs = [numKinds]spec{
 	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict", false},
 	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, false, "idempotency_key_invalid", false},
 	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable", true},
+	NotCommitted:        {"not_committed", CodeInternalError, http.StatusOK, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", true, true, "idempotency_not_committed", true},
 	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, false, "idempotency_replay_unavailable", false},
 
 	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, true, "timeout", true},

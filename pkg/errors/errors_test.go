@@ -54,6 +54,7 @@ func TestMapping(t *testing.T) {
 		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
 		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
 		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
+		mcperr.NotCommitted:         {-32603, 200, 200, true, true, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", `{"retryable":true,"type":"idempotency_not_committed"}`, true},
 		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
 		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
 		mcperr.RateLimited:          {-32603, 200, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
@@ -54,6 +55,14 @@ func (f *flakyStore) Complete(ctx context.Context, key, owner string, response [
 		return f.completeErr
 	}
 	return f.Store.Complete(ctx, key, owner, response, oversize, expiresAt)
+}
+
+// failingTransactor is a claims store that can commit writes with a
+// completion, but whose every transaction fails as a throttled table's.
+type failingTransactor struct{ claims.Store }
+
+func (failingTransactor) CompleteWith(context.Context, string, []claims.Completion, []types.TransactWriteItem) error {
+	return fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))
 }
 
 // downSealer seals with a local key but cannot open: its key service is
@@ -104,6 +113,12 @@ func newServer(store claims.Store, sealer reqstate.Sealer, ob *observe.Observer)
 	})
 	stateless.AddTool(srv, &stateless.Tool{Name: "ask", Annotations: ro}, func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, &stateless.InputRequired{State: []byte("s")}
+	})
+	stateless.AddTool(srv, &stateless.Tool{Name: "enlist"}, func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
+		if !claims.Enlist(ctx, types.TransactWriteItem{}) {
+			return nil, struct{}{}, errors.New("not enlisted")
+		}
+		return nil, struct{}{}, nil
 	})
 	stateless.AddTool(srv, &stateless.Tool{Name: "write"}, func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, nil
@@ -224,6 +239,8 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 		mcperr.DependencyFailure.String(): {newServer(claims.NewMemory(), downSealer{local}, ob), event("tools/call", "ask", `"name":"ask","arguments":{},"requestState":"`+tok+`"`, nil), time.Second, "cause", "reqstate: key service unavailable: kms Decrypt: connection refused"},
 		mcperr.Internal.String():          {healthy, callTool("panics", `{"text":"`+secret+`"}`), time.Second, "panic_type", "string"},
 		"retryable":                       {healthy, callTool("retry_later", `{"text":"`+secret+`"}`), time.Second, "aws_request_id", "REQ123"},
+		mcperr.NotCommitted.String(): {newServer(failingTransactor{claims.NewMemory()}, local, ob),
+			event("tools/call", "enlist", `"name":"enlist","arguments":{"text":"x"},"idempotencyKey":"k1"`, nil), time.Second, "aws_error_code", "ProvisionedThroughputExceededException"},
 		"complete_failed": {newServer(&flakyStore{Store: claims.NewMemory(), completeErr: fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))}, local, ob),
 			event("tools/call", "write", `"name":"write","arguments":{"text":"x"},"idempotencyKey":"k1"`, nil), time.Second, "cause", "finishing the idempotency claim"},
 	}
@@ -249,6 +266,19 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 			}
 			if name != "complete_failed" && l["Outcome"] != name {
 				t.Errorf("Outcome = %v, want %v", l["Outcome"], name)
+			}
+			switch name {
+			case "complete_failed":
+				// The tool ran and its result went out, unrecorded: the
+				// line names the claim by its digest, and the decision is
+				// metered.
+				if l["ClaimOutcome"] != stateless.ClaimLost || !strings.Contains(fmt.Sprint(l["cause"]), "completion lost: claim claim#") {
+					t.Errorf("ClaimOutcome = %v, cause = %v; want %s and the claim's digest", l["ClaimOutcome"], l["cause"], stateless.ClaimLost)
+				}
+			case mcperr.NotCommitted.String():
+				if l["ClaimOutcome"] != stateless.ClaimNotCommitted {
+					t.Errorf("ClaimOutcome = %v, want %s", l["ClaimOutcome"], stateless.ClaimNotCommitted)
+				}
 			}
 			if s, _ := l[f.causeKey].(string); !strings.Contains(s, f.cause) {
 				t.Errorf("%s = %q, want it to contain %q", f.causeKey, s, f.cause)

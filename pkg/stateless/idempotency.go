@@ -3,6 +3,7 @@ package stateless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -53,6 +54,34 @@ type Ticket interface {
 	// Release gives the claim up: the handler produced no result (it
 	// failed, panicked, or asked for input), so a retry may run it.
 	Release(ctx context.Context) error
+}
+
+// RedemptionJoiner is a Ticket that can spend the call's single-use
+// request state in its own completion, atomically (package claims does,
+// in one DynamoDB transaction). When JoinRedemption reports true and
+// Complete succeeds, the state is spent; when Complete fails, the server
+// settles the redemption itself.
+type RedemptionJoiner interface {
+	JoinRedemption(Redemption) bool
+}
+
+// ErrNotCommitted is wrapped in the error of a Ticket's Complete when
+// the call's side effect, enlisted in the completion, was not committed
+// (or is not known to have been): the tool's result must not reach the
+// client, who is told to retry instead. Retried with the same key, the
+// call replays the result if the commit did happen after all, and runs
+// again if it did not.
+var ErrNotCommitted = errors.New("stateless: the call's side effect was not committed")
+
+type ticketKey struct{}
+
+// TicketFrom returns the idempotency Ticket of the tools/call whose
+// handler runs under ctx, or nil when the call holds no claim. An
+// Idempotency implementation uses it to let a handler join its own writes
+// to the claim's completion (claims.Enlist).
+func TicketFrom(ctx context.Context) Ticket {
+	t, _ := ctx.Value(ticketKey{}).(Ticket)
+	return t
 }
 
 // MetaReplay is the result _meta key that marks a replayed result: the

@@ -265,6 +265,9 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 	handlerStart := time.Now()
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	if ticket != nil {
+		hctx = context.WithValue(hctx, ticketKey{}, ticket)
+	}
 	r, returned := x.runTool(hctx, t, args)
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
@@ -290,17 +293,47 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.Timeout, err))
 	}
 	resp := x.toolOutcome(ctx, t, b, res, err)
-	x.finishState(ctx)
 	if ticket != nil {
 		// A retryable failure is not kept: its retry runs the tool.
 		if x.resultBytes != nil && !x.inputRequired && !x.retryable {
-			result := x.resultBytes
-			x.finishClaim(ctx, func(ctx context.Context) error { return ticket.Complete(ctx, result) })
+			resp = x.completeClaim(ctx, ticket, resp)
 		} else {
-			x.finishClaim(ctx, ticket.Release)
+			_ = x.finishClaim(ctx, ticket.Release)
 		}
 		ticket = nil
 	}
+	// The claim first: a result that was not committed is answered as a
+	// retryable refusal, and then the state is released for the retry.
+	x.finishState(ctx)
+	return resp
+}
+
+// completeClaim records the call's result with its claim, together with
+// the writes the tool enlisted and, when the ticket can join it, the
+// redemption of the call's single-use state. It returns the answer: resp,
+// unless the tool's enlisted effect was not committed, which the client
+// must retry.
+func (x *exchange) completeClaim(ctx context.Context, t Ticket, resp *Response) *Response {
+	joined := false
+	if j, ok := t.(RedemptionJoiner); ok && x.redemption != nil {
+		joined = j.JoinRedemption(x.redemption)
+	}
+	result := x.resultBytes
+	err := x.finishClaim(ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
+	switch {
+	case err == nil:
+		if joined {
+			x.redemption = nil // spent with the claim
+		}
+		return resp
+	case errors.Is(err, ErrNotCommitted):
+		x.o.Claim = ClaimNotCommitted
+		x.call.notes = nil // nothing happened: no progress to report
+		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.NotCommitted, time.Second, err))
+	}
+	// The tool's effect happened; its result goes to the client even
+	// though a retry after the lease would run the tool again.
+	x.o.Claim = ClaimLost
 	return resp
 }
 
@@ -366,21 +399,39 @@ func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.Raw
 	return r, true
 }
 
-// finishClaim completes or releases a claim even when the request's own
-// deadline has passed: the result exists and must be recorded, or the
-// claim must be freed. A failure is a server fault for the operator; the
-// client still gets the result of a tool that ran.
-func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) {
+// finishClaim completes or releases a claim, f retrying a failing store
+// within finishContext's time. A failure is a server fault for the
+// operator.
+func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) error {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := x.finishContext(ctx)
 	defer cancel()
 	err := f(ctx)
-	x.o.Steps.Finish = time.Since(start)
+	x.o.Steps.Finish += time.Since(start)
 	if err != nil {
 		x.o.Fault = true
 		x.o.Err = fmt.Errorf("finishing the idempotency claim: %w", err)
 		x.o.ErrFromTool = false
 	}
+	return err
+}
+
+// maxFinish bounds the time spent recording a call's outcome.
+const maxFinish = 10 * time.Second
+
+// finishContext is the context in which a call's claim and state are
+// settled: not cancelled with the request (the result exists and must be
+// recorded, or the claim freed), and ending a fifth of the DeadlineMargin
+// before the request's deadline — the invocation's, on Lambda — so that
+// the answer still leaves in time, and at most maxFinish from now.
+func (x *exchange) finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(maxFinish)
+	if d, ok := ctx.Deadline(); ok {
+		if d = d.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) {
+			end = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
 
 // claimDecision names the claim decision a refusal of kind k records.

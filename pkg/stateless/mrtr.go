@@ -258,7 +258,7 @@ func (x *exchange) finishState(ctx context.Context) {
 	if x.retryable {
 		settle = r.Release
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	ctx, cancel := x.finishContext(ctx)
 	defer cancel()
 	if err := settle(ctx); err != nil {
 		x.o.Fault = true

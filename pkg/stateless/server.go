@@ -129,8 +129,8 @@ type Outcome struct {
 	Panic *Panic
 
 	// Claim is the idempotency decision for a tools/call: "" (no claim),
-	// ClaimNew, ClaimReplay, ClaimConflict, ClaimInProgress or
-	// ClaimUnavailable.
+	// ClaimNew, ClaimReplay, ClaimConflict, ClaimInProgress,
+	// ClaimUnavailable, ClaimNotCommitted or ClaimLost.
 	Claim string
 	// StateOpened and StateSealed record that the request redeemed a
 	// sealed request state and that its answer sealed a new one.
@@ -170,6 +170,14 @@ const (
 	ClaimConflict    = "conflict"          // the key was used for another request
 	ClaimInProgress  = "in_progress"       // the key's call is running elsewhere
 	ClaimUnavailable = "store_unavailable" // the store failed; the tool did not run
+	// ClaimNotCommitted: the tool ran, but the writes it enlisted in the
+	// claim's completion were not committed; the client was told to
+	// retry.
+	ClaimNotCommitted = "not_committed"
+	// ClaimLost: the tool ran and its result was sent, but could not be
+	// recorded: a retry after the claim's lease runs the tool again. A
+	// fault, logged at ERROR with the claim's key digest.
+	ClaimLost = "completion_lost"
 )
 
 type outcomeKey struct{}

@@ -89,8 +89,17 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		if err := s.Release(ctx, k, "c"); !errors.Is(err, claims.ErrNotOwner) {
 			t.Errorf("release after completion: %v", err)
 		}
-		if err := s.Complete(ctx, k, "c", []byte(`{"again":1}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
-			t.Errorf("second completion: %v", err)
+		// A completion retried by its owner (its first answer was lost)
+		// succeeds, and the stored result is the completed call's.
+		if err := s.Complete(ctx, k, "c", []byte(`{}`), false, t0.Add(time.Hour)); err != nil {
+			t.Errorf("completion retried by its owner: %v", err)
+		}
+		if err := s.Complete(ctx, k, "b", []byte(`{}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("completion by another after completion: %v", err)
+		}
+		_, holder, err := s.Claim(ctx, claim(k, "d", t0), t0)
+		if err != nil || holder == nil || holder.Status != claims.Completed || string(holder.Response) != `{}` || holder.Owner != "c" {
+			t.Errorf("after the retried completion: %+v %v", holder, err)
 		}
 	})
 
