@@ -11,10 +11,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,7 +30,19 @@ import (
 // Server is a running DynamoDB Local.
 type Server struct {
 	Endpoint string
-	proc     *loopback.Process
+	// run is the process and how to start it again; nil for a Server
+	// made by hand. A pointer, so that a Server value holds no lock.
+	run *running
+}
+
+// running is a started server's process and how to start it again
+// (Restart); mu guards proc.
+type running struct {
+	mu   sync.Mutex
+	proc *loopback.Process
+	args []string
+	port int
+	out  io.Writer
 }
 
 // jarDir finds the directory of DynamoDBLocal.jar: $MCP_DYNAMODB_LOCAL_DIR,
@@ -61,14 +75,23 @@ type Options struct {
 	// machine that has more than loopback. Only a developer's own session
 	// (make local-aws) sets it, knowingly; tests never do.
 	Exposed bool
+	// DBPath, if set, is a directory where DynamoDB Local keeps its
+	// database on disk (-dbPath) instead of in memory, so that the tables
+	// and their items survive Restart: a chaos run restarts it mid-run
+	// and checks that no acknowledged write was lost. The directory must
+	// exist; the caller removes it.
+	DBPath string
+	// Output, if set, receives DynamoDB Local's output (a run's log
+	// file); otherwise it goes to standard error.
+	Output io.Writer
 }
 
 // Start starts DynamoDB Local in memory on a free port and waits until it
 // answers.
 func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
 
-// StartWith starts DynamoDB Local in memory as o says and waits until it
-// answers.
+// StartWith starts DynamoDB Local as o says (in memory unless o.DBPath
+// is set) and waits until it answers.
 func StartWith(ctx context.Context, o Options) (*Server, error) {
 	if !o.Exposed && !loopback.Only() {
 		return nil, errors.New("dynamolocal: DynamoDB Local listens on every interface; run it in a loopback-only network namespace (make integration)")
@@ -85,33 +108,102 @@ func StartWith(ctx context.Context, o Options) (*Server, error) {
 		}
 	}
 	args := []string{"-Djava.library.path=" + filepath.Join(dir, "DynamoDBLocal_lib"), "-jar", filepath.Join(dir, "DynamoDBLocal.jar"),
-		"-inMemory", "-port", strconv.Itoa(port), "-disableTelemetry"}
+		"-port", strconv.Itoa(port), "-disableTelemetry"}
+	if o.DBPath != "" {
+		abs, err := filepath.Abs(o.DBPath)
+		if err != nil {
+			return nil, fmt.Errorf("dynamolocal: DBPath: %w", err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("dynamolocal: DBPath %s is not a directory", abs)
+		}
+		args = append(args, "-dbPath", abs)
+	} else {
+		args = append(args, "-inMemory")
+	}
 	if o.SharedDB {
 		args = append(args, "-sharedDb")
 	}
-	cmd := exec.Command("java", args...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 30*time.Second)
-	if err != nil {
-		return nil, fmt.Errorf("dynamolocal: port %d: %w", port, err)
+	r := &running{args: args, port: port, out: o.Output}
+	if r.out == nil {
+		r.out = os.Stderr
 	}
-	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc}, nil
+	if err := r.start(ctx); err != nil {
+		return nil, err
+	}
+	return &Server{Endpoint: "http://" + loopback.Addr(port), run: r}, nil
+}
+
+// start runs the process on r's port; r.mu is held or r is not shared
+// yet.
+func (r *running) start(ctx context.Context) error {
+	cmd := exec.Command("java", r.args...)
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	proc, err := loopback.Start(ctx, cmd, loopback.Addr(r.port), 30*time.Second)
+	if err != nil {
+		return fmt.Errorf("dynamolocal: port %d: %w", r.port, err)
+	}
+	r.proc = proc
+	return nil
+}
+
+// Restart stops DynamoDB Local (SIGTERM, as a service is stopped; killed
+// after 10 s) if it runs, and starts it again on the same port with the
+// same options. With Options.DBPath the data survives; in memory it is
+// lost. Meanwhile the endpoint refuses connections, as a service being
+// restarted does.
+func (s *Server) Restart(ctx context.Context) error {
+	r := s.run
+	if r == nil {
+		return errors.New("dynamolocal: a Server made by hand cannot restart")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc != nil {
+		r.proc.Terminate(10 * time.Second)
+		r.proc = nil
+	}
+	return r.start(ctx)
+}
+
+// Pid is the Java process's id, 0 when it is not running.
+func (s *Server) Pid() int {
+	if s.run == nil {
+		return 0
+	}
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	if s.run.proc == nil {
+		return 0
+	}
+	return s.run.proc.Pid()
 }
 
 // Exited receives the process's end if it ends before Stop; a Server made
 // by hand never ends.
 func (s *Server) Exited() <-chan error {
-	if s.proc == nil {
+	if s.run == nil {
 		return nil
 	}
-	return s.proc.Exited()
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	if s.run.proc == nil {
+		return nil
+	}
+	return s.run.proc.Exited()
 }
 
 // Stop ends DynamoDB Local. A Server made by hand (to point a client at
 // an address nothing listens on) has nothing to stop.
 func (s *Server) Stop() {
-	if s.proc != nil {
-		s.proc.Stop()
+	if s.run == nil {
+		return
+	}
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	if s.run.proc != nil {
+		s.run.proc.Stop()
+		s.run.proc = nil
 	}
 }
 

@@ -8,10 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,8 +26,23 @@ import (
 // Server is a running local-kms.
 type Server struct {
 	Endpoint string
-	proc     *loopback.Process
-	dir      string
+	// run is the process and how to start it again; nil for a Server
+	// made by hand. A pointer, so that a Server value holds no lock.
+	run *running
+}
+
+// running is a started server's process and how to start it again
+// (Restart); mu guards proc.
+type running struct {
+	mu   sync.Mutex
+	proc *loopback.Process
+	bin  string
+	env  []string
+	port int
+	out  io.Writer
+	// tempDir is the data directory Start made, removed by Stop; empty
+	// when the caller gave Options.DataDir.
+	tempDir string
 }
 
 // binary finds local-kms: $MCP_LOCAL_KMS, or .tools/bin of the repository
@@ -61,13 +78,23 @@ type Options struct {
 	// machine that has more than loopback: a developer's own session
 	// (make local-aws) only, never tests.
 	Exposed bool
+	// DataDir, if set, is local-kms's data directory, kept by Stop, so
+	// that keys survive Restart (a chaos run stops local-kms for a while
+	// and starts it again). It must exist; the caller removes it. A seed
+	// file only adds keys the directory does not hold yet. Unset: a
+	// fresh temporary directory, removed by Stop.
+	DataDir string
+	// Output, if set, receives local-kms's log (a run's log file);
+	// otherwise it goes to standard error.
+	Output io.Writer
 }
 
 // Start starts local-kms on a free port with an empty data directory.
 func Start(ctx context.Context) (*Server, error) { return StartWith(ctx, Options{}) }
 
 // StartWith starts local-kms as o says, with an empty data directory (so
-// a seed file always applies: local-kms does not overwrite stored keys).
+// a seed file always applies: local-kms does not overwrite stored keys)
+// unless o.DataDir names one.
 func StartWith(ctx context.Context, o Options) (*Server, error) {
 	if !o.Exposed && !loopback.Only() {
 		return nil, errors.New("localkms: local-kms listens on every interface; run it in a loopback-only network namespace (make integration)")
@@ -100,28 +127,92 @@ func StartWith(ctx context.Context, o Options) (*Server, error) {
 		}
 		env = append(env, "KMS_SEED_PATH="+seed)
 	}
-	dir, err := os.MkdirTemp("", "localkms")
-	if err != nil {
+	r := &running{bin: bin, port: port, out: o.Output}
+	if r.out == nil {
+		r.out = os.Stderr
+	}
+	dir := o.DataDir
+	if dir != "" {
+		if dir, err = filepath.Abs(dir); err != nil {
+			return nil, fmt.Errorf("localkms: DataDir: %w", err)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("localkms: DataDir %s is not a directory", dir)
+		}
+	} else {
+		if dir, err = os.MkdirTemp("", "localkms"); err != nil {
+			return nil, err
+		}
+		r.tempDir = dir
+	}
+	r.env = append(append(os.Environ(), env...), "KMS_DATA_PATH="+dir)
+	if err := r.start(ctx); err != nil {
+		if r.tempDir != "" {
+			os.RemoveAll(r.tempDir)
+		}
 		return nil, err
 	}
-	cmd := exec.Command(bin)
-	cmd.Env = append(append(os.Environ(), env...), "KMS_DATA_PATH="+dir)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	proc, err := loopback.Start(ctx, cmd, loopback.Addr(port), 10*time.Second)
+	return &Server{Endpoint: "http://" + loopback.Addr(port), run: r}, nil
+}
+
+// start runs the process on r's port; r.mu is held or r is not shared
+// yet.
+func (r *running) start(ctx context.Context) error {
+	cmd := exec.Command(r.bin)
+	cmd.Env = r.env
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	proc, err := loopback.Start(ctx, cmd, loopback.Addr(r.port), 10*time.Second)
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("localkms: port %d: %w", port, err)
+		return fmt.Errorf("localkms: port %d: %w", r.port, err)
 	}
-	return &Server{Endpoint: "http://" + loopback.Addr(port), proc: proc, dir: dir}, nil
+	r.proc = proc
+	return nil
+}
+
+// Halt stops local-kms and keeps its data directory, so that Restart
+// can bring it back with its keys (with Options.DataDir; a temporary
+// directory is kept too, until Stop). Meanwhile the endpoint refuses
+// connections, as an unreachable key service does.
+func (s *Server) Halt() {
+	if s.run == nil {
+		return
+	}
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	if s.run.proc != nil {
+		s.run.proc.Stop()
+		s.run.proc = nil
+	}
+}
+
+// Restart stops local-kms if it runs (see Halt) and starts it again on
+// the same port, with the same options and data directory.
+func (s *Server) Restart(ctx context.Context) error {
+	r := s.run
+	if r == nil {
+		return errors.New("localkms: a Server made by hand cannot restart")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.proc != nil {
+		r.proc.Stop()
+		r.proc = nil
+	}
+	return r.start(ctx)
 }
 
 // Exited receives the process's end if it ends before Stop; a Server made
 // by hand never ends.
 func (s *Server) Exited() <-chan error {
-	if s.proc == nil {
+	if s.run == nil {
 		return nil
 	}
-	return s.proc.Exited()
+	s.run.mu.Lock()
+	defer s.run.mu.Unlock()
+	if s.run.proc == nil {
+		return nil
+	}
+	return s.run.proc.Exited()
 }
 
 // StartWithKey starts local-kms and creates a symmetric key in it,
@@ -141,11 +232,12 @@ func StartWithKey(ctx context.Context) (*Server, string, error) {
 
 // Stop ends local-kms. A Server made by hand has nothing to stop.
 func (s *Server) Stop() {
-	if s.proc != nil {
-		s.proc.Stop()
+	if s.run == nil {
+		return
 	}
-	if s.dir != "" {
-		os.RemoveAll(s.dir)
+	s.Halt()
+	if s.run.tempDir != "" {
+		os.RemoveAll(s.run.tempDir)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -105,4 +106,29 @@ func (p *Process) Stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
+}
+
+// Terminate asks the process to end (SIGTERM), as a service is stopped
+// for a restart, and kills it if it has not ended within grace. It waits
+// for the end either way.
+func (p *Process) Terminate(grace time.Duration) {
+	if p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+	case <-t.C:
+		p.Stop()
+	}
+}
+
+// Pid is the process's id.
+func (p *Process) Pid() int {
+	if p.cmd.Process == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -34,15 +35,21 @@ type v2Event struct {
 }
 
 type v2Context struct {
-	RequestID  string `json:"requestId"`
-	DomainName string `json:"domainName"`
-	Stage      string `json:"stage"`
+	RequestID  string        `json:"requestId"`
+	Authorizer *v2Authorizer `json:"authorizer,omitempty"`
+	DomainName string        `json:"domainName"`
+	Stage      string        `json:"stage"`
 	HTTP       struct {
 		Method   string `json:"method"`
 		Path     string `json:"path"`
 		Protocol string `json:"protocol"`
 		SourceIP string `json:"sourceIp"`
 	} `json:"http"`
+}
+
+// v2Authorizer is a Lambda authorizer's context in a payload 2.0 event.
+type v2Authorizer struct {
+	Lambda map[string]string `json:"lambda"`
 }
 
 type v2Response struct {
@@ -60,6 +67,43 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
 		return
 	}
+	payload, err := NewEvent(r, body, EventOptions{})
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// The invocation runs to its end even if the client goes away (as on
+	// Lambda): the emulator serves one invocation at a time and crashes
+	// if a second starts while the first still runs.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
+	defer cancel()
+	out, err := f.Emulator.Invoke(ctx, payload)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	WriteResponse(w, out)
+}
+
+// EventOptions say what NewEvent puts in an event beyond the request.
+// The zero value is what Front sends.
+type EventOptions struct {
+	// RequestID is API Gateway's request id (requestContext.requestId),
+	// which the function logs as gateway_request_id: a front that gives
+	// each request its own can find the request's log line. Empty:
+	// "front".
+	RequestID string
+	// Principal, if set, is a Lambda authorizer's principal id
+	// (requestContext.authorizer.lambda.principalId), so that one front
+	// can serve several callers, each with notes and claims of its own,
+	// as a gateway with an authorizer does. Empty: no authorizer, the
+	// anonymous caller.
+	Principal string
+}
+
+// NewEvent turns an HTTP request whose body was read into an API Gateway
+// HTTP API (payload 2.0) event, as API Gateway would.
+func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 	ev := v2Event{Version: "2.0", RouteKey: r.Method + " " + r.URL.Path, RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery,
 		Headers: map[string]string{}}
 	for k, vs := range r.Header {
@@ -68,6 +112,12 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	ev.Headers["host"] = r.Host
 	ev.RequestContext.RequestID = "front"
+	if o.RequestID != "" {
+		ev.RequestContext.RequestID = o.RequestID
+	}
+	if o.Principal != "" {
+		ev.RequestContext.Authorizer = &v2Authorizer{Lambda: map[string]string{"principalId": o.Principal}}
+	}
 	ev.RequestContext.DomainName = r.Host
 	ev.RequestContext.Stage = "$default"
 	ev.RequestContext.HTTP.Method = r.Method
@@ -83,36 +133,33 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
-		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, fmt.Errorf("encoding the event: %w", err)
 	}
-	// The invocation runs to its end even if the client goes away (as on
-	// Lambda): the emulator serves one invocation at a time and crashes
-	// if a second starts while the first still runs.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
-	defer cancel()
-	out, err := f.Emulator.Invoke(ctx, payload)
-	if err != nil {
-		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
-		return
-	}
+	return payload, nil
+}
+
+// WriteResponse writes a function's API Gateway response payload as the
+// HTTP response, as API Gateway would; a payload that is not one is
+// answered 502, as API Gateway answers a malformed Lambda response.
+func WriteResponse(w http.ResponseWriter, out []byte) {
 	var resp v2Response
 	if err := json.Unmarshal(out, &resp); err != nil {
 		http.Error(w, "front: the function's response is not an API Gateway response", http.StatusBadGateway)
 		return
+	}
+	respBody := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		var err error
+		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
+			http.Error(w, "front: bad base64 body", http.StatusBadGateway)
+			return
+		}
 	}
 	for k, v := range resp.Headers {
 		w.Header().Set(k, v)
 	}
 	for _, c := range resp.Cookies {
 		w.Header().Add("Set-Cookie", c)
-	}
-	respBody := []byte(resp.Body)
-	if resp.IsBase64Encoded {
-		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			http.Error(w, "front: bad base64 body", http.StatusBadGateway)
-			return
-		}
 	}
 	if resp.StatusCode == 0 {
 		resp.StatusCode = http.StatusOK

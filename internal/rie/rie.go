@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
@@ -30,6 +31,7 @@ type Emulator struct {
 	log    *syncbuf.Buffer
 	exited chan struct{} // closed when the emulator has ended
 	err    error         // how it ended, once exited is closed
+	group  bool          // the emulator leads a process group of its own
 }
 
 // Options configure Start.
@@ -43,6 +45,11 @@ type Options struct {
 	// Output, if set, receives the emulator's and the function's output;
 	// otherwise it is kept and returned by Log.
 	Output io.Writer
+	// OwnGroup runs the emulator in a process group of its own, so that
+	// Kill ends the function with it at once, as Lambda ends an instance
+	// (a chaos run kills instances mid-call). Without it a Ctrl-C of the
+	// caller's terminal reaches the emulator too.
+	OwnGroup bool
 }
 
 // Start starts the emulator on two free loopback ports and waits until it
@@ -62,7 +69,10 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 	api, runtimeAPI := loopback.Addr(p1), loopback.Addr(p2)
 	cmd := exec.Command(o.RIE, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, o.Bootstrap)
 	cmd.Env = append(os.Environ(), o.Env...)
-	e := &Emulator{cmd: cmd, url: "http://" + api + "/2015-03-31/functions/function/invocations",
+	if o.OwnGroup {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	}
+	e := &Emulator{cmd: cmd, group: o.OwnGroup, url: "http://" + api + "/2015-03-31/functions/function/invocations",
 		client: &http.Client{Timeout: 60 * time.Second}, exited: make(chan struct{})}
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
@@ -128,12 +138,44 @@ func (e *Emulator) Stop() error {
 	if e.cmd.Process == nil {
 		return nil
 	}
-	_ = e.cmd.Process.Signal(os.Interrupt)
+	if e.group {
+		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGINT)
+	} else {
+		_ = e.cmd.Process.Signal(os.Interrupt)
+	}
 	select {
 	case <-e.exited:
 	case <-time.After(3 * time.Second):
-		_ = e.cmd.Process.Kill()
-		<-e.exited
+		e.Kill()
 	}
 	return nil
 }
+
+// Kill ends the emulator and the function at once with SIGKILL, as a
+// crashed or recycled Lambda instance ends: an invocation in flight gets
+// no answer. With Options.OwnGroup the whole process group is killed (the
+// function is the emulator's child); otherwise the emulator only, and the
+// function ends when it finds its runtime API gone. Kill waits for the
+// emulator to end.
+func (e *Emulator) Kill() {
+	if e.cmd.Process == nil {
+		return
+	}
+	if e.group {
+		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	} else {
+		_ = e.cmd.Process.Kill()
+	}
+	<-e.exited
+}
+
+// Pid is the emulator's process id; the function runs as its child.
+func (e *Emulator) Pid() int {
+	if e.cmd.Process == nil {
+		return 0
+	}
+	return e.cmd.Process.Pid
+}
+
+// Exited is closed when the emulator has ended.
+func (e *Emulator) Exited() <-chan struct{} { return e.exited }

@@ -1,0 +1,189 @@
+//go:build integration
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	fullRun = flag.Bool("chaos.full", false, "the five-minute run (make chaos); otherwise the short one (make test)")
+	logRoot = flag.String("chaos.logdir", "", "keep the instances' logs and the report in a new directory under this one (default: the test's temporary directory)")
+	seed    = flag.Uint64("chaos.seed", 0, "seed of the faults' and the load's random choices (default: from the clock, printed)")
+)
+
+// plan is one variant of the run.
+type plan struct {
+	name      string
+	instances int
+	workers   int
+	load      time.Duration // new operations start until then
+	pursue    time.Duration // how long one request is retried
+	recovery  time.Duration // how long after the load requests may still be retried
+}
+
+var (
+	shortPlan = plan{name: "short", instances: 4, workers: 10, load: 40 * time.Second, pursue: 50 * time.Second, recovery: 35 * time.Second}
+	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 210 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
+)
+
+// TestChaos runs the function as a fleet of instances (the real
+// bootstrap under the runtime emulator) against DynamoDB Local and
+// local-kms, under a bounded MCP load, while instances are killed,
+// DynamoDB requests and responses are delayed and dropped, DynamoDB
+// Local is restarted and local-kms stopped for a while; then it checks,
+// from the table and the answers, that every keyed add ran exactly once,
+// no acknowledged write was lost, every retryable refusal recovered, no
+// gateway error came but from a killed instance, and every single-use
+// confirmation deleted at most once (docs/chaos.md). -short (make test)
+// is the short run; -chaos.full or MCP_CHAOS_FULL=1 (make chaos) the
+// five-minute one.
+func TestChaos(t *testing.T) {
+	p := shortPlan
+	if (*fullRun || os.Getenv("MCP_CHAOS_FULL") == "1") && !testing.Short() {
+		p = fullPlan
+	}
+	root := repoRoot(t)
+	bootstrap := envOr("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
+	rieBin := envOr("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
+	for what, path := range map[string]string{"the function (make build)": bootstrap, "aws-lambda-rie (make tools)": rieBin} {
+		if _, err := os.Stat(path); err != nil {
+			t.Fatalf("%s is missing: %v", what, err)
+		}
+	}
+	runSeed := *seed
+	if runSeed == 0 {
+		runSeed = uint64(time.Now().UnixNano())
+	}
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "logs")
+	if *logRoot != "" {
+		logDir = filepath.Join(*logRoot, time.Now().UTC().Format("20060102T150405Z")+"-"+p.name)
+	}
+	commit := gitDescribe(root)
+	t.Logf("chaos %s run: seed %d, commit %s, logs in %s", p.name, runSeed, commit, logDir)
+
+	ctx, cancel := context.WithTimeout(context.Background(), p.load+p.recovery+4*time.Minute)
+	defer cancel()
+	began := time.Now()
+	c, err := StartCluster(ctx, ClusterOptions{
+		RIE: rieBin, Bootstrap: bootstrap,
+		EnvFile: filepath.Join(root, "deploy/sam-local-env.json"), Seed: filepath.Join(root, "deploy/local-kms-seed.yaml"),
+		Instances: p.instances, Dir: filepath.Join(dir, "data"), LogDir: logDir, RandSeed: runSeed,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+
+	load := NewLoad(c.Front, LoadOptions{Workers: p.workers, Duration: p.load, PursueLimit: p.pursue, Recovery: p.recovery,
+		RunID: fmt.Sprintf("r%x", runSeed&0xffffff), Seed: runSeed})
+	faults := NewFaults(c, p == fullPlan)
+	loadStart := time.Now()
+	faultsDone := make(chan struct{})
+	go func() {
+		defer close(faultsDone)
+		faults.Run(ctx, p.load)
+	}()
+	load.Run(ctx)
+	<-faultsDone
+	c.Pool.Settle()
+	total := time.Since(loadStart)
+
+	notes, err := ScanNotes(ctx, c.DynamoDB.Client(), c.Table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := load.Check(notes)
+	sum := Summary{
+		Title:     fmt.Sprintf("chaos %s run at %s, seed %d (%s from start to checks)", p.name, commit, runSeed, time.Since(began).Round(time.Second)),
+		Instances: p.instances, Workers: p.workers, Load: p.load, Total: total,
+		Faults: faults.Counts(), Timeline: faults.Timeline(), Ops: load.Ops(),
+	}
+	var report bytes.Buffer
+	WriteReport(&report, sum, load.Stats(), res)
+	ix, err := IndexLogs(c.Logs())
+	if err != nil {
+		t.Error(err)
+	}
+	var details bytes.Buffer
+	WriteViolations(&details, res.Violations, ix, len(res.Violations))
+	if err := os.MkdirAll(logDir, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(logDir, "report.txt"), append(report.Bytes(), details.Bytes()...), 0o644)
+	}
+	// The table always, on the test's output: make chaos prints it.
+	fmt.Fprint(os.Stdout, report.String())
+	if len(res.Violations) > 0 {
+		var some bytes.Buffer
+		WriteViolations(&some, res.Violations, ix, 15)
+		fmt.Fprint(os.Stdout, some.String())
+		fmt.Fprintf(os.Stdout, "\nevery violation with its log lines: %s\n", filepath.Join(logDir, "report.txt"))
+	}
+
+	for _, err := range append(faults.Errors(), c.Pool.Errors()...) {
+		t.Errorf("the harness failed: %v", err)
+	}
+	// A run that injected nothing, or did nothing, proves nothing.
+	injected := sum.Faults
+	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultKMSOutage} {
+		if injected[f] == 0 {
+			t.Errorf("no fault %q was injected", f)
+		}
+	}
+	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 {
+		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads", res.KeysSucceeded, res.DeletesSucceeded, res.Reads)
+	}
+	for check, n := range res.ByCheck() {
+		if n > 0 {
+			t.Errorf("%d violations of %s", n, check)
+		}
+	}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// repoRoot is the directory of go.mod above the test's directory.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/serverless-mcp/mcp-lambda\n")) {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatal("not inside the repository")
+		}
+	}
+}
+
+// gitDescribe names the commit the run tested (dirty when the tree has
+// changes), for the report.
+func gitDescribe(root string) string {
+	cmd := exec.Command("git", "describe", "--always", "--dirty")
+	cmd.Dir = root
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, io.Discard
+	if err := cmd.Run(); err != nil {
+		return "an unknown commit"
+	}
+	return strings.TrimSpace(out.String())
+}

@@ -1,0 +1,277 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// The checks, in the order the report lists them.
+const (
+	CheckExactlyOnce = "exactly-once"            // a key pursued to success has exactly one note; no key more than one
+	CheckLostWrite   = "acknowledged-write-lost" // a note answered to the client is in the table (unless deleted)
+	CheckReplay      = "replay-differs"          // every success answer for a key names the same note
+	CheckGateway     = "5xx-or-gateway-error"    // no 5xx and no gateway error but a killed instance's
+	CheckRecovered   = "retryable-not-recovered" // a request answered retryable ends in success once faults stop
+	CheckSingleUse   = "single-use-state"        // a confirmed state deletes at most once; the note is gone exactly when a delete succeeded
+	CheckUnexpected  = "unexpected-answer"       // every definitive answer is one the flow allows
+)
+
+// Checks lists every check.
+var Checks = []string{CheckExactlyOnce, CheckLostWrite, CheckReplay, CheckGateway, CheckRecovered, CheckSingleUse, CheckUnexpected}
+
+// Violation is one failed check, with what explains it.
+type Violation struct {
+	Check   string
+	Subject string // the key, note or request
+	Detail  string
+	// Attempts are the HTTP exchanges involved, whose request ids find
+	// the instances' log lines.
+	Attempts []Attempt
+}
+
+// Notes is the note book as the table holds it, read directly (not
+// through the fault proxy).
+type Notes struct {
+	// ByMarker are the note ids whose text carries each marker.
+	ByMarker map[string][]string
+	// IDs is every note id.
+	IDs map[string]bool
+}
+
+// ScanNotes reads every note item of the table with consistent reads.
+func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, error) {
+	n := &Notes{ByMarker: map[string][]string{}, IDs: map[string]bool{}}
+	p := dynamodb.NewScanPaginator(c, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("chaos: scanning %s: %w", table, err)
+		}
+		for _, it := range page.Items {
+			pk, _ := it["pk"].(*types.AttributeValueMemberS)
+			sk, _ := it["sk"].(*types.AttributeValueMemberS)
+			if pk == nil || sk == nil || !strings.HasPrefix(pk.Value, "notes#") || !strings.HasPrefix(sk.Value, "n") {
+				continue // claims, redemptions, counters
+			}
+			n.IDs[sk.Value] = true
+			if text, ok := it["text"].(*types.AttributeValueMemberS); ok {
+				if m := marker(text.Value); m != "" {
+					n.ByMarker[m] = append(n.ByMarker[m], sk.Value)
+				}
+			}
+		}
+	}
+	return n, nil
+}
+
+// marker is the "mk:<key>;" a note's text carries.
+func marker(text string) string {
+	i := strings.Index(text, "mk:")
+	if i < 0 {
+		return ""
+	}
+	j := strings.IndexByte(text[i:], ';')
+	if j < 0 {
+		return ""
+	}
+	return text[i : i+j+1]
+}
+
+// Result is the checks' outcome.
+type Result struct {
+	Violations []Violation
+	// Executions counts keys by how many notes they made: 0, 1, 2+.
+	Executions [3]int
+	// Keys by kind, and how many were pursued to success.
+	Keys, KeysSucceeded int
+	KeysByKind          map[string]int
+	// Deletes are the confirmed delete flows; SecondRefused the second
+	// redemptions refused as spent.
+	Deletes, DeletesSucceeded, SecondRefused int
+	Reads                                    int
+}
+
+// ByCheck counts the violations of each check (every check present).
+func (r *Result) ByCheck() map[string]int {
+	m := map[string]int{}
+	for _, c := range Checks {
+		m[c] = 0
+	}
+	for _, v := range r.Violations {
+		m[v.Check]++
+	}
+	return m
+}
+
+// Check checks what the load recorded against the table.
+func (l *Load) Check(notes *Notes) *Result {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := &Result{KeysByKind: map[string]int{}}
+	add := func(check, subject, detail string, hs ...*History) {
+		v := Violation{Check: check, Subject: subject, Detail: detail}
+		for _, h := range hs {
+			if h != nil {
+				v.Attempts = append(v.Attempts, h.Attempts...)
+			}
+		}
+		r.Violations = append(r.Violations, v)
+	}
+
+	// Notes deleted by an acknowledged delete, by the key that added them.
+	gone := map[*KeyRecord]map[string]bool{}
+	for _, d := range l.deletes {
+		for _, rd := range d.Redemptions {
+			if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
+				if gone[d.Note] == nil {
+					gone[d.Note] = map[string]bool{}
+				}
+				gone[d.Note][d.NoteID] = true
+			}
+		}
+	}
+
+	for _, k := range l.keys {
+		k.mu.Lock()
+		r.Keys++
+		r.KeysByKind[k.Kind]++
+		succeeded := len(k.IDs) > 0
+		if succeeded {
+			r.KeysSucceeded++
+		}
+		executed := map[string]bool{}
+		for _, id := range notes.ByMarker[k.Marker] {
+			executed[id] = true
+		}
+		for id := range gone[k] {
+			if slices.Contains(k.IDs, id) {
+				executed[id] = true
+			}
+		}
+		r.Executions[min(len(executed), 2)]++
+		switch {
+		case succeeded && len(executed) != 1, len(executed) > 1:
+			add(CheckExactlyOnce, k.Key, fmt.Sprintf("%s key executed %d times: notes %v in the table, answered %v, deleted %v",
+				k.Kind, len(executed), notes.ByMarker[k.Marker], k.IDs, keys(gone[k])), k.Reqs...)
+		}
+		if distinct := slices.Compact(slices.Sorted(slices.Values(k.IDs))); len(distinct) > 1 {
+			add(CheckReplay, k.Key, fmt.Sprintf("answers name notes %v (%d replays)", k.IDs, k.Replays), k.Reqs...)
+		}
+		for _, id := range slices.Compact(slices.Sorted(slices.Values(k.IDs))) {
+			if !notes.IDs[id] && !gone[k][id] {
+				add(CheckLostWrite, k.Key, fmt.Sprintf("note %s was answered but is not in the table", id), k.Reqs...)
+			}
+		}
+		for _, u := range k.Unexpected {
+			add(CheckUnexpected, k.Key, "notes_add answered "+u, k.Reqs...)
+		}
+		for _, h := range k.Reqs {
+			if h.Final == nil {
+				add(CheckRecovered, k.Key, fmt.Sprintf("notes_add given up after %d attempts, last %s", len(h.Attempts), last(h)), h)
+			}
+		}
+		k.mu.Unlock()
+	}
+
+	for _, h := range l.reads {
+		r.Reads++
+		if h.Final == nil {
+			add(CheckRecovered, h.What, fmt.Sprintf("read given up after %d attempts, last %s", len(h.Attempts), last(h)), h)
+		}
+	}
+	for _, u := range l.readBad {
+		add(CheckUnexpected, "read", u)
+	}
+	for _, g := range l.gateway {
+		add(CheckGateway, "request", g)
+	}
+
+	for _, d := range l.deletes {
+		r.Deletes++
+		subject := fmt.Sprintf("delete %s (%s, key %s)", d.NoteID, d.Mode, d.Key)
+		hs := []*History{d.Ask}
+		for _, rd := range d.Redemptions {
+			hs = append(hs, rd.Hist)
+		}
+		for _, u := range d.Unexpected {
+			add(CheckUnexpected, subject, u, hs...)
+		}
+		if d.Ask != nil && d.Ask.Final == nil {
+			add(CheckRecovered, subject, fmt.Sprintf("the first round given up after %d attempts, last %s", len(d.Ask.Attempts), last(d.Ask)), d.Ask)
+		}
+		if len(d.Redemptions) == 0 {
+			if notes.IDs[d.NoteID] || d.Ask == nil || d.Ask.Final == nil {
+				continue // never confirmed: the note stays
+			}
+			add(CheckSingleUse, subject, "the note is gone, but no confirmation was sent", hs...)
+			continue
+		}
+		executions, success := 0, false
+		var outcomes []string
+		for _, rd := range d.Redemptions {
+			outcomes = append(outcomes, rd.Role+"="+rd.Outcome)
+			if rd.Executed() {
+				executions++
+			}
+			if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
+				success = true
+			}
+		}
+		if success {
+			r.DeletesSucceeded++
+		}
+		summary := strings.Join(outcomes, " ")
+		if executions > 1 {
+			add(CheckSingleUse, subject, fmt.Sprintf("the state was redeemed %d times: %s", executions, summary), hs...)
+		}
+		switch present := notes.IDs[d.NoteID]; {
+		case success && present:
+			add(CheckSingleUse, subject, "a delete succeeded but the note is still in the table: "+summary, hs...)
+		case !success && !present:
+			add(CheckSingleUse, subject, "the note is gone but no delete succeeded: "+summary, hs...)
+		}
+		first, second := d.Redemptions[0], d.Redemptions[1]
+		if second.Outcome == "refused" {
+			r.SecondRefused++
+		}
+		for _, rd := range d.Redemptions {
+			switch rd.Outcome {
+			case "gave-up":
+				add(CheckRecovered, subject, fmt.Sprintf("%s redemption given up after %d attempts, last %s", rd.Role, len(rd.Hist.Attempts), last(rd.Hist)), rd.Hist)
+			case "unexpected":
+				add(CheckUnexpected, subject, fmt.Sprintf("%s redemption answered %s", rd.Role, rd.Hist.Final.Describe()), rd.Hist)
+			}
+		}
+		// The keyed first redemption may be refused only when the second
+		// one held the state beside it (a concurrent one); alone, it must
+		// delete. A resend with its key must be a replay.
+		if first.Outcome == "refused" && d.Mode != "concurrent" {
+			check := CheckUnexpected
+			if first.Hist.SawRetryable {
+				check = CheckRecovered
+			}
+			add(check, subject, "the keyed redemption, sent alone, was refused -32602: "+summary, first.Hist)
+		}
+		if len(d.Redemptions) > 2 && d.Redemptions[2].Outcome == "refused" {
+			add(CheckUnexpected, subject, "a resend with the first redemption's key was refused instead of replayed: "+summary, d.Redemptions[2].Hist)
+		}
+	}
+	return r
+}
+
+func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// last describes a history's last attempt.
+func last(h *History) string {
+	if len(h.Attempts) == 0 {
+		return "none"
+	}
+	return h.Attempts[len(h.Attempts)-1].Detail
+}

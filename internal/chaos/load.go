@@ -1,0 +1,429 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// LoadOptions configure the load generator.
+type LoadOptions struct {
+	// Workers is the fixed concurrency.
+	Workers int
+	// Duration is how long workers start new operations; the operations
+	// in flight then run to their end (Settle).
+	Duration time.Duration
+	// PursueLimit bounds how long one logical request is retried.
+	PursueLimit time.Duration
+	// Recovery bounds the run: no request is retried later than
+	// Recovery after Duration, so the run ends in Duration + Recovery
+	// (plus one request's time) whatever the function does.
+	Recovery time.Duration
+	// RunID prefixes the run's keys and principals.
+	RunID string
+	Seed  uint64
+}
+
+// Attempt is one HTTP exchange of a logical request.
+type Attempt struct {
+	At        time.Duration // since the load started
+	Class     Class
+	RequestID string
+	Instance  string
+	Detail    string
+}
+
+// History is the attempts of one logical request and how it ended.
+type History struct {
+	What     string // what was sent, for reports
+	Attempts []Attempt
+	// Final is the definitive answer, nil when the request was given up.
+	Final *Answer
+	// SawRetryable: some attempt was answered retryable (or not at all).
+	SawRetryable bool
+}
+
+// Ended reports whether the request got a definitive answer.
+func (h *History) Ended() bool { return h.Final != nil }
+
+// KeyRecord is one idempotency key of notes_add: every logical request
+// that carried it and what they were answered.
+type KeyRecord struct {
+	Key, Marker, Principal string
+	// Kind is how the key was used: "add", "dup-concurrent" (sent twice
+	// at once), "resend" (sent again after its success), "delete-target"
+	// (a note the run then deletes).
+	Kind string
+	mu   sync.Mutex
+	Reqs []*History
+	// IDs are the note ids of the success answers, in order; Replays
+	// how many of them were marked replays.
+	IDs     []string
+	Replays int
+	// Unexpected are definitive answers that are neither a success nor
+	// a retryable refusal.
+	Unexpected []string
+}
+
+// Succeeded reports whether some request with the key was answered with
+// a note.
+func (k *KeyRecord) Succeeded() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.IDs) > 0
+}
+
+// DeleteRecord is one confirmed notes_delete flow: the note, the sealed
+// confirmation, and every redemption of it.
+type DeleteRecord struct {
+	Note   *KeyRecord
+	NoteID string
+	Key    string // the first redemption's idempotency key
+	// Mode is when the second redemption was sent: "concurrent" or
+	// "after"; Resend says the first was sent again after its success.
+	Mode   string
+	Resend bool
+	Ask    *History
+	// Redemptions: the first (keyed), the second (no key or another
+	// key), the resend (the first's key again).
+	Redemptions []*Redemption
+	Unexpected  []string
+}
+
+// Redemption is one logical request carrying the confirmed state.
+type Redemption struct {
+	Role string // first, second, resend
+	Hist *History
+	// Outcome: "deleted", "deleted-replay", "not-found",
+	// "not-found-replay", "refused" (-32602), "gave-up", or "unexpected".
+	Outcome string
+}
+
+// Executed reports whether the redemption ran the tool's delete (not a
+// replay, not refused).
+func (r *Redemption) Executed() bool { return r.Outcome == "deleted" || r.Outcome == "not-found" }
+
+// Load is the load generator and what it recorded.
+type Load struct {
+	o      LoadOptions
+	client *Client
+	start  time.Time
+
+	mu       sync.Mutex
+	keys     []*KeyRecord
+	deletes  []*DeleteRecord
+	reads    []*History
+	readBad  []string
+	latency  []time.Duration
+	classes  map[Class]int
+	gateway  []string // uninjected gateway errors, described
+	seq      int
+	rngSeq   uint64
+	opCounts map[string]int
+}
+
+// NewLoad returns a generator against the front's MCP URL.
+func NewLoad(url string, o LoadOptions) *Load {
+	return &Load{o: o, classes: map[Class]int{}, opCounts: map[string]int{},
+		client: &Client{URL: url, HTTP: &http.Client{
+			Timeout:   90 * time.Second,
+			Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Workers},
+		}}}
+}
+
+// Run runs the workers until Duration has passed and every operation
+// they started has ended.
+func (l *Load) Run(ctx context.Context) {
+	l.start = time.Now()
+	var wg sync.WaitGroup
+	for w := range l.o.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.worker(ctx, w)
+		}()
+	}
+	wg.Wait()
+}
+
+// since is the time since the load started.
+func (l *Load) since() time.Duration { return time.Since(l.start) }
+
+func (l *Load) newRand() *rand.Rand {
+	l.mu.Lock()
+	l.rngSeq++
+	s := l.rngSeq
+	l.mu.Unlock()
+	return rand.New(rand.NewPCG(l.o.Seed, s))
+}
+
+func (l *Load) next() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	return l.seq
+}
+
+// worker runs operations back to back: reads, keyed adds (some sent
+// twice at once, some sent again after their success), and confirmed
+// deletes whose state is redeemed a second time.
+func (l *Load) worker(ctx context.Context, w int) {
+	rng := l.newRand()
+	adds := 0
+	var mine []*KeyRecord // acknowledged notes of this worker, for searches
+	for l.since() < l.o.Duration && ctx.Err() == nil {
+		// Each principal stays well under the note book's limit (1,000).
+		principal := fmt.Sprintf("%s-w%d-p%d", l.o.RunID, w, adds/400)
+		r := rng.Float64()
+		switch {
+		case r < 0.12:
+			l.count("tools/list")
+			l.read(ctx, rng, Call{Principal: principal, Method: "tools/list"}, "tools/list")
+		case r < 0.27:
+			l.count("notes_search")
+			q := ""
+			if len(mine) > 0 && rng.IntN(4) > 0 {
+				q = mine[rng.IntN(len(mine))].Marker
+			}
+			l.read(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_search",
+				Params: map[string]any{"name": "notes_search", "arguments": map[string]any{"query": q}}}, "notes_search "+q)
+		case r < 0.75:
+			adds++
+			kind := "add"
+			switch x := rng.Float64(); {
+			case x < 0.15:
+				kind = "dup-concurrent"
+			case x < 0.30:
+				kind = "resend"
+			}
+			l.count("notes_add " + kind)
+			if k := l.add(ctx, rng, principal, kind); k.Succeeded() {
+				mine = append(mine, k)
+				if len(mine) > 64 {
+					mine = mine[1:]
+				}
+			}
+		default:
+			adds++
+			l.count("notes_delete")
+			l.deleteFlow(ctx, rng, principal)
+		}
+	}
+}
+
+func (l *Load) count(op string) {
+	l.mu.Lock()
+	l.opCounts[op]++
+	l.mu.Unlock()
+}
+
+// send sends one attempt and records it.
+func (l *Load) send(ctx context.Context, c Call, h *History) *Answer {
+	a := l.client.Do(ctx, c)
+	cl := a.Classify()
+	l.mu.Lock()
+	l.classes[cl]++
+	if a.Status != 0 {
+		l.latency = append(l.latency, a.Latency)
+	}
+	if cl == Gateway {
+		l.gateway = append(l.gateway, fmt.Sprintf("t=%s %s: %s", l.since().Round(time.Millisecond), h.What, a.Describe()))
+	}
+	h.Attempts = append(h.Attempts, Attempt{At: l.since(), Class: cl, RequestID: a.RequestID, Instance: a.Instance, Detail: a.Describe()})
+	l.mu.Unlock()
+	return a
+}
+
+// pursue sends c until it gets a definitive answer — anything but a
+// retryable refusal, a transport error or a gateway error — waiting as
+// the answer asks (else backing off), for at most PursueLimit.
+func (l *Load) pursue(ctx context.Context, rng *rand.Rand, c Call, what string) *History {
+	h := &History{What: what}
+	limit := time.Now().Add(l.o.PursueLimit)
+	if end := l.start.Add(l.o.Duration + l.o.Recovery); end.Before(limit) {
+		limit = end
+	}
+	for n := 0; ; n++ {
+		a := l.send(ctx, c, h)
+		cl := a.Classify()
+		if !cl.Retryable() {
+			h.Final = a
+			return h
+		}
+		h.SawRetryable = true
+		wait := a.RetryHint()
+		if wait <= 0 {
+			wait = min(50*time.Millisecond<<min(n, 6), 2*time.Second)
+		}
+		wait = min(wait, 16*time.Second)
+		wait += time.Duration(rng.Int64N(int64(wait)/2 + 1))
+		if time.Now().Add(wait).After(limit) || ctx.Err() != nil {
+			return h
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return h
+		case <-t.C:
+		}
+	}
+}
+
+// read pursues a read and checks that it ends in a result.
+func (l *Load) read(ctx context.Context, rng *rand.Rand, c Call, what string) {
+	h := l.pursue(ctx, rng, c, what)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reads = append(l.reads, h)
+	if h.Final != nil && h.Final.Classify() != OK {
+		l.readBad = append(l.readBad, fmt.Sprintf("%s: %s", what, h.Final.Describe()))
+	}
+}
+
+// add adds one note with a fresh key, as kind says.
+func (l *Load) add(ctx context.Context, rng *rand.Rand, principal, kind string) *KeyRecord {
+	n := l.next()
+	key := fmt.Sprintf("%s-k%06d", l.o.RunID, n)
+	k := &KeyRecord{Key: key, Marker: "mk:" + key + ";", Principal: principal, Kind: kind}
+	l.mu.Lock()
+	l.keys = append(l.keys, k)
+	l.mu.Unlock()
+	c := Call{Principal: principal, Method: "tools/call", Name: "notes_add", Params: map[string]any{
+		"name": "notes_add", "arguments": map[string]any{"text": "chaos note " + k.Marker}, "idempotencyKey": key}}
+	switch kind {
+	case "dup-concurrent":
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			r := l.newRand()
+			go func() {
+				defer wg.Done()
+				l.addOnce(ctx, r, k, c)
+			}()
+		}
+		wg.Wait()
+	case "resend":
+		if l.addOnce(ctx, rng, k, c) {
+			l.addOnce(ctx, rng, k, c)
+		}
+	default:
+		l.addOnce(ctx, rng, k, c)
+	}
+	return k
+}
+
+// addOnce pursues one notes_add and records its outcome in k.
+func (l *Load) addOnce(ctx context.Context, rng *rand.Rand, k *KeyRecord, c Call) bool {
+	h := l.pursue(ctx, rng, c, "notes_add "+k.Key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Reqs = append(k.Reqs, h)
+	if h.Final == nil {
+		return false
+	}
+	id, _ := h.Final.Structured()["id"].(string)
+	if h.Final.Classify() != OK || id == "" {
+		k.Unexpected = append(k.Unexpected, h.Final.Describe())
+		return false
+	}
+	k.IDs = append(k.IDs, id)
+	if h.Final.Replay() {
+		k.Replays++
+	}
+	return true
+}
+
+// deleteFlow adds a note, asks to delete it (the first round seals a
+// single-use confirmation), then redeems the confirmation with a key and
+// a second time without it or with another key, at once or after the
+// first one's success.
+func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string) {
+	note := l.add(ctx, rng, principal, "delete-target")
+	if !note.Succeeded() {
+		return
+	}
+	note.mu.Lock()
+	id := note.IDs[0]
+	note.mu.Unlock()
+	d := &DeleteRecord{Note: note, NoteID: id, Key: note.Key + "-del", Mode: "after", Resend: rng.IntN(4) == 0}
+	if rng.IntN(2) == 0 {
+		d.Mode = "concurrent"
+	}
+	l.mu.Lock()
+	l.deletes = append(l.deletes, d)
+	l.mu.Unlock()
+	args := map[string]any{"id": id}
+	d.Ask = l.pursue(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true,
+		Params: map[string]any{"name": "notes_delete", "arguments": args}}, "notes_delete ask "+id)
+	if d.Ask.Final == nil {
+		return
+	}
+	state, _ := d.Ask.Final.Result["requestState"].(string)
+	if d.Ask.Final.Classify() != OK || d.Ask.Final.Result["resultType"] != "input_required" || state == "" {
+		d.Unexpected = append(d.Unexpected, "ask: "+d.Ask.Final.Describe())
+		return
+	}
+	confirm := func(key string) Call {
+		p := map[string]any{"name": "notes_delete", "arguments": args, "requestState": state,
+			"inputResponses": map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}}
+		if key != "" {
+			p["idempotencyKey"] = key
+		}
+		return Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true, Params: p}
+	}
+	secondKey := ""
+	if rng.IntN(2) == 0 {
+		secondKey = d.Key + "-other"
+	}
+	redeem := func(r *rand.Rand, role, key string) *Redemption {
+		h := l.pursue(ctx, r, confirm(key), fmt.Sprintf("notes_delete %s %s key=%q", role, id, key))
+		return &Redemption{Role: role, Hist: h, Outcome: redemptionOutcome(h)}
+	}
+	var first, second *Redemption
+	if d.Mode == "concurrent" {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		r := l.newRand()
+		go func() {
+			defer wg.Done()
+			second = redeem(r, "second", secondKey)
+		}()
+		first = redeem(rng, "first", d.Key)
+		wg.Wait()
+	} else {
+		first = redeem(rng, "first", d.Key)
+		second = redeem(rng, "second", secondKey)
+	}
+	rs := []*Redemption{first, second}
+	if d.Resend && (first.Outcome == "deleted" || first.Outcome == "deleted-replay") {
+		rs = append(rs, redeem(rng, "resend", d.Key))
+	}
+	l.mu.Lock()
+	d.Redemptions = rs
+	l.mu.Unlock()
+}
+
+// redemptionOutcome reads how a redemption ended.
+func redemptionOutcome(h *History) string {
+	a := h.Final
+	if a == nil {
+		return "gave-up"
+	}
+	replay := ""
+	if a.Replay() {
+		replay = "-replay"
+	}
+	switch cl := a.Classify(); {
+	case cl == OK && a.Structured()["deleted"] == true:
+		return "deleted" + replay
+	case cl == ToolError && a.Failure()["type"] == "not_found":
+		return "not-found" + replay
+	case cl == Refused && a.Error.Code == -32602:
+		return "refused"
+	}
+	return "unexpected"
+}

@@ -1,0 +1,346 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+)
+
+// Headers between the load generator and the pool front. They stop at
+// the front: the function never sees them.
+const (
+	// HeaderPrincipal names the caller; the front passes it to the
+	// function as a Lambda authorizer's principal id.
+	HeaderPrincipal = "X-Chaos-Principal"
+	// HeaderRequestID is the front's id of the request, also the event's
+	// requestContext.requestId (the function logs it as
+	// gateway_request_id).
+	HeaderRequestID = "X-Chaos-Request-Id"
+	// HeaderInstance is the instance that served the request: slot and
+	// generation, such as i2.g3.
+	HeaderInstance = "X-Chaos-Instance"
+	// HeaderInjected marks a gateway error that a deliberate kill of the
+	// instance caused.
+	HeaderInjected = "X-Chaos-Injected"
+)
+
+// Instance is one function instance: what the pool needs of an emulator.
+type Instance interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
+	Kill()
+	Exited() <-chan struct{}
+}
+
+// Starter starts the instance of a slot, generation gen.
+type Starter func(ctx context.Context, slot, gen int) (Instance, error)
+
+// Pool is the loopback front of a fleet of instances, each serving one
+// invocation at a time (the emulator crashes if a second one starts
+// while one runs): a request goes to an idle instance, or waits for one,
+// as API Gateway and Lambda do. It converts HTTP to API Gateway v2 events
+// with internal/rie's NewEvent, and kills and replaces instances on
+// demand.
+type Pool struct {
+	start Starter
+
+	mu    sync.Mutex
+	ready *sync.Cond // signalled when a slot becomes idle
+	slots []*slot
+	next  int
+	stats PoolStats
+	rng   *rand.Rand
+	errs  []error // failures to replace an instance
+	done  bool    // closed
+
+	seq atomic.Uint64
+	wg  sync.WaitGroup // replacements in progress
+}
+
+type slot struct {
+	idx    int
+	gen    int
+	inst   Instance
+	busy   bool
+	down   bool         // killed or ended; a replacement is starting
+	killed map[int]bool // the generations killed deliberately
+}
+
+// PoolStats count what the front saw.
+type PoolStats struct {
+	Requests int
+	// Kills are deliberate kills; KilledMidCall those that hit an
+	// invocation in flight.
+	Kills, KilledMidCall int
+	// InjectedGatewayErrors are gateway errors answered because the
+	// instance was killed deliberately; GatewayErrors any other.
+	InjectedGatewayErrors, GatewayErrors int
+	// Replacements are instances started in place of ended ones;
+	// Unexpected instances that ended without being killed.
+	Replacements, UnexpectedExits int
+}
+
+// NewPool starts n instances with start and returns their front. seed
+// makes the choice of instance to kill repeatable.
+func NewPool(ctx context.Context, n int, start Starter, seed uint64) (*Pool, error) {
+	p := &Pool{start: start, rng: rand.New(rand.NewPCG(seed, 7))}
+	p.ready = sync.NewCond(&p.mu)
+	for i := range n {
+		inst, err := start(ctx, i, 0)
+		if err != nil {
+			p.Close()
+			return nil, fmt.Errorf("chaos: instance %d: %w", i, err)
+		}
+		p.slots = append(p.slots, &slot{idx: i, inst: inst, killed: map[int]bool{}})
+	}
+	return p, nil
+}
+
+// Stats returns the counts so far.
+func (p *Pool) Stats() PoolStats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// Errors are the failures to start a replacement instance.
+func (p *Pool) Errors() []error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]error(nil), p.errs...)
+}
+
+// acquire waits for an idle instance.
+func (p *Pool) acquire(ctx context.Context) (*slot, int, Instance, error) {
+	stop := context.AfterFunc(ctx, func() {
+		p.mu.Lock()
+		p.ready.Broadcast()
+		p.mu.Unlock()
+	})
+	defer stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, nil, err
+		}
+		if p.done {
+			return nil, 0, nil, errClosed
+		}
+		for i := range p.slots {
+			s := p.slots[(p.next+i)%len(p.slots)]
+			if !s.busy && !s.down {
+				p.next = (s.idx + 1) % len(p.slots)
+				s.busy = true
+				return s, s.gen, s.inst, nil
+			}
+		}
+		p.ready.Wait()
+	}
+}
+
+// release gives the slot back after an invocation of generation gen.
+func (p *Pool) release(s *slot, gen int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.gen == gen {
+		s.busy = false
+		p.ready.Broadcast()
+	}
+}
+
+// ServeHTTP implements http.Handler: one invocation on an idle instance.
+func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
+	if err != nil {
+		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	id := fmt.Sprintf("chaos-%07d", p.seq.Add(1))
+	principal := r.Header.Get(HeaderPrincipal)
+	r.Header.Del(HeaderPrincipal)
+	payload, err := rie.NewEvent(r, body, rie.EventOptions{RequestID: id, Principal: principal})
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set(HeaderRequestID, id)
+	s, gen, inst, err := p.acquire(r.Context())
+	if err != nil {
+		// The caller went away while it waited: nothing was invoked.
+		http.Error(w, "front: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	p.mu.Lock()
+	p.stats.Requests++
+	p.mu.Unlock()
+	w.Header().Set(HeaderInstance, fmt.Sprintf("i%d.g%d", s.idx, gen))
+	// The invocation runs to its end even if the caller goes away, as on
+	// Lambda.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
+	defer cancel()
+	out, err := inst.Invoke(ctx, payload)
+	if err != nil {
+		p.invokeFailed(w, s, gen, inst, err)
+		return
+	}
+	p.release(s, gen)
+	rie.WriteResponse(w, out)
+}
+
+// invokeFailed answers a failed invocation as API Gateway does (502),
+// marked as injected when the instance was killed deliberately, and has
+// an instance that ended on its own replaced.
+func (p *Pool) invokeFailed(w http.ResponseWriter, s *slot, gen int, inst Instance, err error) {
+	p.mu.Lock()
+	injected := s.killed[gen]
+	if injected {
+		p.stats.InjectedGatewayErrors++
+	} else {
+		p.stats.GatewayErrors++
+	}
+	ended := false
+	select {
+	case <-inst.Exited():
+		ended = true
+	default:
+	}
+	if ended && s.gen == gen && !s.down {
+		// It ended without being killed: replace it, and count it.
+		p.stats.UnexpectedExits++
+		s.down = true
+		p.replaceLocked(s)
+	} else if !ended && s.gen == gen && !s.down {
+		s.busy = false
+		p.ready.Broadcast()
+	}
+	p.mu.Unlock()
+	if injected {
+		w.Header().Set(HeaderInjected, "kill")
+	}
+	http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
+}
+
+// KillBusy kills, with SIGKILL, an instance that is serving an
+// invocation (waiting up to wait for one to be busy; an idle one
+// otherwise), and starts a fresh one in its place. It returns the slot
+// killed and whether it was mid-call.
+func (p *Pool) KillBusy(ctx context.Context, wait time.Duration) (int, bool) {
+	deadline := time.Now().Add(wait)
+	for {
+		p.mu.Lock()
+		var busy, live []*slot
+		for _, s := range p.slots {
+			if !s.down {
+				live = append(live, s)
+				if s.busy {
+					busy = append(busy, s)
+				}
+			}
+		}
+		if len(busy) > 0 || (time.Now().After(deadline) && len(live) > 0) {
+			pick := live
+			if len(busy) > 0 {
+				pick = busy
+			}
+			s := pick[p.rng.IntN(len(pick))]
+			mid := s.busy
+			p.killLocked(s)
+			p.mu.Unlock()
+			return s.idx, mid
+		}
+		p.mu.Unlock()
+		if ctx.Err() != nil || time.Now().After(deadline.Add(10*time.Second)) {
+			return -1, false
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// Kill kills the instance in slot idx now, whatever it is doing, and
+// starts a fresh one in its place (a proxy rule's Then: a crash right
+// after a write).
+func (p *Pool) Kill(idx int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if idx < 0 || idx >= len(p.slots) || p.slots[idx].down {
+		return
+	}
+	p.killLocked(p.slots[idx])
+}
+
+func (p *Pool) killLocked(s *slot) {
+	p.stats.Kills++
+	if s.busy {
+		p.stats.KilledMidCall++
+	}
+	s.killed[s.gen] = true
+	s.down = true
+	// SIGKILL at once: the invocation in flight gets no answer.
+	inst := s.inst
+	inst.Kill()
+	p.replaceLocked(s)
+}
+
+// replaceLocked starts a fresh instance in slot s, in the background;
+// s is down until it runs.
+func (p *Pool) replaceLocked(s *slot) {
+	old := s.inst
+	gen := s.gen + 1
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		old.Kill() // an instance that ended by itself: reap what is left
+		var inst Instance
+		var err error
+		for attempt := 0; attempt < 5; attempt++ {
+			if inst, err = p.start(context.Background(), s.idx, gen); err == nil {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("chaos: replacing instance %d: %w", s.idx, err))
+			return
+		}
+		if p.done {
+			inst.Kill()
+			return
+		}
+		s.inst, s.gen, s.busy, s.down = inst, gen, false, false
+		p.stats.Replacements++
+		p.ready.Broadcast()
+	}()
+}
+
+// Settle waits until no replacement is starting.
+func (p *Pool) Settle() { p.wg.Wait() }
+
+// Close kills every instance.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	p.done = true
+	p.mu.Unlock()
+	p.wg.Wait()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.slots {
+		if s.inst != nil {
+			s.inst.Kill()
+		}
+		s.down = true
+	}
+	p.ready.Broadcast()
+}
+
+// errClosed is the error of a request to a closed pool.
+var errClosed = errors.New("chaos: the pool is closed")

@@ -1,0 +1,206 @@
+package chaos
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// fakeInstance is an in-process stand-in for a function under the
+// emulator: it answers each event with its request id and principal,
+// and counts how many invocations run at once. An invocation whose body
+// says "hold" waits until released or killed.
+type fakeInstance struct {
+	name    string
+	running *atomic.Int64
+	maxSeen *atomic.Int64
+	held    chan struct{} // receives when a "hold" invocation has started
+	release chan struct{}
+	exited  chan struct{}
+	once    sync.Once
+}
+
+func (f *fakeInstance) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	for {
+		m := f.maxSeen.Load()
+		if n <= m || f.maxSeen.CompareAndSwap(m, n) {
+			break
+		}
+	}
+	var ev struct {
+		Body           string `json:"body"`
+		RequestContext struct {
+			RequestID  string `json:"requestId"`
+			Authorizer struct {
+				Lambda map[string]string `json:"lambda"`
+			} `json:"authorizer"`
+		} `json:"requestContext"`
+	}
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, err
+	}
+	select {
+	case <-f.exited:
+		return nil, errors.New("instance gone")
+	default:
+	}
+	if ev.Body == "hold" {
+		f.held <- struct{}{}
+		select {
+		case <-f.release:
+		case <-f.exited:
+			return nil, errors.New("rie: invoke: EOF")
+		}
+	}
+	body, _ := json.Marshal(map[string]string{"instance": f.name, "requestId": ev.RequestContext.RequestID,
+		"principal": ev.RequestContext.Authorizer.Lambda["principalId"]})
+	return json.Marshal(map[string]any{"statusCode": 200, "headers": map[string]string{"Content-Type": "application/json"}, "body": string(body)})
+}
+
+func (f *fakeInstance) Kill()                   { f.once.Do(func() { close(f.exited) }) }
+func (f *fakeInstance) Exited() <-chan struct{} { return f.exited }
+
+type fakeFleet struct {
+	running, maxSeen atomic.Int64
+	held             chan struct{}
+	release          chan struct{}
+	mu               sync.Mutex
+	started          []*fakeInstance
+}
+
+func (ff *fakeFleet) start(ctx context.Context, slot, gen int) (Instance, error) {
+	f := &fakeInstance{name: fmt.Sprintf("i%d.g%d", slot, gen), running: &ff.running, maxSeen: &ff.maxSeen,
+		held: ff.held, release: ff.release, exited: make(chan struct{})}
+	ff.mu.Lock()
+	ff.started = append(ff.started, f)
+	ff.mu.Unlock()
+	return f, nil
+}
+
+// call posts body to the front as principal. It reports a transport
+// error as a response with status 0, so that goroutines can use it.
+func call(url, principal, body string) (*http.Response, map[string]string) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return &http.Response{Header: http.Header{}}, nil
+	}
+	req.Header.Set(HeaderPrincipal, principal)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return &http.Response{Header: http.Header{}}, nil
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var out map[string]string
+	_ = json.Unmarshal(b, &out)
+	return resp, out
+}
+
+// TestPoolOneAtATime: each instance serves one invocation at a time, the
+// front passes the principal and a request id of its own, and requests
+// beyond the instances wait rather than fail.
+func TestPoolOneAtATime(t *testing.T) {
+	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
+	p, err := NewPool(context.Background(), 2, ff.start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+
+	// Both instances held: a third request waits for one.
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			call(srv.URL, "", "hold")
+		}()
+	}
+	<-ff.held
+	<-ff.held
+	done := make(chan map[string]string)
+	go func() {
+		_, out := call(srv.URL, "alice", "x")
+		done <- out
+	}()
+	select {
+	case out := <-done:
+		t.Fatalf("answered while every instance was busy: %v", out)
+	default:
+	}
+	close(ff.release)
+	out := <-done
+	wg.Wait()
+	if out["principal"] != "alice" || !strings.HasPrefix(out["requestId"], "chaos-") {
+		t.Errorf("the event: %v", out)
+	}
+	if m := ff.maxSeen.Load(); m > 2 {
+		t.Errorf("%d invocations ran at once on 2 instances", m)
+	}
+	if s := p.Stats(); s.Requests != 3 || s.GatewayErrors != 0 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestPoolKill: a deliberately killed instance's invocation is answered
+// 502 marked injected, and a fresh instance takes its place; an instance
+// that ends on its own is a gateway error, not marked, and replaced too.
+func TestPoolKill(t *testing.T) {
+	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
+	p, err := NewPool(context.Background(), 1, ff.start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+
+	got := make(chan *http.Response)
+	go func() {
+		resp, _ := call(srv.URL, "", "hold")
+		got <- resp
+	}()
+	<-ff.held
+	slot, mid := p.KillBusy(context.Background(), 0)
+	if slot != 0 || !mid {
+		t.Errorf("KillBusy = %d, %v", slot, mid)
+	}
+	resp := <-got
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderInjected) != "kill" || resp.Header.Get(HeaderInstance) != "i0.g0" {
+		t.Errorf("the killed call: %d %v", resp.StatusCode, resp.Header)
+	}
+	p.Settle()
+	resp, out := call(srv.URL, "", "x")
+	if resp.StatusCode != http.StatusOK || out["instance"] != "i0.g1" {
+		t.Errorf("after the kill: %d %v", resp.StatusCode, out)
+	}
+
+	// The instance ends by itself before the next call.
+	ff.mu.Lock()
+	ff.started[len(ff.started)-1].Kill()
+	ff.mu.Unlock()
+	resp, _ = call(srv.URL, "", "x")
+	if resp.StatusCode != http.StatusBadGateway || resp.Header.Get(HeaderInjected) != "" {
+		t.Errorf("an instance that ended by itself: %d %v", resp.StatusCode, resp.Header)
+	}
+	p.Settle()
+	if resp, out := call(srv.URL, "", "x"); resp.StatusCode != http.StatusOK || out["instance"] != "i0.g2" {
+		t.Errorf("after the unexpected end: %d %v", resp.StatusCode, out)
+	}
+	s := p.Stats()
+	if s.Kills != 1 || s.KilledMidCall != 1 || s.InjectedGatewayErrors != 1 || s.GatewayErrors != 1 || s.UnexpectedExits != 1 || s.Replacements != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}

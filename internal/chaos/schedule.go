@@ -1,0 +1,236 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The names faults are counted under.
+const (
+	FaultKill          = "instance killed (SIGKILL)"
+	FaultKillMidCall   = "  of them mid-call"
+	FaultKillAfter     = "instance killed right after its write was applied"
+	FaultDelay         = "DynamoDB request delayed"
+	FaultDropRequest   = "DynamoDB request dropped"
+	FaultDropResponse  = "DynamoDB response dropped (write applied)"
+	FaultDropComplete  = "claim-completing write's response dropped"
+	FaultDDBRestart    = "DynamoDB Local restarted"
+	FaultDDBRefused    = "  DynamoDB requests refused while it restarted"
+	FaultKMSOutage     = "local-kms stopped"
+	FaultKMSDown       = "  seconds local-kms was down"
+	FaultInjectedGwErr = "gateway errors from killed instances (retried)"
+)
+
+// Step is one fault in a schedule: at a fraction of the load's duration.
+type Step struct {
+	At   float64
+	Name string
+	Do   func(ctx context.Context) error
+}
+
+// Faults injects faults into a cluster on a schedule and counts them.
+type Faults struct {
+	c     *Cluster
+	steps []Step
+
+	mu       sync.Mutex
+	timeline []string
+	counts   map[string]int
+	errs     []error
+	kmsDown  time.Duration
+}
+
+// NewFaults plans the run's faults. full plans the five-minute run's
+// (more kills, two DynamoDB restarts, a longer key-service outage);
+// otherwise the short run's. Faults stop at 85% of the load, so that
+// the last operations meet a recovered system.
+func NewFaults(c *Cluster, full bool) *Faults {
+	f := &Faults{c: c, counts: map[string]int{}}
+	kills := []float64{0.15, 0.45, 0.67}
+	afterWrite := []float64{0.28}
+	restarts := []float64{0.55}
+	kmsFrom, kmsTo := 0.64, 0.76
+	if full {
+		kills = []float64{0.08, 0.16, 0.24, 0.33, 0.45, 0.58, 0.67, 0.74, 0.80}
+		afterWrite = []float64{0.20, 0.38, 0.50}
+		restarts = []float64{0.42, 0.62}
+		kmsFrom, kmsTo = 0.66, 0.76
+	}
+	for _, at := range kills {
+		f.steps = append(f.steps, Step{At: at, Name: "kill a busy instance", Do: f.killBusy})
+	}
+	for _, at := range afterWrite {
+		f.steps = append(f.steps, Step{At: at, Name: "kill the instance whose note write was just applied", Do: f.killAfterWrite})
+	}
+	for _, at := range restarts {
+		f.steps = append(f.steps, Step{At: at, Name: "restart DynamoDB Local", Do: f.restartDynamoDB})
+	}
+	var kmsStopped time.Time
+	f.steps = append(f.steps,
+		Step{At: 0.05, Name: "proxy: delay 4%, drop 2% of requests, drop 2% of responses", Do: f.noise},
+		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
+		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
+			c.HaltKMS()
+			kmsStopped = time.Now()
+			f.count(FaultKMSOutage)
+			return nil
+		}},
+		Step{At: kmsTo, Name: "start local-kms", Do: func(ctx context.Context) error {
+			err := c.StartKMS(ctx)
+			f.mu.Lock()
+			f.kmsDown += time.Since(kmsStopped)
+			f.mu.Unlock()
+			return err
+		}},
+		Step{At: 0.85, Name: "proxy: no more faults", Do: func(ctx context.Context) error {
+			c.Proxy.SetRules(nil)
+			return nil
+		}},
+	)
+	slices.SortStableFunc(f.steps, func(a, b Step) int {
+		switch {
+		case a.At < b.At:
+			return -1
+		case a.At > b.At:
+			return 1
+		}
+		return 0
+	})
+	return f
+}
+
+func (f *Faults) count(name string) {
+	f.mu.Lock()
+	f.counts[name]++
+	f.mu.Unlock()
+}
+
+// Run carries the schedule out over d from now: each step at its time,
+// whatever the steps before it take (a DynamoDB Local restart takes
+// seconds). It returns when every step ran (or ctx ended).
+func (f *Faults) Run(ctx context.Context, d time.Duration) {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for _, s := range f.steps {
+		at := time.Duration(float64(d) * s.At)
+		t := time.NewTimer(time.Until(start.Add(at)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			wg.Wait()
+			return
+		case <-t.C:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			began := time.Since(start)
+			err := s.Do(ctx)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			line := fmt.Sprintf("t=%6.1fs %s", began.Seconds(), s.Name)
+			if took := time.Since(start) - began; took > time.Second {
+				line += fmt.Sprintf(" (took %.1fs)", took.Seconds())
+			}
+			if err != nil {
+				line += ": " + err.Error()
+				f.errs = append(f.errs, fmt.Errorf("chaos: %s: %w", s.Name, err))
+			}
+			f.timeline = append(f.timeline, line)
+		}()
+	}
+	wg.Wait()
+}
+
+// Timeline is what was done when.
+func (f *Faults) Timeline() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.timeline)
+}
+
+// Errors are the steps that failed (the harness's failures, not the
+// function's).
+func (f *Faults) Errors() []error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.errs)
+}
+
+func (f *Faults) killBusy(ctx context.Context) error {
+	slot, mid := f.c.Pool.KillBusy(ctx, 2*time.Second)
+	if slot < 0 {
+		return fmt.Errorf("no instance to kill")
+	}
+	if !mid {
+		return fmt.Errorf("killed i%d, which was idle: no instance was busy for 2s", slot)
+	}
+	return nil
+}
+
+// killAfterWrite arms a rule that lets the next note write reach
+// DynamoDB, then kills the instance that made it before it hears back:
+// the crash between a tool's effect and its claim's completion.
+func (f *Faults) killAfterWrite(ctx context.Context) error {
+	f.c.Proxy.AddRule(&Rule{Name: FaultKillAfter, Ops: []string{"TransactWriteItems"}, Contains: `"text"`, Limit: 1, Action: DropResponse,
+		Then: func(tag string) {
+			if i, err := strconv.Atoi(strings.TrimPrefix(tag, "i")); err == nil {
+				f.c.Pool.Kill(i)
+			}
+		}})
+	return nil
+}
+
+func (f *Faults) restartDynamoDB(ctx context.Context) error {
+	f.count(FaultDDBRestart)
+	return f.c.RestartDynamoDB(ctx)
+}
+
+// noise delays and drops a few of every kind of request and response.
+func (f *Faults) noise(ctx context.Context) error {
+	f.c.Proxy.SetRules([]*Rule{
+		{Name: FaultDelay, Probability: 0.04, Action: Delay, Delay: 400 * time.Millisecond},
+		{Name: FaultDropRequest, Probability: 0.02, Action: DropRequest},
+		{Name: FaultDropResponse, Probability: 0.02, Action: DropResponse},
+	})
+	return nil
+}
+
+// dropCompletions drops, after DynamoDB applied it, the response of a
+// quarter of the writes that complete a claim (an UpdateItem today; a
+// transaction once the tool's writes are enlisted in the completion),
+// on top of the noise.
+func (f *Faults) dropCompletions(ctx context.Context) error {
+	f.c.Proxy.AddRule(&Rule{Name: FaultDropComplete, Ops: []string{"UpdateItem", "TransactWriteItems"}, Contains: `":completed"`,
+		Probability: 0.25, Action: DropResponse})
+	return nil
+}
+
+// Counts are the faults injected, by name.
+func (f *Faults) Counts() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range f.counts {
+		out[k] = v
+	}
+	for k, v := range f.c.Proxy.Counts() {
+		out[k] += v
+	}
+	ps := f.c.Pool.Stats()
+	out[FaultKill] = ps.Kills
+	out[FaultKillMidCall] = ps.KilledMidCall
+	out[FaultInjectedGwErr] = ps.InjectedGatewayErrors
+	out[FaultDDBRefused] = f.c.Proxy.Refused()
+	out[FaultKMSDown] = int(f.kmsDown.Round(time.Second).Seconds())
+	return out
+}
+
+// FaultOrder is the order the report lists faults in.
+var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultInjectedGwErr, FaultDelay, FaultDropRequest,
+	FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultDDBRefused, FaultKMSOutage, FaultKMSDown}
