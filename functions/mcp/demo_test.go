@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -22,6 +23,8 @@ type demoClient struct {
 	srv       *stateless.Server
 	principal string
 	caps      string
+	// timeout, if set, is each request's deadline, as an invocation's.
+	timeout time.Duration
 }
 
 func (c *demoClient) call(method, target, params string) map[string]any {
@@ -40,7 +43,13 @@ func (c *demoClient) call(method, target, params string) map[string]any {
 	} else {
 		params = "{" + params + "," + meta + "}"
 	}
-	resp := c.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Principal: c.principal,
+	ctx := context.Background()
+	if c.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	resp := c.srv.Handle(ctx, &stateless.Request{Method: "POST", Header: h, Principal: c.principal,
 		Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`)})
 	var out struct {
 		Result map[string]any `json:"result"`

@@ -99,7 +99,8 @@ type Claim struct {
 type Store interface {
 	// Claim takes c.Key for c.Owner, unless a live record holds it. It
 	// reports whether the claim was taken; when it was not, the record
-	// that holds the key.
+	// that holds the key. A claim in progress for c.Owner is taken: the
+	// retry of a claim whose answer was lost.
 	Claim(ctx context.Context, c Claim, now time.Time) (taken bool, holder *Record, err error)
 	// Complete stores the response and marks the claim completed, if
 	// owner still holds it; otherwise ErrNotOwner. Completing a claim the

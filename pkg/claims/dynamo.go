@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 )
 
 // DynamoAPI is the part of the DynamoDB client the store uses.
@@ -140,6 +141,11 @@ func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Re
 		if err != nil {
 			return false, nil, err
 		}
+		if r.Owner == c.Owner && r.Status == InProgress {
+			// Our own write, applied on an attempt whose answer was lost
+			// (the SDK retried it): the claim is ours.
+			return true, nil, nil
+		}
 		return false, r, nil
 	}
 	return false, nil, fmt.Errorf("%w: the claim kept changing hands", ErrUnavailable)
@@ -171,7 +177,7 @@ func (d *DynamoDB) completion(c Completion) *dynamodb.UpdateItemInput {
 		":owner":     str(c.Owner),
 	}
 	names := completeNames
-	if !c.Oversize {
+	if !c.Oversize && len(c.Response) > 0 { // a redemption keeps none
 		update = "SET #st = :completed, #ov = :oversize, #ex = :exp, #rs = :response REMOVE #lu"
 		values[":response"] = &types.AttributeValueMemberB{Value: c.Response}
 		names = completeWithResponseNames
@@ -209,7 +215,7 @@ func (d *DynamoDB) CompleteWith(ctx context.Context, token string, cs []Completi
 	}
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) {
-		return fmt.Errorf("%w: completing in a transaction: %w", ErrUnavailable, err)
+		return failed(err, "completing in a transaction")
 	}
 	// One reason per item, in order; "None" for an item not at fault.
 	for i, r := range tce.CancellationReasons {
@@ -246,6 +252,22 @@ func (d *DynamoDB) fenced(err error, what string) error {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return ErrNotOwner
+	}
+	return failed(err, what)
+}
+
+// failed wraps an error of a write by a claim's holder: in ErrUnavailable
+// (worth retrying) unless DynamoDB refused the request itself — a
+// validation error, a missing table, access denied — which no retry
+// changes.
+func failed(err error, what string) error {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorFault() == smithy.FaultClient {
+		switch api.ErrorCode() {
+		case "ValidationException", "ResourceNotFoundException", "AccessDeniedException",
+			"UnrecognizedClientException", "IdempotentParameterMismatchException", "ItemCollectionSizeLimitExceededException":
+			return fmt.Errorf("claims: %s: %w", what, err)
+		}
 	}
 	return fmt.Errorf("%w: %s: %w", ErrUnavailable, what, err)
 }

@@ -285,8 +285,15 @@ func (t *ticket) Complete(ctx context.Context, result []byte) error {
 				cs = append(cs, Completion{Key: joined.key, Owner: joined.owner, ExpiresAt: joined.until})
 			}
 			// The owner token is the transaction's idempotency token: a
-			// retry after a lost answer is applied once.
-			err = persist(ctx, func(ctx context.Context) error { return tx.CompleteWith(ctx, t.owner, cs, writes) })
+			// retry after a lost answer is applied once. When the tool's
+			// writes are in it, time is kept to release the claim should
+			// it fail.
+			pctx, cancel := ctx, context.CancelFunc(func() {})
+			if dl, ok := ctx.Deadline(); ok && len(writes) > 0 {
+				pctx, cancel = context.WithDeadline(ctx, dl.Add(-releaseReserve))
+			}
+			err = persist(pctx, func(ctx context.Context) error { return tx.CompleteWith(ctx, t.owner, cs, writes) })
+			cancel()
 		default:
 			err = persist(ctx, func(ctx context.Context) error {
 				return t.g.store.Complete(ctx, c.Key, c.Owner, c.Response, c.Oversize, c.ExpiresAt)
@@ -297,8 +304,12 @@ func (t *ticket) Complete(ctx context.Context, result []byte) error {
 	case err == nil:
 		return nil
 	case len(writes) > 0:
-		if errors.Is(err, ErrWritesRefused) {
-			// Nothing was written: free the key for the retry at once.
+		if !errors.Is(err, ErrNotOwner) {
+			// Free the key for the client's retry now rather than at the
+			// lease's end, with the time that is left. This is safe even
+			// if an attempt was committed after all (the claim is then
+			// completed, and a release refused) or is still on its way
+			// (its fence no longer holds once the claim is gone).
 			_ = t.g.store.Release(ctx, t.key, t.owner)
 		}
 		return fmt.Errorf("%w: claim %s: %w", stateless.ErrNotCommitted, t.key, err)
@@ -360,6 +371,9 @@ func persist(ctx context.Context, write func(context.Context) error) error {
 }
 
 const (
+	// releaseReserve is the time a commit of enlisted writes leaves for
+	// releasing the claim when it fails.
+	releaseReserve = 300 * time.Millisecond
 	// minAttempt is the least time an attempt of persist is given.
 	minAttempt = 250 * time.Millisecond
 	// maxUndeadlinedAttempts bounds persist when ctx has no deadline.

@@ -96,6 +96,9 @@ func (m *Memory) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Reco
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.records[c.Key]; ok {
+		if r.Owner == c.Owner && r.Status == InProgress {
+			return true, nil, nil // a retry of the claim that took it
+		}
 		if r.live(now) {
 			cp := *r
 			cp.Response = bytes.Clone(r.Response)

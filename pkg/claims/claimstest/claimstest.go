@@ -67,6 +67,21 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		}
 	})
 
+	t.Run("a claim retried by its owner is taken", func(t *testing.T) {
+		s, k := newStore(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if taken, holder, err := s.Claim(ctx, claim(k, "b", t0), t0); taken || err != nil || holder.Owner != "a" {
+			t.Errorf("another caller: taken %v, holder %+v, %v", taken, holder, err)
+		}
+		if err := s.Complete(ctx, k, "a", []byte(`{}`), false, t0.Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if taken, _, err := s.Claim(ctx, claim(k, "a", t0), t0); taken || err != nil {
+			t.Errorf("the owner after completing: taken %v, %v", taken, err)
+		}
+	})
+
 	t.Run("only the owner completes or releases", func(t *testing.T) {
 		s, k := newStore(t), key()
 		mustTake(t, s, claim(k, "a", t0), t0)
