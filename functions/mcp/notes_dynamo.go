@@ -49,6 +49,13 @@ type notesAPI interface {
 // exists) and the counter's UpdateItem (down by one). Either both happen
 // or neither, so the count is exact, and concurrent adds stop at the
 // limit. Reads are consistent, so that a caller reads its own writes.
+//
+// In a call with an idempotency key the same writes are enlisted in the
+// call's claim (claims.Enlist): they commit in one transaction with the
+// claim's completion and the stored result, so the key adds or deletes
+// exactly once whatever fails. What their conditions check is read first
+// (the count; the note), so that a full book or a missing note is
+// answered at once rather than as a refused commit.
 type dynamoNotes struct {
 	client func(ctx context.Context) (notesAPI, error)
 	table  string

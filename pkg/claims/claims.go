@@ -21,11 +21,19 @@
 // If the store cannot be reached, the call fails closed: a retryable
 // refusal, and the tool does not run. Read-only tools make no claims.
 //
-// The one gap: a caller that crashes after the tool's effect but before
-// completing leaves a claim whose lease lapses, and a retry after that
-// runs the tool again. A tool closes the gap by making its effect
-// conditional on something the effect itself changes (see
-// docs/idempotency.md).
+// A completion that fails to reach the store is retried with backoff in
+// the time the invocation has left; completing is idempotent for the
+// claim's owner, so a retry after a lost answer finds its own record.
+//
+// A tool whose side effect is a DynamoDB write closes the last gap by
+// enlisting the write in its claim (Enlist): the write, the stored result
+// and the claim's completion commit in one transaction, or not at all, so
+// the key executes exactly once even if the process dies at any point.
+// For other side effects one gap stays: a caller that dies after the
+// effect but before completing (or cannot complete in time) leaves a
+// claim whose lease lapses, and a retry after that runs the tool again. A
+// tool closes it by making its effect conditional on something the effect
+// itself changes (see docs/idempotency.md).
 //
 // Two stores keep the records. DynamoDB shares them between every
 // instance and process; its table's TTL forgets expired records, and its
