@@ -46,6 +46,8 @@ type Call struct {
 	// Elicitation advertises the elicitation capability (a confirmed
 	// delete needs it).
 	Elicitation bool
+	// Header holds more headers for the front (HeaderPin).
+	Header map[string]string
 }
 
 // Answer is what came back for one request.
@@ -101,6 +103,9 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	}
 	if c.Principal != "" {
 		req.Header.Set(HeaderPrincipal, c.Principal)
+	}
+	for k, v := range c.Header {
+		req.Header.Set(k, v)
 	}
 	start := time.Now()
 	resp, err := cl.HTTP.Do(req)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,10 @@ const (
 	// HeaderInjected marks a gateway error that a deliberate kill of the
 	// instance caused.
 	HeaderInjected = "X-Chaos-Injected"
+	// HeaderPin, on a request, sends it to one slot (its number) rather
+	// than any idle one: a soak compares an instance under load with one
+	// that served only the warm-up.
+	HeaderPin = "X-Chaos-Pin"
 )
 
 // Instance is one function instance: what the pool needs of an emulator.
@@ -117,8 +122,8 @@ func (p *Pool) Errors() []error {
 	return append([]error(nil), p.errs...)
 }
 
-// acquire waits for an idle instance.
-func (p *Pool) acquire(ctx context.Context) (*slot, int, Instance, error) {
+// acquire waits for an idle instance: any, or slot pin's when pin >= 0.
+func (p *Pool) acquire(ctx context.Context, pin int) (*slot, int, Instance, error) {
 	stop := context.AfterFunc(ctx, func() {
 		p.mu.Lock()
 		p.ready.Broadcast()
@@ -136,6 +141,9 @@ func (p *Pool) acquire(ctx context.Context) (*slot, int, Instance, error) {
 		}
 		for i := range p.slots {
 			s := p.slots[(p.next+i)%len(p.slots)]
+			if pin >= 0 && s.idx != pin {
+				continue
+			}
 			if !s.busy && !s.down {
 				p.next = (s.idx + 1) % len(p.slots)
 				s.busy = true
@@ -165,14 +173,22 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	id := fmt.Sprintf("chaos-%07d", p.seq.Add(1))
 	principal := r.Header.Get(HeaderPrincipal)
+	pin := -1
+	if v := r.Header.Get(HeaderPin); v != "" {
+		if pin, err = strconv.Atoi(v); err != nil || pin < 0 || pin >= len(p.slots) {
+			http.Error(w, "front: no slot "+v, http.StatusBadRequest)
+			return
+		}
+	}
 	r.Header.Del(HeaderPrincipal)
+	r.Header.Del(HeaderPin)
 	payload, err := rie.NewEvent(r, body, rie.EventOptions{RequestID: id, Principal: principal})
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	w.Header().Set(HeaderRequestID, id)
-	s, gen, inst, err := p.acquire(r.Context())
+	s, gen, inst, err := p.acquire(r.Context(), pin)
 	if err != nil {
 		// The caller went away while it waited: nothing was invoked.
 		http.Error(w, "front: "+err.Error(), http.StatusServiceUnavailable)

@@ -149,7 +149,20 @@ func TestPoolOneAtATime(t *testing.T) {
 	if m := ff.maxSeen.Load(); m > 2 {
 		t.Errorf("%d invocations ran at once on 2 instances", m)
 	}
-	if s := p.Stats(); s.Requests != 3 || s.GatewayErrors != 0 {
+	// A pinned request goes to its slot, whichever is idle.
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
+		req.Header.Set(HeaderPin, "1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if got := resp.Header.Get(HeaderInstance); got != "i1.g0" {
+			t.Errorf("pinned to 1, served by %s", got)
+		}
+	}
+	if s := p.Stats(); s.Requests != 6 || s.GatewayErrors != 0 {
 		t.Errorf("stats %+v", s)
 	}
 }
