@@ -177,11 +177,14 @@ func bearerToken(vals []string) (token string, present, ok bool) {
 // needs: a tool's, when the request calls a registered tool that no
 // visibility rule hides (a hidden tool's scopes would reveal it).
 func (x *exchange) challengeScopes() []string {
-	d := x.d
-	if d == nil || d.method != "tools/call" || d.params.Name == nil {
+	if x.d == nil {
 		return nil
 	}
-	t := x.reg.tool(*d.params.Name)
+	p, _ := x.d.params.(*callToolParams)
+	if p == nil || p.Name == nil {
+		return nil
+	}
+	t := x.reg.tool(*p.Name)
 	if t == nil || t.def.Visible != nil {
 		return nil
 	}

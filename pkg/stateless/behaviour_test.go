@@ -490,10 +490,13 @@ func TestConcurrentRegistrationAndServing(t *testing.T) {
 	<-done
 }
 
-// TestCaseVariantArgumentsCannotBypassTheSchema: a schema that allows
-// extra properties checks "amount"; encoding/json would decode "AMOUNT"
-// into the same field. The call is refused before the handler runs.
-func TestCaseVariantArgumentsCannotBypassTheSchema(t *testing.T) {
+// TestCaseVariantArgumentsAreOtherMembers: member names are exact, for
+// the schema's validator and the handler's decoder alike, so a name in
+// another case is an unknown member to both: the handler gets exactly the
+// value the schema checked, and a case variant cannot carry another
+// (encoding/json's case-insensitive matching would have decoded "AMOUNT"
+// into the field the schema checked as "amount").
+func TestCaseVariantArgumentsAreOtherMembers(t *testing.T) {
 	type payIn struct {
 		Amount string `json:"amount"`
 		Memo   struct {
@@ -501,24 +504,30 @@ func TestCaseVariantArgumentsCannotBypassTheSchema(t *testing.T) {
 		} `json:"memo"`
 	}
 	s := stateless.NewServer(stateless.Implementation{Name: "pay", Version: "1"}, nil)
-	ran := 0
+	var got []string
 	stateless.AddTool(s, &stateless.Tool{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"string","maxLength":3}}}`)},
 		func(ctx context.Context, req *stateless.ToolRequest, in payIn) (*stateless.CallToolResult, any, error) {
-			ran++
+			got = append(got, in.Amount+"/"+in.Memo.Note)
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text(in.Amount)}}, nil, nil
 		})
-	for _, args := range []string{`{"amount":"1","AMOUNT":"1000000"}`, `{"AMOUNT":"1000000"}`, `{"amount":"1","memo":{"NOTE":"x"}}`, `{"amount":"1","\u0041mount":"9999"}`} {
+	for args, want := range map[string]string{
+		`{"amount":"1","AMOUNT":"1000000"}`:      "1/",
+		`{"AMOUNT":"1000000"}`:                   "/",
+		`{"amount":"1","memo":{"NOTE":"x"}}`:     "1/",
+		`{"amount":"1","\u0041mount":"9999"}`:    "1/",
+		`{"amount":"12","memo":{"note":"rent"}}`: "12/rent",
+	} {
+		got = nil
 		r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":`+args))).Body)
-		if r.Result["isError"] != true {
-			t.Errorf("%s: %v", args, r.Result)
+		if r.Result["isError"] == true || len(got) != 1 || got[0] != want {
+			t.Errorf("%s: handler got %q, want %q (%v)", args, got, want, r.Result)
 		}
 	}
-	if ran != 0 {
-		t.Errorf("the handler ran %d times", ran)
-	}
-	r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"12","other":1}`))).Body)
-	if r.Result["isError"] == true || ran != 1 {
-		t.Errorf("a proper call was refused: %v", r.Result)
+	// The schema still checks the exact member.
+	got = nil
+	r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"1000000"}`))).Body)
+	if r.Result["isError"] != true || len(got) != 0 {
+		t.Errorf("over the schema's maxLength: %v, handler got %q", r.Result, got)
 	}
 }
 

@@ -2,6 +2,7 @@ package stateless
 
 import (
 	"encoding/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"strconv"
 )
 
@@ -63,11 +64,11 @@ func (c *Call) InputResponse(key string) (json.RawMessage, bool) {
 // false when there is no answer or it is not an ElicitResult.
 func (c *Call) ElicitResult(key string) (*ElicitResult, bool) {
 	raw, ok := c.inputResponses[key]
-	if !ok || elicitResultGuard.check(raw) != nil {
+	if !ok {
 		return nil, false
 	}
 	var r ElicitResult
-	if json.Unmarshal(raw, &r) != nil {
+	if jsonv2.Unmarshal(raw, &r) != nil {
 		return nil, false
 	}
 	switch r.Action {

@@ -2,106 +2,42 @@ package stateless
 
 import (
 	"bytes"
-	"encoding/json"
+	jsonv1 "encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
-// message is one decoded JSON-RPC message. Every method's params decode
-// into one struct, in one pass over the body.
-type message struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  *string         `json:"method"`
-	Params  *params         `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
-}
-
-// params is the union of the params of every client request.
-type params struct {
-	Meta *requestMeta `json:"_meta"`
-
-	// tools/call, prompts/get
-	Name      *string         `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-	// resources/read
-	URI *string `json:"uri"`
-	// list methods
-	Cursor *string `json:"cursor"`
-	// multi-round-trip retries
-	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   *string         `json:"requestState"`
-	// request idempotency (proposed for tools/call); kept raw so that a
-	// key of the wrong type is refused as a key (see idempotencyKey)
-	IdempotencyKey json.RawMessage `json:"idempotencyKey"`
-	// completion/complete
-	Ref      *completionRef `json:"ref"`
-	Argument *struct {
-		Name  string `json:"name"`
-		Value string `json:"value"`
-	} `json:"argument"`
-	Context *struct {
-		Arguments map[string]string `json:"arguments"`
-	} `json:"context"`
-	// logging/setLevel (legacy)
-	Level *string `json:"level"`
-	// initialize (legacy)
-	ProtocolVersion *string         `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-	ClientInfo      json.RawMessage `json:"clientInfo"`
-}
-
-type completionRef struct {
-	Type string `json:"type"`
-	Name string `json:"name"`
-	URI  string `json:"uri"`
-}
-
-// requestMeta is params._meta. The two required members are kept raw so
-// that absent, null and wrongly typed can be told apart.
-type requestMeta struct {
-	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      json.RawMessage `json:"progressToken"`
+// envelope is a JSON-RPC message's envelope; params stay raw until the
+// method is known, and are then decoded into the method's own type.
+type envelope struct {
+	JSONRPC string         `json:"jsonrpc"`
+	ID      jsontext.Value `json:"id"`
+	Method  *string        `json:"method"`
+	Params  jsontext.Value `json:"params"`
+	Result  jsontext.Value `json:"result"`
+	Error   jsontext.Value `json:"error"`
 }
 
 // decoded is a request after the message-shape checks.
 type decoded struct {
-	id        json.RawMessage // nil for a notification
-	method    string
-	params    params
-	paramsErr error // params present but not of the union's shape
-	metaErr   error // _meta has a case-variant key
+	id     jsonv1.RawMessage // nil for a notification
+	method string
+	// params are the method's params (its row's type; a *baseParams for
+	// a method not in the table), decoded as far as they would go.
+	params    paramsOf
+	paramsErr error // params present but not of the method's shape
+	metaErr   error // params._meta present but not of its shape
 	hasParams bool
 }
 
-// Guards against case-variant keys (see keyGuard) for the envelope, the
-// params union, _meta and the client capabilities. They are derived from
-// the types once and never change.
-var (
-	envelopeGuard = func() *keyGuard {
-		g := newKeyGuard(reflect.TypeFor[message]())
-		g.fields["params"] = nil // checked on its own, for its own error
-		return g
-	}()
-	paramsGuard = func() *keyGuard {
-		g := newKeyGuard(reflect.TypeFor[params]())
-		g.fields["_meta"] = nil // checked on its own, for its own error
-		return g
-	}()
-	metaGuard         = newKeyGuard(reflect.TypeFor[requestMeta]())
-	capabilitiesGuard = newKeyGuard(reflect.TypeFor[ClientCapabilities]())
-	elicitResultGuard = newKeyGuard(reflect.TypeFor[ElicitResult]())
-)
+// meta is the request's params._meta, or nil.
+func (d *decoded) meta() *requestMeta { return d.params.base().Meta }
 
 // trimJSONSpace trims the four white-space bytes JSON allows, and only
 // those: a body that starts with a vertical tab or U+00A0 is not JSON.
@@ -110,6 +46,14 @@ func trimJSONSpace(b []byte) []byte {
 }
 
 // decodeMessage reads exactly one JSON-RPC request or notification.
+//
+// The body is read strictly, as RFC 8259's interoperable subset and
+// I-JSON (RFC 7493) have it: member names match exactly (case-sensitive),
+// a name repeated in one object is a parse error, and so are invalid
+// UTF-8 and lone surrogates, anywhere in the body. A reader in front of
+// the server — a gateway, a firewall, a log pipeline — that reads the body
+// as JSON therefore cannot see another message than the server acts on.
+// Unknown members are ignored.
 func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 	body = trimJSONSpace(body)
 	if len(body) == 0 {
@@ -117,51 +61,37 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 	}
 	switch body[0] {
 	case '[':
-		if !json.Valid(body) {
+		if !jsontext.Value(body).IsValid() {
 			return nil, mcperr.New(mcperr.ParseError)
 		}
 		return nil, mcperr.New(mcperr.BatchRejected)
 	case '{':
 	default:
-		if !json.Valid(body) {
+		if !jsontext.Value(body).IsValid() {
 			return nil, mcperr.New(mcperr.ParseError)
 		}
 		return nil, mcperr.New(mcperr.InvalidRequest)
 	}
-	// One pass decodes the envelope and the params of every method.
-	var m message
-	var paramsErr error
+	var m envelope
 	if err := json.Unmarshal(body, &m); err != nil {
-		var syn *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &syn) || !json.Valid(body):
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) {
 			return nil, mcperr.New(mcperr.ParseError)
-		case errors.As(err, &te) && (te.Field == "params" || strings.HasPrefix(te.Field, "params.")):
-			// The envelope is sound; the method's params are not. The
-			// decoder went on past the bad member.
-			paramsErr = err
-		default:
-			// A member of the envelope has the wrong type. Keep the id,
-			// if it is usable, so the error can carry it.
-			d := &decoded{}
-			if validID(m.ID) {
-				d.id = m.ID
-			}
-			return d, mcperr.Wrap(mcperr.InvalidRequest, err)
 		}
+		// A member of the envelope has the wrong type. Keep the id, if it
+		// is usable, so the error can carry it.
+		d := &decoded{params: &baseParams{}}
+		var idOnly struct {
+			ID jsontext.Value `json:"id"`
+		}
+		if json.Unmarshal(body, &idOnly) == nil && validID(idOnly.ID) {
+			d.id = jsonv1.RawMessage(idOnly.ID)
+		}
+		return d, mcperr.Wrap(mcperr.InvalidRequest, err)
 	}
-	d := &decoded{}
+	d := &decoded{params: &baseParams{}}
 	if validID(m.ID) {
-		d.id = m.ID
-	}
-	if envelopeGuard.check(body) != nil {
-		// Echo only an id spelled exactly "id".
-		d.id = nil
-		if id := rawMember(body, "id"); validID(id) {
-			d.id = id
-		}
-		return d, mcperr.Wrap(mcperr.InvalidRequest, errCaseVariant)
+		d.id = jsonv1.RawMessage(m.ID)
 	}
 	if m.Method == nil {
 		if m.Result != nil || m.Error != nil {
@@ -176,27 +106,28 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		return d, mcperr.New(mcperr.InvalidRequest)
 	}
 	d.method = *m.Method
-	if p := trimJSONSpace(rawMember(body, "params")); len(p) > 0 && string(p) != "null" {
+	if row := methods[d.method]; row != nil {
+		d.params = row.params()
+	}
+	if p := m.Params; len(p) > 0 && string(p) != "null" {
 		d.hasParams = true
-		switch {
-		case paramsErr != nil:
-			d.paramsErr = paramsErr
-		case p[0] != '{':
+		if p[0] != '{' {
 			d.paramsErr = errors.New("params is not an object")
-		case paramsGuard.check(p) != nil:
-			d.paramsErr = errCaseVariant
-		default:
-			if m.Params != nil {
-				d.params = *m.Params
+		} else if err := json.Unmarshal(p, d.params); err != nil {
+			// The body's syntax was sound: a member has the wrong type.
+			// Decoding stopped there; read _meta on its own for the
+			// checks that come before the params' own.
+			var se *json.SemanticError
+			if errors.As(err, &se) && (se.JSONPointer == "/_meta" || strings.HasPrefix(string(se.JSONPointer), "/_meta/")) {
+				d.metaErr = err
+			} else {
+				d.paramsErr = err
+				var b baseParams
+				if json.Unmarshal(p, &b) != nil {
+					b.Meta = nil
+				}
+				d.params.base().Meta = b.Meta
 			}
-			if d.params.Meta != nil && metaGuard.check(rawMember(p, "_meta")) != nil {
-				d.metaErr = errCaseVariant
-			}
-		}
-		if d.paramsErr != nil && m.Params != nil {
-			// Keep what did decode (the _meta, the name) for the checks
-			// that come before the params' own.
-			d.params = *m.Params
 		}
 	}
 	return d, nil
@@ -205,7 +136,7 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 // validID reports whether raw is a JSON-RPC id this server echoes: a
 // string or a number. The bytes are echoed exactly as sent, so numbers
 // beyond 2^53 and fractional numbers come back unchanged.
-func validID(raw json.RawMessage) bool {
+func validID(raw []byte) bool {
 	if len(raw) == 0 {
 		return false
 	}
@@ -218,75 +149,37 @@ func validID(raw json.RawMessage) bool {
 	return false
 }
 
-// metaError reports whether a params decoding error lies in _meta.
-func metaError(err error) bool {
-	var te *json.UnmarshalTypeError
-	return errors.As(err, &te) && (te.Field == "params._meta" || strings.HasPrefix(te.Field, "params._meta."))
-}
-
 // jsonString decodes a raw JSON string; ok is false for anything else.
-func jsonString(raw json.RawMessage) (string, bool) {
+func jsonString(raw []byte) (string, bool) {
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", false
 	}
 	if len(raw) >= 2 && raw[len(raw)-1] == '"' && bytes.IndexByte(raw[1:len(raw)-1], '\\') < 0 && bytes.IndexByte(raw[1:len(raw)-1], '"') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), true
 	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
+	b, err := jsontext.AppendUnquote(nil, raw)
+	if err != nil {
 		return "", false
 	}
-	return s, true
+	return string(b), true
 }
 
-func isObject(raw json.RawMessage) bool {
+func isObject(raw []byte) bool {
 	raw = trimJSONSpace(raw)
 	return len(raw) > 0 && raw[0] == '{'
-}
-
-// rawMember returns the raw value of key in the JSON object obj, or nil.
-// obj must be valid JSON.
-func rawMember(obj []byte, key string) []byte {
-	i := jsonscan.SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return nil
-	}
-	i = jsonscan.SkipSpace(obj, i+1)
-	var found []byte
-	for i < len(obj) && obj[i] == '"' {
-		end, escaped := jsonscan.ScanString(obj, i)
-		k := obj[i+1 : end-1]
-		if escaped {
-			var u string
-			_ = json.Unmarshal(obj[i:end], &u)
-			k = []byte(u)
-		}
-		i = jsonscan.SkipSpace(obj, end)
-		i = jsonscan.SkipSpace(obj, i+1)
-		start := i
-		i = jsonscan.SkipValue(obj, i)
-		if string(k) == key {
-			found = obj[start:i] // the last one wins, as in encoding/json
-		}
-		i = jsonscan.SkipSpace(obj, i)
-		if i < len(obj) && obj[i] == ',' {
-			i = jsonscan.SkipSpace(obj, i+1)
-		}
-	}
-	return found
 }
 
 // parseInputResponses checks that inputResponses, when present, is an
 // object of objects: each value is a client's result, and a result is an
 // object. null, an array or a scalar anywhere is malformed.
-func parseInputResponses(raw json.RawMessage) (map[string]json.RawMessage, error) {
+func parseInputResponses(raw []byte) (map[string]jsonv1.RawMessage, error) {
 	if raw == nil {
 		return nil, nil
 	}
 	if !isObject(raw) {
 		return nil, errors.New("inputResponses is not an object")
 	}
-	var m map[string]json.RawMessage
+	var m map[string]jsonv1.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 )
@@ -353,7 +355,8 @@ func FuzzDecodeMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		d, e := decodeMessage(body)
-		valid := json.Valid(body)
+		// Valid as a strict reader has it: no duplicate names, UTF-8 only.
+		valid := jsontext.Value(trimJSONSpace(body)).IsValid()
 		if e != nil {
 			if e.Kind() == mcperr.ParseError && valid {
 				violated(t, "decode/valid-json", "parse error for valid JSON %q", body)
@@ -410,8 +413,8 @@ func FuzzDecodeMessage(f *testing.F) {
 		if v, ok := strictString(top["jsonrpc"]); !ok || v != "2.0" {
 			violated(t, "decode/member-names", "member \"jsonrpc\" is %s in %q", top["jsonrpc"], body)
 		}
-		if d.hasParams && d.paramsErr == nil {
-			m, err := parseInputResponses(d.params.InputResponses)
+		if rt, ok := d.params.(interface{ trip() *roundTrip }); ok && d.hasParams && d.paramsErr == nil {
+			m, err := parseInputResponses(rt.trip().InputResponses)
 			for k, v := range m {
 				if err != nil || !isObject(v) {
 					t.Errorf("input response %q is %s (err %v)", k, v, err)
@@ -451,6 +454,7 @@ func FuzzRequestMeta(f *testing.F) {
 		if !json.Valid(meta) {
 			t.Skip("not one JSON value: splicing it would change the request's shape")
 		}
+		strict := jsontext.Value(meta).IsValid()
 		body := []byte(`{"jsonrpc":"2.0","id":"req-7","method":"server/discover","params":{"_meta":` + string(meta) + `}}`)
 		h := http.Header{}
 		h.Set("Content-Type", "application/json")
@@ -466,6 +470,16 @@ func FuzzRequestMeta(f *testing.F) {
 			t.Fatalf("want one message, got %s", resp.Body)
 		}
 		msg := msgs[0]
+		if !strict {
+			// A duplicate name, invalid UTF-8, a lone surrogate: not
+			// JSON a strict reader accepts, so the whole body is not.
+			var e struct{ Code int }
+			_ = json.Unmarshal(msg["error"], &e)
+			if resp.Status != http.StatusBadRequest || e.Code != mcperr.CodeParseError {
+				violated(t, "meta/strict", "status %d for _meta %q, want a parse error", resp.Status, meta)
+			}
+			return
+		}
 		if string(msg["id"]) != `"req-7"` {
 			t.Errorf("id not echoed: %s", resp.Body)
 		}

@@ -207,8 +207,10 @@ func (x *exchange) transportChecks() *mcperr.Error {
 		return mcperr.New(mcperr.ForbiddenOrigin)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
+		// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another
+		// charset would be read as what it is not.
+		mt, params, err := mime.ParseMediaType(ct)
+		if cs, ok := params["charset"]; err != nil || mt != "application/json" || ok && !strings.EqualFold(cs, "utf-8") {
 			return mcperr.New(mcperr.UnsupportedMediaType)
 		}
 	}
@@ -320,17 +322,9 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 func (x *exchange) request(ctx context.Context) *Response {
 	d := x.d
 	hv, hvPresent, hvOK := headerValue(x.r.Header, headerProtocolVersion)
-	meta := d.params.Meta
-	if d.paramsErr != nil && metaError(d.paramsErr) {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.paramsErr))
-	}
+	meta := d.meta()
 	if d.metaErr != nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.metaErr))
-	}
-	if errors.Is(d.paramsErr, errCaseVariant) {
-		// The decoded params are ambiguous (which "name" is it?): refuse
-		// before any header is compared with them.
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
 	}
 	x.call.Principal = x.r.Principal
 	if x.principal != "" {
@@ -348,7 +342,10 @@ func (x *exchange) request(ctx context.Context) *Response {
 	switch {
 	case d.method == "initialize":
 		x.legacy = true
-		return x.initialize()
+		if !x.headersAgree(false) {
+			return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+		}
+		return x.initialize(ctx)
 	case hvPresent && hvOK && isModern(hv):
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
 	case !hvPresent:
@@ -364,6 +361,12 @@ func (x *exchange) request(ctx context.Context) *Response {
 	x.call.logLevel = x.s.legacyLogLevel()
 	x.call.ProtocolVersion = x.version
 	x.o.Version = x.version
+	// A legacy client need not send the MCP headers; when it does, they
+	// must agree with the body, as a gateway may route or authorize on
+	// them.
+	if !x.headersAgree(false) {
+		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+	}
 	if meta != nil && meta.ProgressToken != nil {
 		x.call.progressToken = progressToken(meta.ProgressToken)
 	}
@@ -371,15 +374,12 @@ func (x *exchange) request(ctx context.Context) *Response {
 }
 
 func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
-	d, meta := x.d, x.d.params.Meta
+	d, meta := x.d, x.d.meta()
 	pv, ok := jsonString(meta.ProtocolVersion)
 	if !ok || !isObject(meta.ClientCapabilities) {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
 	}
-	if capabilitiesGuard.check(meta.ClientCapabilities) != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, errCaseVariant))
-	}
-	if !hvOK || hv != pv || !checkStandardHeaders(x.r.Header, d.method, targetName(d)) {
+	if !hvOK || hv != pv || !x.headersAgree(true) {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 	}
 	switch {
@@ -410,14 +410,6 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	return x.dispatch(ctx)
 }
 
-// targetName returns the body value Mcp-Name must equal.
-func targetName(d *decoded) *string {
-	if d.method == "resources/read" {
-		return d.params.URI
-	}
-	return d.params.Name
-}
-
 // progressToken keeps a token that is a string or a number.
 func progressToken(raw json.RawMessage) json.RawMessage {
 	if validID(raw) {
@@ -426,72 +418,46 @@ func progressToken(raw json.RawMessage) json.RawMessage {
 	return nil
 }
 
-// dispatch runs the method. Methods whose server capability is not
-// advertised, and methods of the other era, are unknown.
+// dispatch runs the method, through the method table. Methods the table
+// does not have, methods of the other era, and methods of a feature the
+// server does not advertise are unknown.
 func (x *exchange) dispatch(ctx context.Context) *Response {
 	d := x.d
-	method := d.method
-	switch method {
-	case "server/discover":
-		if x.legacy {
-			break
-		}
-		return x.discover()
-	case "ping":
-		if !x.legacy {
-			break
-		}
-		return x.result(struct{}{}, &resultFields{})
-	case "logging/setLevel":
-		// Accepted for legacy clients and not remembered: there is no
-		// session to hold it. Legacy requests get log messages at the
-		// server's LegacyLogLevel, which the 2025 revisions allow.
-		if !x.legacy {
-			break
-		}
-		if d.params.Level == nil || LoggingLevel(*d.params.Level).rank() == 0 {
-			return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
-		}
-		return x.result(struct{}{}, &resultFields{})
-	case "resources/subscribe", "resources/unsubscribe":
-		// Legacy only. Updates would travel on the GET stream this
-		// endpoint does not offer, so subscribe is not advertised; a
-		// client that subscribes anyway is answered and gets no updates.
-		if !x.legacy || !x.reg.advertises("resources/read") {
-			break
-		}
-		if d.params.URI == nil {
-			return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
-		}
-		return x.result(struct{}{}, &resultFields{})
-	case "tools/list", "tools/call", "prompts/list", "prompts/get",
-		"resources/list", "resources/read", "resources/templates/list", "completion/complete":
-		if !x.reg.advertises(method) {
-			break
-		}
-		if d.paramsErr != nil {
-			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
-		}
-		switch method {
-		case "tools/list":
-			return x.listTools(ctx)
-		case "tools/call":
-			return x.callTool(ctx)
-		case "prompts/list":
-			return x.listPrompts(ctx)
-		case "prompts/get":
-			return x.getPrompt(ctx)
-		case "resources/list":
-			return x.listResources(ctx)
-		case "resources/templates/list":
-			return x.listTemplates(ctx)
-		case "resources/read":
-			return x.readResource(ctx)
-		case "completion/complete":
-			return x.complete(ctx)
-		}
+	m := x.served(d.method)
+	if m == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.UnknownMethod))
 	}
-	return x.refuse(d.id, mcperr.New(mcperr.UnknownMethod))
+	if d.paramsErr != nil && d.method != "initialize" {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
+	}
+	return m.serve(x, ctx)
+}
+
+// ping answers a legacy ping.
+func (x *exchange) ping(context.Context) *Response {
+	return x.result(struct{}{}, &resultFields{})
+}
+
+// setLevel accepts a legacy logging/setLevel and does not remember it:
+// there is no session to hold it. Legacy requests get log messages at the
+// server's LegacyLogLevel, which the 2025 revisions allow.
+func (x *exchange) setLevel(context.Context) *Response {
+	p := x.d.params.(*setLevelParams)
+	if p.Level == nil || LoggingLevel(*p.Level).rank() == 0 {
+		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	return x.result(struct{}{}, &resultFields{})
+}
+
+// subscribe answers a legacy resources/subscribe or unsubscribe. Updates
+// would travel on the GET stream this endpoint does not offer, so
+// subscribe is not advertised; a client that subscribes anyway is
+// answered and gets no updates.
+func (x *exchange) subscribe(context.Context) *Response {
+	if x.d.params.(*subscribeParams).URI == nil {
+		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	return x.result(struct{}{}, &resultFields{})
 }
 
 // result answers with result v, decorated for the era.

@@ -69,28 +69,33 @@ func decodeHeaderValue(raw string) (string, bool) {
 	return v, true
 }
 
-// checkStandardHeaders checks Mcp-Method and, for the methods that name a
-// target, Mcp-Name against the body.
-func checkStandardHeaders(hdr http.Header, method string, name *string) bool {
-	m, _, ok := headerValue(hdr, headerMethod)
-	if !ok || m != method {
+// headersAgree checks Mcp-Method and, for the methods that name a target,
+// Mcp-Name against the body: both required when required is set (a
+// 2026-07-28 request), else only checked when present. Params that did
+// not decode name no target; their refusal comes with the method's.
+func (x *exchange) headersAgree(required bool) bool {
+	hdr, d := x.r.Header, x.d
+	if m, present, ok := headerValue(hdr, headerMethod); (present || required) && (!ok || m != d.method) {
 		return false
 	}
-	switch method {
+	switch d.method {
 	case "tools/call", "prompts/get", "resources/read":
-		n, _, ok := headerValue(hdr, headerName)
-		if !ok || name == nil || n != *name {
-			return false
+		n, present, ok := headerValue(hdr, headerName)
+		if !present && !required || d.paramsErr != nil {
+			return true
 		}
+		t := d.params.target()
+		return ok && t != nil && n == *t
 	}
 	return true
 }
 
 // checkParamHeaders checks each Mcp-Param-* header a tool's x-mcp-header
-// annotations call for against the arguments. A value in the body with no
-// header, a header with no value in the body, a malformed header, and a
-// mismatch are all failures.
-func checkParamHeaders(hdr http.Header, params []paramHeader, args json.RawMessage) bool {
+// annotations call for against the arguments. A header with no value in
+// the body, a malformed header, and a mismatch are failures; so is a
+// value in the body with no header, when the headers are required (a
+// 2026-07-28 request).
+func checkParamHeaders(hdr http.Header, params []paramHeader, args []byte, required bool) bool {
 	if len(params) == 0 {
 		return true
 	}
@@ -108,6 +113,9 @@ func checkParamHeaders(hdr http.Header, params []paramHeader, args json.RawMessa
 			if present {
 				return false
 			}
+			continue
+		}
+		if !present && !required {
 			continue
 		}
 		if !ok {

@@ -18,7 +18,7 @@ import (
 // spliced into the response without another encoding pass.
 type preEncoded []byte
 
-func (x *exchange) discover() *Response {
+func (x *exchange) discover(context.Context) *Response {
 	caps := x.reg.capabilities()
 	res := struct {
 		SupportedVersions []string           `json:"supportedVersions"`
@@ -32,15 +32,16 @@ func (x *exchange) discover() *Response {
 // initialize answers the legacy handshake without keeping a session: the
 // client's version if it is a served legacy revision, else the latest
 // legacy revision — never 2026-07-28, which has no handshake.
-func (x *exchange) initialize() *Response {
+func (x *exchange) initialize(context.Context) *Response {
 	d := x.d
 	if !d.hasParams || d.paramsErr != nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedInitialize, d.paramsErr))
 	}
-	if d.params.ProtocolVersion == nil {
+	p := d.params.(*initializeParams)
+	if p.ProtocolVersion == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.UnnegotiableVersion))
 	}
-	v := *d.params.ProtocolVersion
+	v := *p.ProtocolVersion
 	if !isLegacy(v) {
 		v = LatestLegacyVersion
 	}
@@ -85,7 +86,7 @@ func makeCursor(kind byte, key string) string {
 // cursor, at most the page size, in the list's deterministic order.
 func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, items []T,
 	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) *Response {
-	after, has, e := startAfter(x.d.params.Cursor, kind)
+	after, has, e := startAfter(x.d.params.(*listParams).Cursor, kind)
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}
@@ -173,7 +174,7 @@ func (x *exchange) visibleToolNames(ctx context.Context) []string {
 }
 
 func (x *exchange) callTool(ctx context.Context) *Response {
-	d, p := x.d, &x.d.params
+	d, p := x.d, x.d.params.(*callToolParams)
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -183,7 +184,7 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, x.visibleToolNames(ctx))))
 	}
 	x.o.Target = t.def.Name
-	if !x.legacy && !checkParamHeaders(x.r.Header, t.params, p.Arguments) {
+	if !checkParamHeaders(x.r.Header, t.params, p.Arguments, !x.legacy) {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 	}
 	if e := x.checkScopes(t); e != nil {
@@ -569,7 +570,7 @@ func (x *exchange) errorResult(text string) *Response {
 const MetaToolFailure = "io.github.serverless-mcp/failure"
 
 func (x *exchange) getPrompt(ctx context.Context) *Response {
-	d, p := x.d, &x.d.params
+	d, p := x.d, x.d.params.(*getPromptParams)
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -618,7 +619,11 @@ func (x *exchange) getPrompt(ctx context.Context) *Response {
 
 // inputResponses reads the retry's inputResponses into the call.
 func (x *exchange) inputResponses() *mcperr.Error {
-	m, err := parseInputResponses(x.d.params.InputResponses)
+	rt, _ := x.d.params.(interface{ trip() *roundTrip })
+	if rt == nil {
+		return nil
+	}
+	m, err := parseInputResponses(rt.trip().InputResponses)
 	if err != nil {
 		return mcperr.Wrap(mcperr.MalformedParams, err)
 	}
@@ -644,7 +649,7 @@ func (x *exchange) nonToolInput(ctx context.Context, b stateKey, err error) *Res
 }
 
 func (x *exchange) readResource(ctx context.Context) *Response {
-	d, p := x.d, &x.d.params
+	d, p := x.d, x.d.params.(*readResourceParams)
 	if p.URI == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -696,7 +701,7 @@ func (x *exchange) readResource(ctx context.Context) *Response {
 }
 
 func (x *exchange) complete(ctx context.Context) *Response {
-	d, p := x.d, &x.d.params
+	d, p := x.d, x.d.params.(*completeParams)
 	if p.Ref == nil || p.Argument == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}

@@ -345,16 +345,18 @@ func (r *registry) capabilities() ServerCapabilities {
 	return c
 }
 
-// advertises reports whether method's server capability is advertised.
-func (r *registry) advertises(method string) bool {
-	switch method {
-	case "tools/list", "tools/call":
+// has reports whether the registry has feature ("tools", "prompts",
+// "resources", "completions"; see the method table), which the server
+// then advertises.
+func (r *registry) has(feature string) bool {
+	switch feature {
+	case "tools":
 		return len(r.tools) > 0
-	case "prompts/list", "prompts/get":
+	case "prompts":
 		return len(r.prompts) > 0
-	case "resources/list", "resources/read", "resources/templates/list":
+	case "resources":
 		return len(r.resources) > 0 || len(r.templates) > 0
-	case "completion/complete":
+	case "completions":
 		return r.complete != nil
 	}
 	return false

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -163,15 +164,12 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 		tt.OutputSchema = out
 	}
 	var rt *registeredTool
-	guard := newKeyGuard(reflect.TypeFor[In]())
 	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
-		if guard.check(req.Arguments) != nil {
-			// encoding/json would decode a case variant into a field the
-			// schema did not check under that name.
-			return nil, mcperr.NewInvalidArguments("argument names are case-sensitive; a name differs from a known one only in case")
-		}
+		// Member names match exactly, as the schema validator matched
+		// them: a case variant of a property is an unknown member, not
+		// that property.
 		var in In
-		if err := json.Unmarshal(req.Arguments, &in); err != nil {
+		if err := jsonv2.Unmarshal(req.Arguments, &in); err != nil {
 			return nil, mcperr.NewInvalidArguments("arguments do not decode: " + err.Error())
 		}
 		res, out, err := h(ctx, req, in)

@@ -62,6 +62,11 @@ func TestWire(t *testing.T) {
 		{name: "session id is ignored and not echoed", method: "server/discover", body: discover,
 			edit: func(h http.Header) { h.Set("Mcp-Session-Id", "abc") }, status: 200, id: "1", noHeader: []string{"Mcp-Session-Id"}},
 
+		{name: "a charset other than UTF-8 is 415", method: "server/discover", body: discover,
+			edit: func(h http.Header) { h.Set("Content-Type", "application/json; charset=utf-16") }, status: 415, code: -32600},
+		{name: "charset UTF-8 is accepted", method: "server/discover", body: discover,
+			edit: func(h http.Header) { h.Set("Content-Type", "application/json; charset=UTF-8") }, status: 200, id: "1"},
+
 		// Message shape.
 		{name: "bad JSON", method: "server/discover", body: `{"jsonrpc":"2.0",`, status: 400, code: -32700},
 		{name: "empty body", method: "server/discover", body: ``, status: 400, code: -32700},
@@ -71,14 +76,28 @@ func TestWire(t *testing.T) {
 		{name: "wrong jsonrpc version", method: "server/discover", body: `{"jsonrpc":"1.0","id":3,"method":"server/discover"}`, status: 400, code: -32600, id: "3"},
 		{name: "null id", method: "server/discover", body: `{"jsonrpc":"2.0","id":null,"method":"server/discover","params":` + withMeta("") + `}`, status: 400, code: -32600},
 		{name: "method of wrong type", method: "server/discover", body: `{"jsonrpc":"2.0","id":4,"method":5}`, status: 400, code: -32600, id: "4"},
-		{name: "envelope member in another case", method: "server/discover", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"server/discover","params":` + withMeta("") + `}`, status: 400, code: -32600, id: "1"},
-		{name: "id in another case is not an id", method: "server/discover", body: `{"jsonrpc":"2.0","ID":1,"method":"server/discover","params":` + withMeta("") + `}`, status: 400, code: -32600},
-		{name: "params member in another case", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","NAME":"add","arguments":{"text":"x"}`)), status: 400, code: -32602, id: "1"},
-		{name: "_meta member in another case", method: "server/discover",
-			body: req("1", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","IO.MODELCONTEXTPROTOCOL/PROTOCOLVERSION":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`), status: 400, code: -32602, id: "1"},
-		{name: "capability in another case", method: "server/discover", body: req("1", "server/discover", `{"_meta":`+metaJSON(`{"ELICITATION":{}}`)+`}`), status: 400, code: -32602, id: "1"},
+		// Member names are exact: a name in another case is another, unknown member.
+		{name: "envelope member in another case is another member", method: "server/discover", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"server/discover","params":` + withMeta("") + `}`, status: 400, code: -32020, id: "1"},
+		{name: "id in another case is not an id: a notification", method: "server/discover", body: `{"jsonrpc":"2.0","ID":1,"method":"server/discover","params":` + withMeta("") + `}`, status: 202},
+		{name: "params member in another case is ignored", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","NAME":"add","arguments":{"text":"x"}`)), status: 200, id: "1",
+			check: func(t *testing.T, r *rpc, raw []byte) {
+				if !strings.Contains(string(raw), `"structuredContent":{"text":"x"}`) {
+					t.Errorf("not echo's answer: %s", raw)
+				}
+			}},
+		{name: "_meta member in another case is ignored", method: "server/discover",
+			body: req("1", "server/discover", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","IO.MODELCONTEXTPROTOCOL/PROTOCOLVERSION":"1999-01-01","io.modelcontextprotocol/clientCapabilities":{}}}`), status: 200, id: "1"},
+		// Duplicate names and invalid text are not JSON a strict reader accepts.
+		{name: "envelope member twice", method: "tools/list", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"tools/call","params":` + withMeta(`"name":"echo","arguments":{"text":"x"}`) + `}`, status: 400, code: -32700},
+		{name: "params member twice", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","name":"add","arguments":{"text":"x"}`)), status: 400, code: -32700},
+		{name: "argument twice", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x","text":"y"}`)), status: 400, code: -32700},
+		{name: "invalid UTF-8 in an argument", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta("\"name\":\"echo\",\"arguments\":{\"text\":\"\xff\"}")), status: 400, code: -32700},
+		{name: "lone surrogate in an argument", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"\ud800"}`)), status: 400, code: -32700},
+		// Each method reads its own params: another method's member is unknown.
+		{name: "tools/call with members named like other methods' params", method: "tools/call", target: "echo",
+			body: req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"},"level":5,"uri":7,"cursor":{},"ref":"x","context":[1],"protocolVersion":false`)), status: 200, id: "1"},
 		{name: "white space JSON does not allow", method: "server/discover", body: "\v" + discover, status: 400, code: -32700},
-		{name: "string id with invalid UTF-8", method: "server/discover", body: req("\"\xff\"", "server/discover", withMeta("")), status: 400, code: -32600},
+		{name: "string id with invalid UTF-8", method: "server/discover", body: req("\"\xff\"", "server/discover", withMeta("")), status: 400, code: -32700},
 		{name: "notification is 202 with no body", method: "notifications/initialized", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`, status: 202},
 		{name: "cancel notification is 202", method: "notifications/cancelled", body: `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, status: 202},
 
@@ -165,7 +184,7 @@ func TestWire(t *testing.T) {
 
 		// Params.
 		{name: "tools/call without name", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"arguments":{}`)), status: 400, code: -32020, id: "1"},
-		{name: "tools/call name of wrong type", method: "tools/call", body: req("1", "tools/call", withMeta(`"name":5`)), status: 400, code: -32020, id: "1"},
+		{name: "tools/call name of wrong type", method: "tools/call", body: req("1", "tools/call", withMeta(`"name":5`)), status: 400, code: -32602, id: "1"},
 		{name: "arguments not an object", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","arguments":[1]`)), status: 400, code: -32602, id: "1"},
 		{name: "unknown tool suggests a visible name", method: "tools/call", target: "ecoh", body: req("1", "tools/call", withMeta(`"name":"ecoh"`)),
 			status: 400, code: -32602, id: "1", data: `{"didYouMean":"echo"}`},
@@ -309,5 +328,60 @@ func wantJSON(t *testing.T, got []byte, want string) {
 	t.Helper()
 	if string(got) != want {
 		t.Errorf("body\n got  %s\n want %s", got, want)
+	}
+}
+
+// TestLegacyHeadersMustAgree: a legacy-era request (no _meta, a legacy
+// version header) need not send Mcp-Method and Mcp-Name, but when it
+// does they must agree with the body, as for 2026-07-28: a gateway that
+// routes or authorizes on them must not be told one call while the
+// server runs another.
+func TestLegacyHeadersMustAgree(t *testing.T) {
+	f := newFixture(t, nil)
+	echo := req("1", "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
+	with := func(method, name string) http.Header {
+		h := legacyHeaders()
+		if method != "" {
+			h.Set("Mcp-Method", method)
+		}
+		if name != "" {
+			h.Set("Mcp-Name", name)
+		}
+		return h
+	}
+	for _, c := range []struct {
+		name   string
+		header http.Header
+		ok     bool
+	}{
+		{"no MCP headers", with("", ""), true},
+		{"headers that agree", with("tools/call", "echo"), true},
+		{"Mcp-Method of another method", with("tools/list", ""), false},
+		{"Mcp-Name of another tool", with("tools/call", "add"), false},
+		{"both of another call", with("tools/list", "notes_search"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp := call(t, f.srv, "POST", c.header, echo)
+			r := decodeRPC(t, resp.Body)
+			switch {
+			case c.ok && (r.Error != nil || resp.Status != 200):
+				t.Errorf("%d %s", resp.Status, resp.Body)
+			case !c.ok && (r.Error == nil || r.Error.Code != -32020):
+				t.Errorf("%d %s, want -32020", resp.Status, resp.Body)
+			}
+		})
+	}
+	// An Mcp-Param header a legacy client sends must agree with its
+	// argument; one it does not send is not required.
+	region := req("1", "tools/call", `{"name":"region","arguments":{"region":"eu-west-1"}}`)
+	for value, ok := range map[string]bool{"": true, "eu-west-1": true, "us-east-1": false} {
+		h := legacyHeaders()
+		if value != "" {
+			h.Set("Mcp-Param-Region", value)
+		}
+		r := decodeRPC(t, call(t, f.srv, "POST", h, region).Body)
+		if ok != (r.Error == nil) {
+			t.Errorf("Mcp-Param-Region %q: %+v", value, r.Error)
+		}
 	}
 }

@@ -1,0 +1,182 @@
+package stateless
+
+import (
+	"context"
+
+	"encoding/json"
+)
+
+// era says which revisions of the protocol serve a method.
+type era uint8
+
+const (
+	modernEra era = 1 << iota // 2026-07-28
+	legacyEra                 // the 2025 revisions
+	everyEra  = modernEra | legacyEra
+)
+
+// methodInfo is one row of the method table: everything the request path
+// needs to know about a method, in one place. Dispatch, header checks,
+// advertising and the decoding of params all read it; a method is added
+// with one row and one handler.
+type methodInfo struct {
+	era era
+	// feature is the registry feature that must be present for the method
+	// to exist ("" for the methods every server has): a method of a
+	// feature the server does not advertise is unknown.
+	feature string
+	// params returns a fresh value of the method's params type.
+	params func() paramsOf
+	// serve answers the request; x.params holds its decoded params.
+	serve func(x *exchange, ctx context.Context) *Response
+}
+
+// paramsOf is a method's params type: each embeds baseParams.
+type paramsOf interface {
+	base() *baseParams
+	// target is the body value Mcp-Name must equal: the tool's or
+	// prompt's name, the resource's URI; nil for a method that names
+	// none.
+	target() *string
+}
+
+// baseParams are the members every request's params may carry.
+type baseParams struct {
+	Meta *requestMeta `json:"_meta"`
+}
+
+func (b *baseParams) base() *baseParams { return b }
+func (b *baseParams) target() *string   { return nil }
+
+// requestMeta is params._meta. The two required members are kept raw so
+// that absent, null and wrongly typed can be told apart.
+type requestMeta struct {
+	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      json.RawMessage `json:"progressToken"`
+}
+
+// roundTrip are the members of a multi-round-trip retry.
+type roundTrip struct {
+	InputResponses json.RawMessage `json:"inputResponses"`
+	RequestState   *string         `json:"requestState"`
+}
+
+func (r *roundTrip) trip() *roundTrip { return r }
+
+type listParams struct {
+	baseParams
+	Cursor *string `json:"cursor"`
+}
+
+type callToolParams struct {
+	baseParams
+	roundTrip
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	// request idempotency (proposed for tools/call); kept raw so that a
+	// key of the wrong type is refused as a key (see idempotencyKey)
+	IdempotencyKey json.RawMessage `json:"idempotencyKey"`
+}
+
+func (p *callToolParams) target() *string { return p.Name }
+
+type getPromptParams struct {
+	baseParams
+	roundTrip
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func (p *getPromptParams) target() *string { return p.Name }
+
+type readResourceParams struct {
+	baseParams
+	roundTrip
+	URI *string `json:"uri"`
+}
+
+func (p *readResourceParams) target() *string { return p.URI }
+
+type completeParams struct {
+	baseParams
+	Ref *struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+		URI  string `json:"uri"`
+	} `json:"ref"`
+	Argument *struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+	} `json:"argument"`
+	Context *struct {
+		Arguments map[string]string `json:"arguments"`
+	} `json:"context"`
+}
+
+// initializeParams are the legacy handshake's.
+type initializeParams struct {
+	baseParams
+	ProtocolVersion *string         `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ClientInfo      json.RawMessage `json:"clientInfo"`
+}
+
+// setLevelParams are legacy logging/setLevel's.
+type setLevelParams struct {
+	baseParams
+	Level *string `json:"level"`
+}
+
+// subscribeParams are legacy resources/subscribe's and unsubscribe's.
+type subscribeParams struct {
+	baseParams
+	URI *string `json:"uri"`
+}
+
+func newParams[P any, PP interface {
+	*P
+	paramsOf
+}]() func() paramsOf {
+	return func() paramsOf { return PP(new(P)) }
+}
+
+// methods is the method table. The features are the registry's: "tools",
+// "prompts", "resources", "completions".
+var methods = map[string]*methodInfo{
+	"server/discover": {era: modernEra, params: newParams[baseParams](), serve: (*exchange).discover},
+
+	"initialize":            {era: legacyEra, params: newParams[initializeParams](), serve: (*exchange).initialize},
+	"ping":                  {era: legacyEra, params: newParams[baseParams](), serve: (*exchange).ping},
+	"logging/setLevel":      {era: legacyEra, params: newParams[setLevelParams](), serve: (*exchange).setLevel},
+	"resources/subscribe":   {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: (*exchange).subscribe},
+	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: (*exchange).subscribe},
+
+	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: (*exchange).listTools},
+	"tools/call":               {era: everyEra, feature: "tools", params: newParams[callToolParams](), serve: (*exchange).callTool},
+	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: (*exchange).listPrompts},
+	"prompts/get":              {era: everyEra, feature: "prompts", params: newParams[getPromptParams](), serve: (*exchange).getPrompt},
+	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).listResources},
+	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).listTemplates},
+	"resources/read":           {era: everyEra, feature: "resources", params: newParams[readResourceParams](), serve: (*exchange).readResource},
+	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: (*exchange).complete},
+}
+
+// served returns the row of method when the server serves it to a
+// request of this era (legacy or not): known, of the era, and of a
+// feature the server advertises. nil means unknown.
+func (x *exchange) served(method string) *methodInfo {
+	m := methods[method]
+	if m == nil {
+		return nil
+	}
+	if e := modernEra; x.legacy && m.era&legacyEra == 0 || !x.legacy && m.era&e == 0 {
+		return nil
+	}
+	if m.feature != "" && !x.reg.has(m.feature) {
+		return nil
+	}
+	return m
+}
