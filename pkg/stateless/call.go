@@ -2,8 +2,9 @@ package stateless
 
 import (
 	"encoding/json"
-	jsonv2 "github.com/go-json-experiment/json"
 	"strconv"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Call carries what every handler may know about the request it serves:
