@@ -77,8 +77,8 @@ func isPreflight(r *Request) bool {
 // preflight and never sends the request. Requested headers outside the
 // list are left out of the answer rather than refused: the browser then
 // refuses the request itself, and no peer string reaches a response.
-func (s *Server) preflight(r *Request, o *Outcome) *Response {
-	origin := s.corsOrigin(r)
+func preflight(s *Server, r *Request, o *Outcome) *Response {
+	origin := corsOrigin(s, r)
 	method := r.Header.Get("Access-Control-Request-Method")
 	if origin == "" || !slices.Contains(cors.allowMethods, method) {
 		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.ForbiddenOrigin))
@@ -100,8 +100,8 @@ func (s *Server) preflight(r *Request, o *Outcome) *Response {
 // the Origin rule allows it, and the exposed headers. A refused origin's
 // 403 gets nothing, and neither does a request without an Origin (not a
 // browser page's).
-func (s *Server) allowCORS(r *Request, resp *Response) {
-	origin := s.corsOrigin(r)
+func allowCORS(s *Server, r *Request, resp *Response) {
+	origin := corsOrigin(s, r)
 	if origin == "" {
 		return
 	}
@@ -119,9 +119,9 @@ func (s *Server) allowCORS(r *Request, resp *Response) {
 // to answer an allowed origin precisely (never "*", which would also
 // answer pages the list does not name), and the check keeps a peer's
 // arbitrary bytes out of a response header even under AllowedOrigins "*".
-func (s *Server) corsOrigin(r *Request) string {
+func corsOrigin(s *Server, r *Request) string {
 	origin := r.Header.Get("Origin")
-	if origin == "" || !serialisedOrigin(origin) || !s.originAllowed(origin, r.Host) {
+	if origin == "" || !serialisedOrigin(origin) || !originAllowed(s, origin, r.Host) {
 		return ""
 	}
 	return origin

@@ -18,7 +18,7 @@ type buffer struct {
 	enc *json.Encoder
 }
 
-func (s *Server) getBuffer() *buffer {
+func getBuffer(s *Server) *buffer {
 	buf := s.bufs.Get().(*buffer)
 	if buf.enc == nil {
 		buf.enc = json.NewEncoder(&buf.b)
@@ -28,7 +28,7 @@ func (s *Server) getBuffer() *buffer {
 	return buf
 }
 
-func (s *Server) putBuffer(buf *buffer) {
+func putBuffer(s *Server, buf *buffer) {
 	if buf.b.Cap() <= 1<<20 {
 		s.bufs.Put(buf)
 	}
@@ -46,9 +46,9 @@ type resultFields struct {
 // appendResult appends the JSON-RPC response carrying result v to dst.
 // v must marshal to a JSON object; the server's members are spliced into
 // it, so no per-type wrapper is needed.
-func (s *Server) appendResult(dst []byte, id json.RawMessage, v any, f *resultFields) ([]byte, error) {
-	buf := s.getBuffer()
-	defer s.putBuffer(buf)
+func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFields) ([]byte, error) {
+	buf := getBuffer(s)
+	defer putBuffer(s, buf)
 	body, pre := v.(preEncoded)
 	if !pre {
 		if err := buf.enc.Encode(v); err != nil {
@@ -171,4 +171,19 @@ func appendRawResult(dst []byte, id, result json.RawMessage) []byte {
 	dst = append(dst, `,"result":`...)
 	dst = append(dst, result...)
 	return append(dst, '}')
+}
+
+// preEncoded is a result the server assembled as JSON itself; it is
+// spliced into the response without another encoding pass.
+type preEncoded []byte
+
+// marshalCompact is compact JSON without HTML escaping.
+func marshalCompact(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -38,7 +38,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				e = mcperr.Wrap(mcperr.InvalidRequest, err)
 			}
 			resp := (&exchange{s: s, o: &Outcome{}}).refuse(nil, e)
-			s.allowCORS(req, resp)
+			allowCORS(s, req, resp)
 			writeResponse(w, resp)
 			return
 		}

@@ -142,7 +142,7 @@ func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any
 
 // inputRequiredResult renders ir for the client: capability-gated, with
 // the state sealed under the request's binding.
-func (s *Server) inputRequiredResult(ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+func sealInputRequired(s *Server, ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
 	if len(ir.Requests) == 0 && ir.State == nil {
 		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
 	}
@@ -196,7 +196,7 @@ func (k stateKey) binding() reqstate.Binding {
 // openState opens the state of a retry before any handler runs. For a
 // single-use state it returns the id to redeem (redeemState), once the
 // call is known not to be a replay.
-func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
+func openSealedState(s *Server, ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
 	if token == nil {
 		return "", nil
 	}
@@ -226,7 +226,7 @@ func (s *Server) openState(ctx context.Context, c *Call, k stateKey, token *stri
 // so that a keyed retry of a call that completed gets its replay rather
 // than the refusal of a spent state. A state spent, or being redeemed by
 // another call, is refused as any invalid state is.
-func (x *exchange) redeemState(ctx context.Context) *mcperr.Error {
+func redeemState(x *exchange, ctx context.Context) *mcperr.Error {
 	if x.redeemID == "" {
 		return nil
 	}
@@ -248,7 +248,7 @@ func (x *exchange) redeemState(ctx context.Context) *mcperr.Error {
 // when the call was answered with something its retry may change (the
 // exchange's retryable), final otherwise. Like finishClaim, it runs past
 // the request's deadline; a failure is a server fault for the operator.
-func (x *exchange) finishState(ctx context.Context) {
+func finishState(x *exchange, ctx context.Context) {
 	r := x.redemption
 	if r == nil {
 		return
@@ -258,7 +258,7 @@ func (x *exchange) finishState(ctx context.Context) {
 	if x.retryable {
 		settle = r.Release
 	}
-	ctx, cancel := x.finishContext(ctx)
+	ctx, cancel := finishContext(x, ctx)
 	defer cancel()
 	if err := settle(ctx); err != nil {
 		x.o.Fault = true
@@ -269,9 +269,9 @@ func (x *exchange) finishState(ctx context.Context) {
 
 // releaseState, deferred once a redemption started, releases one the call
 // left without an outcome: its handler panicked.
-func (x *exchange) releaseState(ctx context.Context) {
+func releaseState(x *exchange, ctx context.Context) {
 	if x.redemption != nil {
 		x.retryable = true
-		x.finishState(ctx)
+		finishState(x, ctx)
 	}
 }

@@ -146,22 +146,22 @@ func newParams[P any, PP interface {
 // methods is the method table. The features are the registry's: "tools",
 // "prompts", "resources", "completions".
 var methods = map[string]*methodInfo{
-	"server/discover": {era: modernEra, params: newParams[baseParams](), serve: (*exchange).discover},
+	"server/discover": {era: modernEra, params: newParams[baseParams](), serve: serveDiscover},
 
-	"initialize":            {era: legacyEra, params: newParams[initializeParams](), serve: (*exchange).initialize},
-	"ping":                  {era: legacyEra, params: newParams[baseParams](), serve: (*exchange).ping},
-	"logging/setLevel":      {era: legacyEra, params: newParams[setLevelParams](), serve: (*exchange).setLevel},
-	"resources/subscribe":   {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: (*exchange).subscribe},
-	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: (*exchange).subscribe},
+	"initialize":            {era: legacyEra, params: newParams[initializeParams](), serve: serveInitialize},
+	"ping":                  {era: legacyEra, params: newParams[baseParams](), serve: servePing},
+	"logging/setLevel":      {era: legacyEra, params: newParams[setLevelParams](), serve: serveSetLevel},
+	"resources/subscribe":   {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
+	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
 
-	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: (*exchange).listTools},
-	"tools/call":               {era: everyEra, feature: "tools", params: newParams[callToolParams](), serve: (*exchange).callTool},
-	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: (*exchange).listPrompts},
-	"prompts/get":              {era: everyEra, feature: "prompts", params: newParams[getPromptParams](), serve: (*exchange).getPrompt},
-	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).listResources},
-	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).listTemplates},
-	"resources/read":           {era: everyEra, feature: "resources", params: newParams[readResourceParams](), serve: (*exchange).readResource},
-	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: (*exchange).complete},
+	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: serveListTools},
+	"tools/call":               {era: everyEra, feature: "tools", params: newParams[callToolParams](), serve: serveCallTool},
+	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: serveListPrompts},
+	"prompts/get":              {era: everyEra, feature: "prompts", params: newParams[getPromptParams](), serve: serveGetPrompt},
+	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListResources},
+	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListTemplates},
+	"resources/read":           {era: everyEra, feature: "resources", params: newParams[readResourceParams](), serve: serveReadResource},
+	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: serveComplete},
 }
 
 // served returns the row of method when the server serves it to a

@@ -1,0 +1,126 @@
+package stateless
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// Cursor kinds, so that a cursor of one list is refused by another.
+const (
+	cursorTools     = 't'
+	cursorPrompts   = 'p'
+	cursorResources = 'r'
+	cursorTemplates = 'T'
+)
+
+// startAfter decodes a cursor: the key of the last item of the previous
+// page. nil or "" starts at the beginning.
+func startAfter(cursor *string, kind byte) (string, bool, *mcperr.Error) {
+	if cursor == nil || *cursor == "" {
+		return "", false, nil
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(*cursor)
+	if err != nil || len(b) < 2 || b[0] != kind {
+		return "", false, mcperr.New(mcperr.InvalidCursor)
+	}
+	return string(b[1:]), true, nil
+}
+
+func makeCursor(kind byte, key string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{kind}, key...))
+}
+
+// listPage writes one page of a list result: the visible items after the
+// cursor, at most the page size, in the list's deterministic order.
+func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, items []T,
+	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) *Response {
+	after, has, e := startAfter(x.d.params.(*listParams).Cursor, kind)
+	if e != nil {
+		return x.refuse(x.d.id, e)
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"`)
+	b.WriteString(field)
+	b.WriteString(`":[`)
+	n, more := 0, false
+	for _, it := range items {
+		k := key(it)
+		if has && k <= after {
+			continue
+		}
+		if v := visible(it); v != nil && !v(ctx, x.call.Principal) {
+			continue
+		}
+		if n == x.s.opts.PageSize {
+			more = true
+			break
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(enc(it))
+		after, n = k, n+1
+	}
+	b.WriteByte(']')
+	if more {
+		b.WriteString(`,"nextCursor":"`)
+		b.WriteString(makeCursor(kind, after))
+		b.WriteByte('"')
+	}
+	b.WriteByte('}')
+	h := listCache(x.s, hidden)
+	return x.result(preEncoded(b.Bytes()), &resultFields{cache: &h})
+}
+
+func serveListTools(x *exchange, ctx context.Context) *Response {
+	return listPage(x, ctx, "tools", cursorTools, x.reg.tools,
+		func(t *registeredTool) string { return t.def.Name },
+		func(t *registeredTool) Visibility { return t.def.Visible },
+		func(t *registeredTool) []byte { return t.encoded }, x.reg.toolsHidden)
+}
+
+func serveListPrompts(x *exchange, ctx context.Context) *Response {
+	return listPage(x, ctx, "prompts", cursorPrompts, x.reg.prompts,
+		func(p *registeredPrompt) string { return p.def.Name },
+		func(p *registeredPrompt) Visibility { return p.def.Visible },
+		func(p *registeredPrompt) []byte { return p.encoded }, x.reg.promptsHidden)
+}
+
+func serveListResources(x *exchange, ctx context.Context) *Response {
+	return listPage(x, ctx, "resources", cursorResources, x.reg.resources,
+		func(r *registeredResource) string { return r.def.URI },
+		func(r *registeredResource) Visibility { return r.def.Visible },
+		func(r *registeredResource) []byte { return r.encoded }, x.reg.resourcesHidden)
+}
+
+func serveListTemplates(x *exchange, ctx context.Context) *Response {
+	// Templates keep registration order (it is also match order); the
+	// cursor key is the position, zero-padded so keys compare in order.
+	type indexed struct {
+		i int
+		t *registeredTemplate
+	}
+	items := make([]indexed, len(x.reg.templates))
+	for i, t := range x.reg.templates {
+		items[i] = indexed{i, t}
+	}
+	return listPage(x, ctx, "resourceTemplates", cursorTemplates, items,
+		func(it indexed) string { return fmt.Sprintf("%08d", it.i) },
+		func(it indexed) Visibility { return it.t.def.Visible },
+		func(it indexed) []byte { return it.t.encoded }, x.reg.resourcesHidden)
+}
+
+// visibleToolNames lists the names this caller may see, for suggestions.
+func visibleToolNames(x *exchange, ctx context.Context) []string {
+	names := make([]string, 0, len(x.reg.tools))
+	for _, t := range x.reg.tools {
+		if t.def.Visible == nil || t.def.Visible(ctx, x.call.Principal) {
+			names = append(names, t.def.Name)
+		}
+	}
+	return names
+}

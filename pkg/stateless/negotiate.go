@@ -1,0 +1,124 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// request routes a request by era and runs the protocol checks in the
+// order of the architecture: _meta shape, headers, version, method.
+func (x *exchange) request(ctx context.Context) *Response {
+	d := x.d
+	hv, hvPresent, hvOK := headerValue(x.r.Header, headerProtocolVersion)
+	meta := d.meta()
+	if d.metaErr != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.metaErr))
+	}
+	x.call.Principal = x.r.Principal
+	if x.principal != "" {
+		x.call.Principal = x.principal
+	}
+	if x.call.Principal == "" {
+		x.call.Principal = Anonymous
+	}
+
+	if meta != nil && meta.ProtocolVersion != nil {
+		return x.modern(ctx, hv, hvPresent && hvOK)
+	}
+	// No protocol version in _meta: a legacy client, or a malformed modern
+	// request. The header tells them apart.
+	switch {
+	case d.method == "initialize":
+		x.legacy = true
+		if !x.headersAgree(false) {
+			return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+		}
+		return serveInitialize(x, ctx)
+	case hvPresent && hvOK && isModern(hv):
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
+	case !hvPresent:
+		x.version = "2025-03-26"
+	case hvOK && isLegacy(hv):
+		x.version = hv
+	default:
+		x.legacy = true
+		return x.refuse(d.id, mcperr.NewUnsupportedVersion(hv, supportedVersions))
+	}
+	x.legacy = true
+	x.call.legacy = true
+	x.call.logLevel = legacyLogLevel(x.s)
+	x.call.ProtocolVersion = x.version
+	x.o.Version = x.version
+	// A legacy client need not send the MCP headers; when it does, they
+	// must agree with the body, as a gateway may route or authorize on
+	// them.
+	if !x.headersAgree(false) {
+		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+	}
+	if meta != nil && meta.ProgressToken != nil {
+		x.call.progressToken = progressToken(meta.ProgressToken)
+	}
+	return x.dispatch(ctx)
+}
+
+func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
+	d, meta := x.d, x.d.meta()
+	pv, ok := jsonString(meta.ProtocolVersion)
+	if !ok || !isObject(meta.ClientCapabilities) {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
+	}
+	if !hvOK || hv != pv || !x.headersAgree(true) {
+		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+	}
+	switch {
+	case isModern(pv):
+	case isLegacy(pv):
+		x.legacy = true
+		x.call.legacy = true
+		x.call.logLevel = legacyLogLevel(x.s)
+	default:
+		return x.refuse(d.id, mcperr.NewUnsupportedVersion(pv, supportedVersions))
+	}
+	x.version = pv
+	x.o.Version = pv
+	x.call.ProtocolVersion = pv
+	x.call.capsRaw = meta.ClientCapabilities
+	if meta.ClientInfo != nil {
+		var ci Implementation
+		if json.Unmarshal(meta.ClientInfo, &ci) == nil {
+			x.call.ClientInfo = &ci
+		}
+	}
+	if lv, ok := jsonString(meta.LogLevel); ok && LoggingLevel(lv).rank() > 0 {
+		x.call.logLevel = LoggingLevel(lv)
+	}
+	if meta.ProgressToken != nil {
+		x.call.progressToken = progressToken(meta.ProgressToken)
+	}
+	return x.dispatch(ctx)
+}
+
+// progressToken keeps a token that is a string or a number.
+func progressToken(raw json.RawMessage) json.RawMessage {
+	if validID(raw) {
+		return raw
+	}
+	return nil
+}
+
+// dispatch runs the method, through the method table. Methods the table
+// does not have, methods of the other era, and methods of a feature the
+// server does not advertise are unknown.
+func (x *exchange) dispatch(ctx context.Context) *Response {
+	d := x.d
+	m := x.served(d.method)
+	if m == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.UnknownMethod))
+	}
+	if d.paramsErr != nil && d.method != "initialize" {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
+	}
+	return m.serve(x, ctx)
+}

@@ -1,0 +1,59 @@
+package stateless
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+func serveGetPrompt(x *exchange, ctx context.Context) *Response {
+	d, p := x.d, x.d.params.(*getPromptParams)
+	if p.Name == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	pr := x.reg.prompt(*p.Name)
+	if pr == nil || (pr.def.Visible != nil && !pr.def.Visible(ctx, x.call.Principal)) {
+		return x.refuse(d.id, mcperr.New(mcperr.UnknownPrompt))
+	}
+	x.o.Target = pr.def.Name
+	var args map[string]string
+	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
+		if err := json.Unmarshal(a, &args); err != nil {
+			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+		}
+	}
+	for _, a := range pr.def.Arguments {
+		if _, ok := args[a.Name]; a.Required && !ok {
+			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("missing a required prompt argument")))
+		}
+	}
+	if e := readInputResponses(x); e != nil {
+		return x.refuse(d.id, e)
+	}
+	b := stateKeyOf(x, "prompts/get", pr.def.Name, p.Arguments)
+	if e := openState(x, ctx, b, p.RequestState); e != nil {
+		return x.refuse(d.id, e)
+	}
+	if e := redeemState(x, ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
+	defer releaseState(x, ctx)
+	handlerStart := time.Now()
+	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
+	x.o.Steps.Handler = time.Since(handlerStart)
+	defer finishState(x, ctx) // with the answer, once the handler returned
+	if err != nil {
+		return nonToolInput(x, ctx, b, err)
+	}
+	if res == nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, errors.New("prompt handler returned no result")))
+	}
+	if res.Messages == nil {
+		res.Messages = []PromptMessage{}
+	}
+	return x.result(res, &resultFields{meta: res.Meta})
+}

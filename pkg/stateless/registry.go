@@ -1,0 +1,149 @@
+package stateless
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+)
+
+// registry is an immutable snapshot of what is registered. Registration
+// copies it; requests read it without locks.
+type registry struct {
+	tools     []*registeredTool // sorted by name
+	resources []*registeredResource
+	templates []*registeredTemplate
+	prompts   []*registeredPrompt
+	complete  CompletionHandler
+
+	idempotency     bool // side-effecting calls are claimed
+	toolsHidden     bool // some tool has a visibility rule
+	promptsHidden   bool
+	resourcesHidden bool
+}
+
+func (r *registry) clone() *registry {
+	c := *r
+	c.tools = slices.Clone(r.tools)
+	c.resources = slices.Clone(r.resources)
+	c.templates = slices.Clone(r.templates)
+	c.prompts = slices.Clone(r.prompts)
+	return &c
+}
+
+func (s *Server) update(f func(r *registry)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.reg.Load().clone()
+	f(r)
+	s.reg.Store(r)
+}
+
+// Visibility decides whether the caller identified by principal may see
+// an item. Hidden items answer exactly like absent ones.
+type Visibility func(ctx context.Context, principal string) bool
+
+func (r *registry) tool(name string) *registeredTool {
+	i, ok := slices.BinarySearchFunc(r.tools, name, func(t *registeredTool, n string) int { return strings.Compare(t.def.Name, n) })
+	if !ok {
+		return nil
+	}
+	return r.tools[i]
+}
+
+func (r *registry) prompt(name string) *registeredPrompt {
+	i, ok := slices.BinarySearchFunc(r.prompts, name, func(p *registeredPrompt, n string) int { return strings.Compare(p.def.Name, n) })
+	if !ok {
+		return nil
+	}
+	return r.prompts[i]
+}
+
+func (r *registry) resource(uri string) *registeredResource {
+	i, ok := slices.BinarySearchFunc(r.resources, uri, func(p *registeredResource, n string) int { return strings.Compare(p.def.URI, n) })
+	if !ok {
+		return nil
+	}
+	return r.resources[i]
+}
+
+func insertSorted[T any](list []T, item T, key func(T) string) ([]T, bool) {
+	i, found := slices.BinarySearchFunc(list, key(item), func(e T, k string) int { return strings.Compare(key(e), k) })
+	if found {
+		return list, false
+	}
+	return slices.Insert(list, i, item), true
+}
+
+// capabilities returns what the registry lets the server advertise.
+func (r *registry) capabilities() ServerCapabilities {
+	var c ServerCapabilities
+	if len(r.tools) > 0 {
+		c.Tools = &ListCapability{}
+	}
+	if len(r.prompts) > 0 {
+		c.Prompts = &ListCapability{}
+	}
+	if len(r.resources) > 0 || len(r.templates) > 0 {
+		c.Resources = &ResourceCapability{}
+	}
+	if r.complete != nil {
+		c.Completions = &struct{}{}
+	}
+	// Logging: notifications/message rides on a request's own response
+	// stream when the request's _meta asks for a level.
+	c.Logging = &struct{}{}
+	if r.idempotency {
+		c.Extensions = map[string]any{MetaIdempotency: map[string]any{}}
+	}
+	return c
+}
+
+// has reports whether the registry has feature ("tools", "prompts",
+// "resources", "completions"; see the method table), which the server
+// then advertises.
+func (r *registry) has(feature string) bool {
+	switch feature {
+	case "tools":
+		return len(r.tools) > 0
+	case "prompts":
+		return len(r.prompts) > 0
+	case "resources":
+		return len(r.resources) > 0 || len(r.templates) > 0
+	case "completions":
+		return r.complete != nil
+	}
+	return false
+}
+
+func discoverCache(s *Server) CacheHint {
+	if s.opts.DiscoverCache != nil {
+		return *s.opts.DiscoverCache
+	}
+	return CacheHint{TTL: 5 * time.Minute}
+}
+
+func listCache(s *Server, hidden bool) CacheHint {
+	h := CacheHint{TTL: time.Minute}
+	if s.opts.ListCache != nil {
+		h = *s.opts.ListCache
+	}
+	if hidden {
+		h.Private = true
+	}
+	return h
+}
+
+func readCache(s *Server) CacheHint {
+	if s.opts.ReadCache != nil {
+		return *s.opts.ReadCache
+	}
+	return CacheHint{Private: true}
+}
+
+func legacyLogLevel(s *Server) LoggingLevel {
+	if s.opts.LegacyLogLevel.rank() > 0 {
+		return s.opts.LegacyLogLevel
+	}
+	return LevelInfo
+}

@@ -1,0 +1,94 @@
+package stateless
+
+import (
+	"context"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+func serveReadResource(x *exchange, ctx context.Context) *Response {
+	d, p := x.d, x.d.params.(*readResourceParams)
+	if p.URI == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	uri := *p.URI
+	var h ResourceHandler
+	var vars map[string]string
+	if r := x.reg.resource(uri); r != nil && (r.def.Visible == nil || r.def.Visible(ctx, x.call.Principal)) {
+		h = r.handler
+	} else {
+		for _, t := range x.reg.templates {
+			if t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal) {
+				continue
+			}
+			if v := t.match(uri); v != nil {
+				h, vars = t.handler, v
+				break
+			}
+		}
+	}
+	if h == nil {
+		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+	}
+	if e := readInputResponses(x); e != nil {
+		return x.refuse(d.id, e)
+	}
+	b := stateKeyOf(x, "resources/read", uri, nil)
+	if e := openState(x, ctx, b, p.RequestState); e != nil {
+		return x.refuse(d.id, e)
+	}
+	if e := redeemState(x, ctx); e != nil {
+		return x.refuse(d.id, e)
+	}
+	defer releaseState(x, ctx)
+	handlerStart := time.Now()
+	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+	x.o.Steps.Handler = time.Since(handlerStart)
+	defer finishState(x, ctx) // with the answer, once the handler returned
+	if err != nil {
+		return nonToolInput(x, ctx, b, err)
+	}
+	if res == nil || len(res.Contents) == 0 {
+		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+	}
+	hint := readCache(x.s)
+	if res.Cache != nil {
+		hint = *res.Cache
+	}
+	return x.result(res, &resultFields{cache: &hint, meta: res.Meta})
+}
+
+func serveComplete(x *exchange, ctx context.Context) *Response {
+	d, p := x.d, x.d.params.(*completeParams)
+	if p.Ref == nil || p.Argument == nil {
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	req := &CompleteRequest{Call: &x.call, RefType: p.Ref.Type, Argument: p.Argument.Name, Value: p.Argument.Value}
+	switch p.Ref.Type {
+	case "ref/prompt":
+		req.RefName = p.Ref.Name
+	case "ref/resource":
+		req.RefName = p.Ref.URI
+	default:
+		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+	}
+	if p.Context != nil {
+		req.Context = p.Context.Arguments
+	}
+	res, err := x.reg.complete(ctx, req)
+	if err != nil {
+		return handlerFailure(x, ctx, err)
+	}
+	if res == nil {
+		res = &CompleteResult{}
+	}
+	if res.Completion.Values == nil {
+		res.Completion.Values = []string{}
+	}
+	if len(res.Completion.Values) > 100 {
+		res.Completion.Values = res.Completion.Values[:100]
+		res.Completion.HasMore = true
+	}
+	return x.result(res, &resultFields{})
+}

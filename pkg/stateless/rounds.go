@@ -1,0 +1,70 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// stateKey names the request a state of this exchange belongs to: its
+// caller, method, target and arguments, at this endpoint.
+func stateKeyOf(x *exchange, method, target string, args json.RawMessage) stateKey {
+	return stateKey{x.call.Principal, method, target, args, x.r.Endpoint}
+}
+
+// openState opens the request's state, if it carries one, before any
+// handler runs, and records the decision.
+func openState(x *exchange, ctx context.Context, k stateKey, token *string) *mcperr.Error {
+	if token == nil {
+		return nil
+	}
+	start := time.Now()
+	id, e := openSealedState(x.s, ctx, &x.call, k, token)
+	x.redeemID = id
+	x.o.Steps.State = time.Since(start)
+	x.o.StateOpened = e == nil
+	return e
+}
+
+// inputRequiredResult renders ir and records whether a state was sealed.
+func inputRequiredResult(x *exchange, ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+	out, e := sealInputRequired(x.s, ctx, &x.call, k, ir)
+	if _, sealed := out["requestState"]; sealed {
+		x.o.StateSealed = true
+	}
+	return out, e
+}
+
+// inputResponses reads the retry's inputResponses into the call.
+func readInputResponses(x *exchange) *mcperr.Error {
+	rt, _ := x.d.params.(interface{ trip() *roundTrip })
+	if rt == nil {
+		return nil
+	}
+	m, err := parseInputResponses(rt.trip().InputResponses)
+	if err != nil {
+		return mcperr.Wrap(mcperr.MalformedParams, err)
+	}
+	x.call.inputResponses = m
+	return nil
+}
+
+// nonToolInput maps the error of a prompt or resource handler.
+func nonToolInput(x *exchange, ctx context.Context, b stateKey, err error) *Response {
+	var ir *InputRequired
+	if errors.As(err, &ir) {
+		if x.legacy {
+			return x.refuse(x.d.id, mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
+				WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
+		}
+		out, e := inputRequiredResult(x, ctx, b, ir)
+		if e != nil {
+			return x.refuse(x.d.id, e)
+		}
+		return x.result(out, &resultFields{resultTyp: "input_required"})
+	}
+	return handlerFailure(x, ctx, err)
+}

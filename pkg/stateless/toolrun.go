@@ -1,0 +1,150 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// completeClaim records the call's result with its claim, together with
+// the writes the tool enlisted and, when the ticket can join it, the
+// redemption of the call's single-use state. It returns the answer: resp,
+// unless the tool's enlisted effect was not committed, which the client
+// must retry.
+func completeClaim(x *exchange, ctx context.Context, t Ticket, resp *Response) *Response {
+	joined := false
+	if j, ok := t.(RedemptionJoiner); ok && x.redemption != nil {
+		joined = j.JoinRedemption(x.redemption)
+	}
+	result := x.resultBytes
+	err := finishClaim(x, ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
+	switch {
+	case err == nil:
+		if joined {
+			x.redemption = nil // spent with the claim
+		}
+		return resp
+	case errors.Is(err, ErrNotCommitted):
+		x.o.Claim = ClaimNotCommitted
+		x.call.notes = nil // nothing happened: no progress to report
+		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.NotCommitted, time.Second, err))
+	}
+	// The tool's effect happened; its result goes to the client even
+	// though a retry after the lease would run the tool again.
+	x.o.Claim = ClaimLost
+	return resp
+}
+
+// toolRun is what a tool handler returned, or how it panicked.
+type toolRun struct {
+	res   *CallToolResult
+	err   error
+	panic *Panic
+	call  Call
+}
+
+// runTool runs t's handler in its own goroutine and waits for it until
+// ctx, the handler's context, is done (and a short grace after). It
+// reports false when the handler has not returned by then: the handler is abandoned, its eventual result
+// discarded, and it is counted in the server's overdue handlers until it
+// returns. The handler works on a copy of the request's Call, so that one
+// left running cannot touch the answered exchange.
+func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) (toolRun, bool) {
+	const running, returned, abandoned = 0, 1, 2
+	var state atomic.Int32
+	done := make(chan toolRun, 1)
+	c := x.call
+	s := x.s
+	go func() {
+		var r toolRun
+		defer func() {
+			if p := recover(); p != nil {
+				r.panic = &Panic{Value: p, Stack: debug.Stack()}
+			}
+			if !state.CompareAndSwap(running, returned) {
+				s.overdue.Add(-1)
+				return
+			}
+			r.call = c
+			done <- r
+		}()
+		r.res, r.err = t.handler(ctx, &ToolRequest{Call: &c, Name: t.def.Name, Arguments: args})
+	}()
+	select {
+	case r := <-done:
+		x.call = r.call
+		return r, true
+	case <-ctx.Done():
+	}
+	// A handler that honours its context returns now: give it a fifth of
+	// the margin to be answered as it returned.
+	grace := time.NewTimer(s.opts.DeadlineMargin / 5)
+	defer grace.Stop()
+	select {
+	case r := <-done:
+		x.call = r.call
+		return r, true
+	case <-grace.C:
+	}
+	s.overdue.Add(1)
+	if state.CompareAndSwap(running, abandoned) {
+		return toolRun{}, false
+	}
+	// It returned at the deadline: its answer stands.
+	s.overdue.Add(-1)
+	r := <-done
+	x.call = r.call
+	return r, true
+}
+
+// finishClaim completes or releases a claim, f retrying a failing store
+// within finishContext's time. A failure is a server fault for the
+// operator.
+func finishClaim(x *exchange, ctx context.Context, f func(context.Context) error) error {
+	start := time.Now()
+	ctx, cancel := finishContext(x, ctx)
+	defer cancel()
+	err := f(ctx)
+	x.o.Steps.Finish += time.Since(start)
+	if err != nil {
+		x.o.Fault = true
+		x.o.Err = fmt.Errorf("finishing the idempotency claim: %w", err)
+		x.o.ErrFromTool = false
+	}
+	return err
+}
+
+// maxFinish bounds the time spent recording a call's outcome.
+const maxFinish = 10 * time.Second
+
+// finishContext is the context in which a call's claim and state are
+// settled: not cancelled with the request (the result exists and must be
+// recorded, or the claim freed), and ending a fifth of the DeadlineMargin
+// before the request's deadline — the invocation's, on Lambda — so that
+// the answer still leaves in time, and at most maxFinish from now.
+func finishContext(x *exchange, ctx context.Context) (context.Context, context.CancelFunc) {
+	end := time.Now().Add(maxFinish)
+	if d, ok := ctx.Deadline(); ok {
+		if d = d.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) {
+			end = d
+		}
+	}
+	return context.WithDeadline(context.WithoutCancel(ctx), end)
+}
+
+// claimDecision names the claim decision a refusal of kind k records.
+func claimDecision(k mcperr.Kind) string {
+	switch k {
+	case mcperr.DuplicateInFlight:
+		return ClaimInProgress
+	case mcperr.IdempotencyConflict:
+		return ClaimConflict
+	}
+	return ClaimUnavailable
+}
