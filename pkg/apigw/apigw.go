@@ -194,7 +194,9 @@ type Request struct {
 // the invocation rather than guessing.
 var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function URL event")
 
-// Decode turns an event payload into a request.
+// Decode turns an event payload into a request. A gateway event whose
+// body cannot be read comes back with an error and with the request as far
+// as it was decoded (its Kind, to answer in the event's shape).
 func Decode(payload []byte) (*Request, error) {
 	h := make(http.Header, 8)
 	// Headers are decoded straight into h, keeping only the protocol's
@@ -238,7 +240,8 @@ func Decode(payload []byte) (*Request, error) {
 		dec := make([]byte, base64.StdEncoding.DecodedLen(len(ev.Body)))
 		n, err := base64.StdEncoding.Decode(dec, ev.Body)
 		if err != nil {
-			return nil, fmt.Errorf("apigw: body marked base64 does not decode: %w", err)
+			// The request is returned too: its Kind shapes the refusal.
+			return r, fmt.Errorf("apigw: body marked base64 does not decode: %w", err)
 		}
 		r.Body = dec[:n]
 	}
@@ -377,12 +380,12 @@ type Handler struct {
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	r, err := Decode(payload)
 	if err != nil {
-		if errors.Is(err, ErrNotHTTP) {
+		if errors.Is(err, ErrNotHTTP) || r == nil {
 			return nil, err
 		}
 		// A gateway event whose body cannot be read is the client's
 		// fault: answer it as a malformed body.
-		return Encode(kindOf(payload), h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
+		return Encode(r.Kind, h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
 	}
 	ctx = WithRequestID(ctx, r.RequestID)
 	if resource, ok := metadataRequest(r); ok {
@@ -395,18 +398,6 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		r.Endpoint = h.Endpoint
 	}
 	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
-}
-
-func kindOf(payload []byte) Kind {
-	var peek struct {
-		Version    string `json:"version"`
-		HTTPMethod string `json:"httpMethod"`
-	}
-	_ = json.Unmarshal(payload, &peek)
-	if peek.HTTPMethod != "" {
-		return REST
-	}
-	return HTTPAPI
 }
 
 type requestIDKey struct{}

@@ -75,6 +75,11 @@ func TestInvoke(t *testing.T) {
 	if resp.StatusCode != 400 || resp.Headers["Content-Type"] != "application/json" {
 		t.Errorf("bad base64: %s", out)
 	}
+	// A REST event's is answered in the REST shape, with multi-value headers.
+	out, err = h.Invoke(context.Background(), []byte(`{"httpMethod":"POST","requestContext":{},"isBase64Encoded":true,"body":"!!"}`))
+	if err != nil || !strings.Contains(string(out), `"multiValueHeaders"`) || !strings.Contains(string(out), `"statusCode":400`) {
+		t.Errorf("bad base64 in a REST event: %s %v", out, err)
+	}
 	if _, err := h.Invoke(context.Background(), []byte(`{"Records":[]}`)); err == nil {
 		t.Error("a non-HTTP event was answered")
 	}

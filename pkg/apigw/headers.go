@@ -6,32 +6,25 @@ import (
 	"strings"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// protocolHeaders are the request headers the endpoint reads, by their
-// lower-case name, with their canonical form. An event carries many more
-// (user agent, forwarding, tracing); decoding only these keeps a request's
-// cost independent of what a gateway adds. Mcp-Param-* headers are kept
-// too.
-var protocolHeaders = map[string]string{
-	"content-type":         "Content-Type",
-	"accept":               "Accept",
-	"origin":               "Origin",
-	"host":                 "Host",
-	"idempotency-key":      "Idempotency-Key",
-	"mcp-protocol-version": "Mcp-Protocol-Version",
-	"mcp-method":           "Mcp-Method",
-	"mcp-name":             "Mcp-Name",
-	// A bearer token, which the function validates itself when the
-	// endpoint is protected.
-	"authorization": "Authorization",
-	// W3C trace context, logged when well-formed.
-	"traceparent": "Traceparent",
-	// A CORS preflight's, which the function answers when the gateway
-	// does not (function URLs, REST APIs).
-	"access-control-request-method":  "Access-Control-Request-Method",
-	"access-control-request-headers": "Access-Control-Request-Headers",
-}
+// protocolHeaders are the request headers the server reads
+// (stateless.RequestHeaders), by their lower-case name, with their
+// canonical form. An event carries many more (user agent, forwarding,
+// tracing); decoding only these keeps a request's cost independent of
+// what a gateway adds. Mcp-Param-* headers are kept too. Derived once; never
+// changed.
+var protocolHeaders = func() map[string]string {
+	m := map[string]string{}
+	for _, h := range stateless.RequestHeaders() {
+		m[strings.ToLower(h)] = h
+	}
+	return m
+}()
+
+// paramPrefix is stateless.ParamHeaderPrefix in lower case.
+var paramPrefix = strings.ToLower(stateless.ParamHeaderPrefix)
 
 // canonicalProtocolHeader returns the canonical name of a header the
 // endpoint reads, or "" for one it does not.
@@ -50,7 +43,7 @@ func canonicalProtocolHeader(name []byte) string {
 	if c, ok := protocolHeaders[string(l)]; ok {
 		return c
 	}
-	if strings.HasPrefix(string(l), "mcp-param-") {
+	if strings.HasPrefix(string(l), paramPrefix) {
 		return http.CanonicalHeaderKey(string(name))
 	}
 	return ""

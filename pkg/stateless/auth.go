@@ -111,7 +111,7 @@ func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
 		return mcperr.Wrap(mcperr.Internal, errNoEndpoint)
 	}
 	prm := MetadataURL(endpoint)
-	token, present, ok := bearerToken(x.r.Header.Values("Authorization"))
+	token, present, ok := bearerToken(x.r.Header.Values(headerAuthorization))
 	if !present {
 		return mcperr.NewUnauthorized(prm, x.challengeScopes(), false, errNoToken)
 	}

@@ -59,15 +59,12 @@ var cors = struct {
 	preflightVary: "Origin, Access-Control-Request-Method, Access-Control-Request-Headers",
 }
 
-// paramHeaderPrefix starts the per-tool Mcp-Param-* headers, lower-case.
-const paramHeaderPrefix = "mcp-param-"
-
 // isPreflight reports whether r is a CORS preflight: an OPTIONS request
 // from a browser page (it has an Origin) that names the method it means
 // to send. Any other OPTIONS is an ordinary request, answered 405.
 func isPreflight(r *Request) bool {
-	return r.Method == http.MethodOptions && r.Header.Get("Origin") != "" &&
-		r.Header.Get("Access-Control-Request-Method") != ""
+	return r.Method == http.MethodOptions && r.Header.Get(headerOrigin) != "" &&
+		r.Header.Get(headerACRMethod) != ""
 }
 
 // preflight answers a CORS preflight. An origin the Origin rule refuses,
@@ -79,7 +76,7 @@ func isPreflight(r *Request) bool {
 // refuses the request itself, and no peer string reaches a response.
 func preflight(s *Server, r *Request, o *Outcome) *Response {
 	origin := corsOrigin(s, r)
-	method := r.Header.Get("Access-Control-Request-Method")
+	method := r.Header.Get(headerACRMethod)
 	if origin == "" || !slices.Contains(cors.allowMethods, method) {
 		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.ForbiddenOrigin))
 	}
@@ -89,7 +86,7 @@ func preflight(s *Server, r *Request, o *Outcome) *Response {
 		"Access-Control-Max-Age":       {cors.maxAge},
 		"Vary":                         {cors.preflightVary},
 	}
-	if allowed := allowedRequestHeaders(r.Header.Values("Access-Control-Request-Headers")); allowed != "" {
+	if allowed := allowedRequestHeaders(r.Header.Values(headerACRHeaders)); allowed != "" {
 		h["Access-Control-Allow-Headers"] = []string{allowed}
 	}
 	return &Response{Status: http.StatusNoContent, Header: h}
@@ -120,7 +117,7 @@ func allowCORS(s *Server, r *Request, resp *Response) {
 // answer pages the list does not name), and the check keeps a peer's
 // arbitrary bytes out of a response header even under AllowedOrigins "*".
 func corsOrigin(s *Server, r *Request) string {
-	origin := r.Header.Get("Origin")
+	origin := r.Header.Get(headerOrigin)
 	if origin == "" || !serialisedOrigin(origin) || !originAllowed(s, origin, r.Host) {
 		return ""
 	}
@@ -168,7 +165,7 @@ func allowedRequestHeaders(vals []string) string {
 }
 
 func allowedRequestHeader(name string) bool {
-	if len(name) > len(paramHeaderPrefix) && strings.EqualFold(name[:len(paramHeaderPrefix)], paramHeaderPrefix) {
+	if len(name) > len(ParamHeaderPrefix) && strings.EqualFold(name[:len(ParamHeaderPrefix)], ParamHeaderPrefix) {
 		return true
 	}
 	for _, a := range cors.allowHeaders {

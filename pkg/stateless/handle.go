@@ -57,7 +57,7 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	o := &Outcome{}
 	if s.opts.Observe != nil {
 		ctx = context.WithValue(ctx, outcomeKey{}, o)
-		o.TraceParent = traceParent(r.Header.Get("Traceparent"))
+		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
 	}
 	var resp *Response
 	if isPreflight(r) {

@@ -15,7 +15,30 @@ const (
 	headerMethod          = "Mcp-Method"
 	headerName            = "Mcp-Name"
 	headerIdempotencyKey  = "Idempotency-Key"
+	headerAuthorization   = "Authorization"
+	headerTraceParent     = "Traceparent"
+	headerOrigin          = "Origin"
+	headerACRMethod       = "Access-Control-Request-Method"
+	headerACRHeaders      = "Access-Control-Request-Headers"
 )
+
+// ParamHeaderPrefix begins the name of every Mcp-Param-* header, which
+// carries a tool argument its schema marks with x-mcp-header.
+const ParamHeaderPrefix = "Mcp-Param-"
+
+// RequestHeaders returns the canonical names of the request headers
+// Handle reads, besides those that begin with ParamHeaderPrefix. A
+// transport that keeps only the headers the server reads (package apigw,
+// which keeps a request's cost independent of what a gateway adds) keeps
+// these; anything else Handle never looks at.
+func RequestHeaders() []string {
+	return []string{
+		"Content-Type", "Accept", "Host", headerOrigin,
+		headerProtocolVersion, headerMethod, headerName, headerIdempotencyKey,
+		headerAuthorization, headerTraceParent,
+		headerACRMethod, headerACRHeaders,
+	}
+}
 
 // headerValue returns the single value of header h, trimmed of optional
 // white space, decoding the =?base64?...?= form. ok is false when the

@@ -94,7 +94,7 @@ func headerParams(s *jsonschema.Schema) ([]paramHeader, error) {
 		if kind != "string" && kind != "integer" && kind != "boolean" {
 			return nil, fmt.Errorf("property %q: x-mcp-header needs type string, integer or boolean", prop)
 		}
-		out = append(out, paramHeader{header: "Mcp-Param-" + name, property: prop, kind: kind})
+		out = append(out, paramHeader{header: ParamHeaderPrefix + name, property: prop, kind: kind})
 	}
 	return out, nil
 }
