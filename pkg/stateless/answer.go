@@ -44,11 +44,11 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 // result answers with result v, decorated for the era.
 func (x *exchange) result(v any, f *resultFields) *Response {
 	f.modern = !x.legacy
-	body, err := appendResult(x.s, make([]byte, 0, 512), x.d.id, v, f)
+	body, res, err := appendResult(x.s, make([]byte, 0, 512), x.d.id, v, f)
 	if err != nil {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("encoding result: %w", err)))
 	}
-	x.resultBytes = body[len(`{"jsonrpc":"2.0","id":`)+len(x.d.id)+len(`,"result":`) : len(body)-1]
+	x.res = res
 	return x.respond(body)
 }
 

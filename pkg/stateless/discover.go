@@ -117,7 +117,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		}
 		if replay != nil {
 			x.o.Claim = ClaimReplay
-			marked, err := markReplay(replay)
+			marked, err := markedReplay(replay)
 			if err != nil {
 				return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
 			}
@@ -173,7 +173,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	resp := toolOutcome(x, ctx, t, b, res, err)
 	if ticket != nil {
 		// A retryable failure is not kept: its retry runs the tool.
-		if x.resultBytes != nil && !x.inputRequired && !x.retryable {
+		if x.res.obj != nil && !x.inputRequired && !x.retryable {
 			resp = completeClaim(x, ctx, ticket, resp)
 		} else {
 			_ = finishClaim(x, ctx, ticket.Release)

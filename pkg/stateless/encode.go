@@ -43,16 +43,26 @@ type resultFields struct {
 	raw       []byte // pre-encoded members to add, each starting with ','
 }
 
-// appendResult appends the JSON-RPC response carrying result v to dst.
-// v must marshal to a JSON object; the server's members are spliced into
-// it, so no per-type wrapper is needed.
-func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFields) ([]byte, error) {
+// encodedResult is the result object of an encoded response: obj, a
+// slice of the response message, and where in obj the members of its
+// _meta begin (-1 when it has none).
+type encodedResult struct {
+	obj    []byte
+	metaAt int
+}
+
+// appendResult appends the JSON-RPC response carrying result v to dst,
+// and returns, besides the message, the result object within it. v must
+// marshal to a JSON object; the server's members are spliced into it, so
+// no per-type wrapper is needed.
+func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFields) ([]byte, encodedResult, error) {
 	buf := getBuffer(s)
 	defer putBuffer(s, buf)
+	r := encodedResult{metaAt: -1}
 	body, pre := v.(preEncoded)
 	if !pre {
 		if err := buf.enc.Encode(v); err != nil {
-			return dst, err
+			return dst, r, err
 		}
 		body = bytes.TrimSpace(buf.b.Bytes())
 	}
@@ -61,7 +71,9 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)
-	dst = append(dst, `,"result":{`...)
+	dst = append(dst, `,"result":`...)
+	start := len(dst)
+	dst = append(dst, '{')
 	sep := false
 	if f.modern {
 		rt := f.resultTyp
@@ -103,6 +115,7 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 			dst = append(dst, ',')
 		}
 		dst = append(dst, `"_meta":{`...)
+		r.metaAt = len(dst) - start
 		msep := false
 		if f.modern {
 			dst = append(dst, s.serverInfoMeta...)
@@ -119,7 +132,7 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 		for _, k := range keys {
 			buf.b.Reset()
 			if err := buf.enc.Encode(f.meta[k]); err != nil {
-				return dst, err
+				return dst, r, err
 			}
 			if msep {
 				dst = append(dst, ',')
@@ -131,7 +144,9 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 		}
 		dst = append(dst, '}')
 	}
-	return append(dst, "}}"...), nil
+	dst = append(dst, '}')
+	r.obj = dst[start:len(dst):len(dst)]
+	return append(dst, '}'), r, nil
 }
 
 // appendError appends the JSON-RPC error response for e to dst. A request

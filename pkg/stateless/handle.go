@@ -133,10 +133,10 @@ type exchange struct {
 	principal string
 	scopes    []string
 
-	// resultBytes is the result object of the response, for an
-	// idempotency claim to store; inputRequired marks it as a round that
-	// asked for input, which is not stored.
-	resultBytes   []byte
+	// res is the result object of the response, for an idempotency
+	// claim to store; inputRequired marks it as a round that asked for
+	// input, which is not stored.
+	res           encodedResult
 	inputRequired bool
 
 	// redeemID names the request's single-use state, once opened, and

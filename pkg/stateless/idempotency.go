@@ -1,6 +1,7 @@
 package stateless
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,6 +92,41 @@ const MetaReplay = "io.github.serverless-mcp/replay"
 // MetaIdempotency is the key, in server capabilities' extensions and in a
 // tool's _meta, that advertises idempotent calls.
 const MetaIdempotency = "io.github.serverless-mcp/idempotency"
+
+// replayMember is MetaReplay's member as the server writes it.
+const replayMember = `"` + MetaReplay + `":true`
+
+// replayForm is the result as a replay answers it, marked with
+// MetaReplay: what a claim stores, so that a replay sends it as it is.
+func (r encodedResult) replayForm() []byte {
+	o := r.obj
+	out := make([]byte, 0, len(o)+len(replayMember)+len(`,"_meta":{}`))
+	if r.metaAt < 0 {
+		// No _meta: add one before the closing brace.
+		out = append(out, o[:len(o)-1]...)
+		if len(bytes.TrimSpace(o[1:len(o)-1])) > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `"_meta":{`+replayMember+`}}`...)
+		return out
+	}
+	out = append(out, o[:r.metaAt]...)
+	out = append(out, replayMember...)
+	if o[r.metaAt] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, o[r.metaAt:]...)
+}
+
+// markedReplay returns a stored result marked as a replay: as stored, when
+// it was stored in its replay form; else (a record written before the
+// replay form was stored) decoded and marked.
+func markedReplay(stored json.RawMessage) (json.RawMessage, error) {
+	if bytes.Contains(stored, []byte(replayMember)) {
+		return stored, nil
+	}
+	return markReplay(stored)
+}
 
 // markReplay adds MetaReplay to a stored result object.
 func markReplay(result json.RawMessage) (json.RawMessage, error) {

@@ -22,7 +22,7 @@ func completeClaim(x *exchange, ctx context.Context, t Ticket, resp *Response) *
 	if j, ok := t.(RedemptionJoiner); ok && x.redemption != nil {
 		joined = j.JoinRedemption(x.redemption)
 	}
-	result := x.resultBytes
+	result := x.res.replayForm()
 	err := finishClaim(x, ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
 	switch {
 	case err == nil:
