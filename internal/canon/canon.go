@@ -1,20 +1,21 @@
-// Package canon writes JSON in one canonical form, so that two encodings of
-// the same value — keys in another order, other white space, 1.0 for 1,
-// \u0041 for A — give the same bytes and the same digest.
+// Package canon writes JSON in the JSON Canonicalization Scheme of
+// RFC 8785 (JCS), so that two encodings of the same value — keys in
+// another order, other white space, 1.0 for 1, \u0041 for A — give the
+// same bytes and the same digest.
 //
 // Request state is bound to a digest of the original arguments, and
 // idempotency claims are fingerprinted by one; a client that re-serialises
 // its arguments between retries must not be taken for a different request.
 //
-// The form, after RFC 8785: objects with keys sorted by their UTF-16 code
-// units, no insignificant white space, strings as encoding/json writes
-// them without HTML escaping, and every number as its float64 value —
-// integers below 10^21 in full, others in the shortest form that parses
-// back to the same float64 — because that is what a JavaScript or Python
-// client re-serialises: 12345678901234567890 comes back as
-// 12345678901234567000 and is the same argument. Only numbers beyond
-// float64's range keep their literal text (no JSON peer holds them as
-// numbers).
+// The form is RFC 8785's: objects with members sorted by the UTF-16 code
+// units of their names, no insignificant white space, strings with only
+// '"', '\\' and the control characters escaped (U+2028 and U+2029 as they
+// are), and every number as ECMAScript writes its IEEE 754 double — which
+// is what a JavaScript or Python client re-serialises: 12345678901234567890
+// comes back as 12345678901234567000 and is the same argument. One
+// extension: RFC 8785 has no form for a number beyond the double's range
+// (1e400), which it refuses; such a number keeps its literal text, in one
+// spelling of its exponent, so that a digest can still be taken.
 package canon
 
 import (
@@ -105,44 +106,94 @@ func appendValue(dst []byte, v any) ([]byte, error) {
 	return nil, fmt.Errorf("canon: unexpected %T", v)
 }
 
+// appendString writes s as RFC 8785 §3.2.2.2 has it: '"' and '\\'
+// escaped, control characters as \b \t \n \f \r or \u00xx, everything else
+// as it is. s came from the JSON decoder, so it is valid UTF-8.
 func appendString(dst []byte, s string) []byte {
-	var b bytes.Buffer
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	_ = e.Encode(s) // a string always encodes
-	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"')
 }
 
 func appendNumber(dst []byte, lit string) ([]byte, error) {
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil || math.IsInf(f, 0) {
-		// Beyond float64's range: no JSON peer can hold it as a number,
-		// so keep the literal, in one spelling of its exponent.
+		// Beyond the double's range (the one extension of RFC 8785): keep
+		// the literal, in one spelling of its exponent.
 		lit = strings.Replace(strings.ToLower(lit), "e+", "e", 1)
 		return append(dst, lit...), nil
 	}
-	if f == 0 {
-		return append(dst, '0'), nil // -0 too
-	}
-	if f == math.Trunc(f) && math.Abs(f) < 1e21 {
-		return strconv.AppendFloat(dst, f, 'f', -1, 64), nil
-	}
-	return appendExp(dst, strconv.FormatFloat(f, 'g', -1, 64)), nil
+	return appendES(dst, f), nil
 }
 
-// appendExp appends a formatted float with its exponent written as
-// ECMAScript does: 1e-7, 1e21 (Go writes 1e-07, 1e+21).
-func appendExp(dst []byte, s string) []byte {
-	i := strings.IndexByte(s, 'e')
-	if i < 0 {
-		return append(dst, s...)
+// appendES writes a finite double as ECMAScript's Number::toString does
+// (ECMA-262 §6.1.6.1.20, which RFC 8785 §3.2.2.3 adopts): the shortest
+// digits that read back to f, in fixed notation from 1e-7 up to 1e21 and
+// in exponent notation ("1e+21", "1.5e-7") beyond.
+func appendES(dst []byte, f float64) []byte {
+	if f == 0 {
+		return append(dst, '0') // -0 too
 	}
-	dst = append(dst, s[:i+1]...)
-	exp := s[i+1:]
-	if exp[0] == '-' {
+	if f < 0 {
 		dst = append(dst, '-')
+		f = -f
 	}
-	return append(dst, strings.TrimLeft(exp, "+-0")...)
+	// d.ddde±x: the shortest digits and the decimal exponent.
+	e := strconv.FormatFloat(f, 'e', -1, 64)
+	i := strings.IndexByte(e, 'e')
+	digits := strings.Replace(e[:i], ".", "", 1)
+	x, _ := strconv.Atoi(e[i+1:])
+	k, n := len(digits), x+1 // n: where the decimal point goes
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		for range n - k {
+			dst = append(dst, '0')
+		}
+	case 0 < n && n <= 21:
+		dst = append(dst, digits[:n]...)
+		dst = append(dst, '.')
+		dst = append(dst, digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(dst, '0', '.')
+		for range -n {
+			dst = append(dst, '0')
+		}
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(dst, '.')
+			dst = append(dst, digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
 }
 
 func compareUTF16(a, b string) int {
