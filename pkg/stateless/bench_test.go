@@ -34,6 +34,7 @@ func benchHTTP(b *testing.B, method, name, body string) {
 	if rec.Code != 200 || bytes.Contains(rec.Body.Bytes(), []byte(`"error"`)) {
 		b.Fatalf("%d %s", rec.Code, rec.Body)
 	}
+	want := bytes.Clone(rec.Body.Bytes())
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
@@ -41,6 +42,9 @@ func benchHTTP(b *testing.B, method, name, body string) {
 		r := httptest.NewRequest("POST", "/mcp", bytes.NewReader(payload))
 		r.Header = h
 		s.ServeHTTP(rec, r)
+		if !bytes.Equal(rec.Body.Bytes(), want) {
+			b.Fatalf("answer changed: %s", rec.Body)
+		}
 	}
 }
 
@@ -58,10 +62,15 @@ func BenchmarkHandleToolsCall(b *testing.B) {
 	s := benchServer()
 	r := &stateless.Request{Method: http.MethodPost, Header: modernHeaders("tools/call", "echo"),
 		Body: []byte(req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"}`)))}
+	want := `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"text\":\"` + strings.Repeat("x", 100) +
+		`\"}"}],"structuredContent":{"text":"` + strings.Repeat("x", 100) + `"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1.0.0"}}}}`
+	if resp := s.Handle(context.Background(), r); string(resp.Body) != want {
+		b.Fatalf("answer %s\nwant   %s", resp.Body, want)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if resp := s.Handle(context.Background(), r); resp.Status != 200 {
-			b.Fatal(resp.Status)
+		if resp := s.Handle(context.Background(), r); resp.Status != 200 || string(resp.Body) != want {
+			b.Fatalf("%d %s", resp.Status, resp.Body)
 		}
 	}
 }
