@@ -54,6 +54,11 @@ func canonicalProtocolHeader(name []byte) string {
 type headerObject struct {
 	h     http.Header
 	multi bool
+	// text is the object as one string, made once: single values are
+	// substrings of it. vals backs every single-value header's []string.
+	// A request's headers then cost two allocations, not two each.
+	text string
+	vals []string
 }
 
 // UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
@@ -64,6 +69,7 @@ func (o *headerObject) UnmarshalJSON(b []byte) error {
 		return nil // null
 	}
 	i = jsonscan.SkipSpace(b, i+1)
+	o.text = ""
 	for i < len(b) && b[i] == '"' {
 		end, escaped := jsonscan.ScanString(b, i)
 		name := b[i+1 : end-1]
@@ -79,7 +85,7 @@ func (o *headerObject) UnmarshalJSON(b []byte) error {
 		start := i
 		i = jsonscan.SkipValue(b, i)
 		if key := canonicalProtocolHeader(name); key != "" {
-			if err := o.add(key, b[start:i]); err != nil {
+			if err := o.add(key, b, start, i); err != nil {
 				return err
 			}
 		}
@@ -91,7 +97,9 @@ func (o *headerObject) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (o *headerObject) add(key string, value []byte) error {
+// add keeps the header key whose value is b[start:end].
+func (o *headerObject) add(key string, b []byte, start, end int) error {
+	value := b[start:end]
 	if o.multi {
 		var vs []string
 		if err := json.Unmarshal(value, &vs); err != nil || len(vs) == 0 {
@@ -100,14 +108,23 @@ func (o *headerObject) add(key string, value []byte) error {
 		o.h[key] = vs
 		return nil
 	}
+	if _, set := o.h[key]; set { // multi-value headers, when present, win
+		return nil
+	}
 	var v string
-	if end, escaped := jsonscan.ScanString(value, 0); len(value) > 1 && value[0] == '"' && !escaped && end == len(value) {
-		v = string(value[1 : len(value)-1])
+	if e, escaped := jsonscan.ScanString(value, 0); len(value) > 1 && value[0] == '"' && !escaped && e == len(value) {
+		if o.text == "" {
+			o.text = string(b)
+		}
+		v = o.text[start+1 : end-1]
 	} else if err := json.Unmarshal(value, &v); err != nil {
 		return err
 	}
-	if _, set := o.h[key]; !set { // multi-value headers, when present, win
-		o.h[key] = []string{v}
+	if o.vals == nil {
+		o.vals = make([]string, 0, 8)
 	}
+	o.vals = append(o.vals, v)
+	n := len(o.vals)
+	o.h[key] = o.vals[n-1 : n : n]
 	return nil
 }

@@ -95,10 +95,8 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	// answered whether the handler has returned or not.
 	claimStart := time.Now()
 	deadline := claimStart.Add(t.def.maxDuration())
-	if rd, ok := ctx.Deadline(); ok {
-		if rd = rd.Add(-x.s.opts.DeadlineMargin); rd.Before(deadline) {
-			deadline = rd
-		}
+	if rd := x.deadline.Add(-x.s.opts.DeadlineMargin); rd.Before(deadline) {
+		deadline = rd
 	}
 	if !deadline.After(claimStart) {
 		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline")))
@@ -108,7 +106,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	}
 	var ticket Ticket
 	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
-		replay, tk, refusal := idem.Begin(ctx, &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
+		replay, tk, refusal := idem.Begin(bounded(x, ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
 			Lease: deadline.Sub(claimStart)})
 		x.o.Steps.Claim = time.Since(claimStart)
 		if refusal != nil {

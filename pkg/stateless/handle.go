@@ -49,10 +49,13 @@ const Anonymous = "anonymous"
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	start := time.Now()
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.opts.RequestTimeout)
-		defer cancel()
+	// The request's deadline: its context's (a Lambda invocation's), or
+	// RequestTimeout from now. A context that lacks one is given it only
+	// where the request waits on something (bounded), not on every
+	// request.
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = start.Add(s.opts.RequestTimeout)
 	}
 	o := &Outcome{}
 	if s.opts.Observe != nil {
@@ -63,7 +66,7 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = s.handle(ctx, r, o)
+		resp = s.handle(ctx, r, o, deadline)
 		allowCORS(s, r, resp)
 	}
 	o.Status = resp.Status
@@ -146,10 +149,36 @@ type exchange struct {
 	redeemID   string
 	redemption Redemption
 	retryable  bool
+
+	// deadline is the request's (see Handle); bound is the request's
+	// context with it, made once the request first waits on something,
+	// and stop cancels it when the request is answered.
+	deadline time.Time
+	bound    context.Context
+	stop     context.CancelFunc
 }
 
-func (s *Server) handle(ctx context.Context, r *Request, o *Outcome) (resp *Response) {
-	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load()}
+// bounded returns ctx with the request's deadline: ctx itself when it has
+// one (on Lambda, the invocation's), else a context made once per request
+// and cancelled when it is answered. Everything a request waits on — a
+// store, the key service, a handler other than a tool's — gets it.
+func bounded(x *exchange, ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx
+	}
+	if x.bound == nil {
+		x.bound, x.stop = context.WithDeadline(ctx, x.deadline)
+	}
+	return x.bound
+}
+
+func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline time.Time) (resp *Response) {
+	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
+	defer func() {
+		if x.stop != nil {
+			x.stop()
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			// The panic value may hold the call's arguments: it is kept

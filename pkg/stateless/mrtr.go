@@ -231,7 +231,7 @@ func redeemState(x *exchange, ctx context.Context) *mcperr.Error {
 		return nil
 	}
 	start := time.Now()
-	r, err := x.s.opts.Redeemer.Redeem(ctx, x.redeemID, time.Now().Add(redemptionWindow))
+	r, err := x.s.opts.Redeemer.Redeem(bounded(x, ctx), x.redeemID, time.Now().Add(redemptionWindow))
 	x.o.Steps.State += time.Since(start)
 	if err != nil {
 		return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)

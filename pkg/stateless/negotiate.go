@@ -65,7 +65,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 
 func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	d, meta := x.d, x.d.meta()
-	pv, ok := jsonString(meta.ProtocolVersion)
+	pv, ok := versionString(meta.ProtocolVersion)
 	if !ok || !isObject(meta.ClientCapabilities) {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
 	}
@@ -120,5 +120,23 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 	if d.paramsErr != nil && d.method != "initialize" {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
 	}
+	if d.method != "tools/call" {
+		// Handlers and visibility rules may wait on something; a tool's
+		// handler gets its own deadline (serveCallTool).
+		ctx = bounded(x, ctx)
+	}
 	return m.serve(x, ctx)
+}
+
+// versionString decodes the protocol version of _meta: a served version
+// spelled plainly without allocating, anything else as any JSON string.
+func versionString(raw []byte) (string, bool) {
+	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		for _, v := range supportedVersions {
+			if string(raw[1:len(raw)-1]) == v {
+				return v, true
+			}
+		}
+	}
+	return jsonString(raw)
 }

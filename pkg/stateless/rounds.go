@@ -22,7 +22,7 @@ func openState(x *exchange, ctx context.Context, k stateKey, token *string) *mcp
 		return nil
 	}
 	start := time.Now()
-	id, e := openSealedState(x.s, ctx, &x.call, k, token)
+	id, e := openSealedState(x.s, bounded(x, ctx), &x.call, k, token)
 	x.redeemID = id
 	x.o.Steps.State = time.Since(start)
 	x.o.StateOpened = e == nil
@@ -31,7 +31,7 @@ func openState(x *exchange, ctx context.Context, k stateKey, token *string) *mcp
 
 // inputRequiredResult renders ir and records whether a state was sealed.
 func inputRequiredResult(x *exchange, ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
-	out, e := sealInputRequired(x.s, ctx, &x.call, k, ir)
+	out, e := sealInputRequired(x.s, bounded(x, ctx), &x.call, k, ir)
 	if _, sealed := out["requestState"]; sealed {
 		x.o.StateSealed = true
 	}

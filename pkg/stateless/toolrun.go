@@ -130,10 +130,8 @@ const maxFinish = 10 * time.Second
 // the answer still leaves in time, and at most maxFinish from now.
 func finishContext(x *exchange, ctx context.Context) (context.Context, context.CancelFunc) {
 	end := time.Now().Add(maxFinish)
-	if d, ok := ctx.Deadline(); ok {
-		if d = d.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) {
-			end = d
-		}
+	if d := x.deadline.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) {
+		end = d
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), end)
 }
