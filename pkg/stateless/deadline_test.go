@@ -279,6 +279,11 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 		t.Errorf("a retry with the held state: %+v", r)
 	}
 	close(release)
+	// The released handler finishes its effect; the goroutine count alone
+	// cannot say when (another test's goroutines may end meanwhile).
+	for end := time.Now().Add(5 * time.Second); effects.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	settleGoroutines(t, before)
 	if n := effects.Load(); n != 1 {
 		t.Errorf("the effect happened %d times, want 1", n)

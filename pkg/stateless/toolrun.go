@@ -57,29 +57,33 @@ type toolRun struct {
 // left running cannot touch the answered exchange.
 func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) (toolRun, bool) {
 	const running, returned, abandoned = 0, 1, 2
-	var state atomic.Int32
-	done := make(chan toolRun, 1)
-	c := x.call
+	// One allocation holds the handler's copy of the Call and what it
+	// returns; done only signals. The exchange reads run after done, or
+	// never (abandoned).
+	type shared struct {
+		run   toolRun
+		state atomic.Int32
+		done  chan struct{}
+	}
+	sh := &shared{run: toolRun{call: x.call}, done: make(chan struct{}, 1)}
 	s := x.s
 	go func() {
-		var r toolRun
 		defer func() {
 			if p := recover(); p != nil {
-				r.panic = &Panic{Value: p, Stack: debug.Stack()}
+				sh.run.panic = &Panic{Value: p, Stack: debug.Stack()}
 			}
-			if !state.CompareAndSwap(running, returned) {
+			if !sh.state.CompareAndSwap(running, returned) {
 				s.overdue.Add(-1)
 				return
 			}
-			r.call = c
-			done <- r
+			sh.done <- struct{}{}
 		}()
-		r.res, r.err = t.handler(ctx, &ToolRequest{Call: &c, Name: t.def.Name, Arguments: args})
+		sh.run.res, sh.run.err = t.handler(ctx, &ToolRequest{Call: &sh.run.call, Name: t.def.Name, Arguments: args})
 	}()
 	select {
-	case r := <-done:
-		x.call = r.call
-		return r, true
+	case <-sh.done:
+		x.call = sh.run.call
+		return sh.run, true
 	case <-ctx.Done():
 	}
 	// A handler that honours its context returns now: give it a fifth of
@@ -87,20 +91,20 @@ func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawM
 	grace := time.NewTimer(s.opts.DeadlineMargin / 5)
 	defer grace.Stop()
 	select {
-	case r := <-done:
-		x.call = r.call
-		return r, true
+	case <-sh.done:
+		x.call = sh.run.call
+		return sh.run, true
 	case <-grace.C:
 	}
 	s.overdue.Add(1)
-	if state.CompareAndSwap(running, abandoned) {
+	if sh.state.CompareAndSwap(running, abandoned) {
 		return toolRun{}, false
 	}
 	// It returned at the deadline: its answer stands.
 	s.overdue.Add(-1)
-	r := <-done
-	x.call = r.call
-	return r, true
+	<-sh.done
+	x.call = sh.run.call
+	return sh.run, true
 }
 
 // finishClaim completes or releases a claim, f retrying a failing store
