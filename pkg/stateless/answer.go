@@ -26,7 +26,7 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 	if x.legacy {
 		status = e.LegacyHTTPStatus()
 	}
-	h := http.Header{"Content-Type": {"application/json"}}
+	h := http.Header{"Content-Type": contentTypeJSON}
 	switch e.Kind() {
 	case mcperr.MethodNotAllowed:
 		h.Set("Allow", http.MethodPost)
@@ -44,7 +44,7 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 // result answers with result v, decorated for the era.
 func (x *exchange) result(v any, f *resultFields) *Response {
 	f.modern = !x.legacy
-	body, res, err := appendResult(x.s, make([]byte, 0, 512), x.d.id, v, f)
+	body, res, err := appendResult(x.s, nil, x.d.id, v, f)
 	if err != nil {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("encoding result: %w", err)))
 	}
@@ -58,7 +58,7 @@ func (x *exchange) result(v any, f *resultFields) *Response {
 func (x *exchange) respond(msg []byte) *Response {
 	notes := x.call.notes
 	if len(notes) == 0 || !x.acceptsSSE {
-		return &Response{Status: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}}, Body: msg}
+		return &Response{Status: http.StatusOK, Header: http.Header{"Content-Type": contentTypeJSON}, Body: msg}
 	}
 	n := len(msg) + 32
 	for _, m := range notes {
@@ -91,3 +91,8 @@ func handlerError(ctx context.Context, err error) *mcperr.Error {
 	}
 	return mcperr.NewHandlerFailed(err.Error(), err)
 }
+
+// contentTypeJSON is the Content-Type of every JSON answer, shared: a
+// header's value slice is never written in place (Header.Set replaces it,
+// Add appends to a full slice, which copies it).
+var contentTypeJSON = []string{"application/json"}

@@ -68,6 +68,15 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 	}
 	// body is {...}: open it, add members, close it.
 	inner := body[1 : len(body)-1]
+	if dst == nil {
+		// Room for the envelope, the body and the server's members.
+		n := len(`{"jsonrpc":"2.0","id":,"result":{"resultType":"input_required","ttlMs":,"cacheScope":"private","_meta":{}}}`) + 20 +
+			len(id) + len(body) + len(f.raw) + len(s.serverInfoMeta)
+		if len(f.meta) > 0 {
+			n += 256
+		}
+		dst = make([]byte, 0, n)
+	}
 
 	dst = append(dst, `{"jsonrpc":"2.0","id":`...)
 	dst = append(dst, id...)

@@ -30,7 +30,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Principal = h.Principal(r)
 	}
 	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
+		body, err := readBody(w, r, s.opts.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
 			e := mcperr.New(mcperr.BodyTooLarge)
@@ -70,4 +70,31 @@ func writeResponse(w http.ResponseWriter, resp *Response) {
 	}
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
+}
+
+// readBody reads a request's body, at most max bytes, into a buffer of
+// the size its Content-Length announces (io.ReadAll would start at 512
+// bytes and grow), or grown as it comes when none is announced.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	rd := http.MaxBytesReader(w, r.Body, max)
+	if n := r.ContentLength; n > 0 && n <= max {
+		// One byte more than announced, to see the end without growing.
+		b := make([]byte, 0, n+1)
+		for {
+			k, err := rd.Read(b[len(b):cap(b)])
+			b = b[:len(b)+k]
+			if err == io.EOF {
+				return b, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			if len(b) == cap(b) {
+				// Longer than announced: read the rest as it comes.
+				rest, err := io.ReadAll(rd)
+				return append(b, rest...), err
+			}
+		}
+	}
+	return io.ReadAll(rd)
 }
