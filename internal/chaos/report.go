@@ -115,6 +115,9 @@ type LogIndex struct {
 	byID map[string][]string
 	// Errors are the ERROR lines, by instance log file.
 	Errors map[string]int
+	// Orphans are functions that tried to answer after their emulator
+	// was gone: a kill that missed the function.
+	Orphans int
 }
 
 // IndexLogs reads the instances' log files.
@@ -132,6 +135,9 @@ func IndexLogs(files []string) (*LogIndex, error) {
 			line := sc.Text()
 			if strings.Contains(line, `"level":"ERROR"`) {
 				ix.Errors[name]++
+			}
+			if strings.Contains(line, "sending the function functionResponse to the API") {
+				ix.Orphans++
 			}
 			i := strings.Index(line, `"gateway_request_id":"`)
 			if i < 0 {
