@@ -35,7 +35,7 @@ type plan struct {
 
 var (
 	shortPlan = plan{name: "short", instances: 4, workers: 10, load: 40 * time.Second, pursue: 50 * time.Second, recovery: 35 * time.Second}
-	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 210 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
+	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 240 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
 )
 
 // TestChaos runs the function as a fleet of instances (the real

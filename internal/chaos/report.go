@@ -94,6 +94,7 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	row("keys executed 0 / 1 / 2+ times", fmt.Sprintf("%d / %d / %d", r.Executions[0], r.Executions[1], r.Executions[2]))
 	row("confirmed deletes (succeeded)", fmt.Sprintf("%d (%d)", r.Deletes, r.DeletesSucceeded))
 	row("  second redemptions refused", r.SecondRefused)
+	row("  notes gone after a redemption killed mid-call, no answer telling", r.DeletesUnknown)
 	row("reads", r.Reads)
 	bc := r.ByCheck()
 	for _, c := range Checks {
