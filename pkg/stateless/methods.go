@@ -256,10 +256,16 @@ func (x *exchange) callTool(ctx context.Context) *Response {
 			}
 		}()
 	}
-	// A single-use state is redeemed after the claim (a replay wins) and
-	// settled with the outcome, before the claim completes.
-	if e := x.redeemState(ctx); e != nil {
-		return x.refuse(d.id, e)
+	// A single-use state is redeemed after the claim (a replay wins),
+	// under the handler's deadline, so that its lease is the claim's, and
+	// settled with the outcome.
+	if x.redeemID != "" {
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		e := x.redeemState(rctx)
+		cancel()
+		if e != nil {
+			return x.refuse(d.id, e)
+		}
 	}
 	defer x.releaseState(ctx)
 	handlerStart := time.Now()
