@@ -27,7 +27,7 @@ ENV ?=
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy
 
-.PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -105,8 +105,9 @@ $(GOBIN)/local-kms:
 	$(GO) install github.com/nsmithuk/local-kms@$(LOCAL_KMS_VERSION)
 
 ## test: vet, lint, build for both architectures, run the conformance
-## suite on both paths, and test every module (go test's summary last)
-test: tools vet lint template build conformance integration unit
+## suite on both paths, the short chaos run, and test every module (go
+## test's summary last)
+test: tools vet lint template build conformance integration chaos-short unit
 
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
@@ -126,6 +127,40 @@ integration: tools
 		echo "== integration $$d"; \
 		(cd $$d && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1' $$bin); \
 	done
+
+# The chaos run and the soak need the function as make build builds it,
+# the emulator, local-kms, DynamoDB Local and Java; they run in a
+# loopback-only network namespace, as the integration tests do. Each run
+# keeps the instances' logs and its report under .tools/chaos or
+# .tools/soak.
+CHAOS_NEEDS := $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java build/$(HOSTARCH)/bootstrap
+CHAOS_TEST := $(TOOLS)/chaos.integration.test
+
+## chaos: the five-minute chaos run (docs/chaos.md): the function as a
+## fleet of instances under the runtime emulator, against DynamoDB Local
+## and local-kms, under load, while instances are killed mid-call,
+## DynamoDB requests and responses are delayed and dropped, DynamoDB
+## Local restarts and local-kms stops for a while; then the table of what
+## happened and the checks (exactly once, no lost write, single use)
+chaos: $(CHAOS_NEEDS)
+	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/chaos
+	cd internal/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=20m -chaos.full -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+
+## chaos-short: the same run in about a minute and a half (make test)
+chaos-short: $(CHAOS_NEEDS)
+	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/chaos
+	cd internal/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+
+## soak: SOAK_DURATION (default 10m, at most about 1h45m; SOAK_DURATION=1m
+## for a smoke test) of steady load on the function as a local server and
+## under the emulator, each beside one that served only the warm-up:
+## memory slope and goroutines (docs/soak.md)
+SOAK_DURATION ?= 10m
+soak: $(CHAOS_NEEDS)
+	$(GO) build -o $(TOOLS)/mcp-local ./functions/mcp
+	$(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./internal/soak
+	cd internal/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
+		unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestSoak -test.timeout=2h' $(TOOLS)/soak.integration.test
 
 ## stress: the claim race, MCP_STRESS_TRIALS (default 1000) times
 stress: tools

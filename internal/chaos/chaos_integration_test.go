@@ -35,7 +35,7 @@ type plan struct {
 
 var (
 	shortPlan = plan{name: "short", instances: 4, workers: 10, load: 40 * time.Second, pursue: 50 * time.Second, recovery: 35 * time.Second}
-	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 210 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
+	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 240 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
 )
 
 // TestChaos runs the function as a fleet of instances (the real
@@ -107,7 +107,8 @@ func TestChaos(t *testing.T) {
 	}
 	res := load.Check(notes)
 	sum := Summary{
-		Title:     fmt.Sprintf("chaos %s run at %s, seed %d (%s from start to checks)", p.name, commit, runSeed, time.Since(began).Round(time.Second)),
+		Title: fmt.Sprintf("chaos %s run of the function %s (harness at %s), seed %d, %s from start to checks",
+			p.name, load.Version(), commit, runSeed, time.Since(began).Round(time.Second)),
 		Instances: p.instances, Workers: p.workers, Load: p.load, Total: total,
 		Faults: faults.Counts(), Timeline: faults.Timeline(), Ops: load.Ops(),
 	}
@@ -133,6 +134,11 @@ func TestChaos(t *testing.T) {
 
 	for _, err := range append(faults.Errors(), c.Pool.Errors()...) {
 		t.Errorf("the harness failed: %v", err)
+	}
+	// A killed instance's function must not run on: its answer would
+	// reach no one, but its writes would still land after the "crash".
+	if ix != nil && ix.Orphans > 0 {
+		t.Errorf("the harness failed: %d killed functions ran on and tried to answer (see the instances' logs)", ix.Orphans)
 	}
 	// A run that injected nothing, or did nothing, proves nothing.
 	injected := sum.Faults

@@ -95,7 +95,11 @@ type Result struct {
 	// Deletes are the confirmed delete flows; SecondRefused the second
 	// redemptions refused as spent.
 	Deletes, DeletesSucceeded, SecondRefused int
-	Reads                                    int
+	// DeletesUnknown are deletes whose note is gone though no answer
+	// said so: a redemption was killed mid-call and nothing it was
+	// answered since tells whether it ran.
+	DeletesUnknown int
+	Reads          int
 }
 
 // ByCheck counts the violations of each check (every check present).
@@ -125,16 +129,16 @@ func (l *Load) Check(notes *Notes) *Result {
 		r.Violations = append(r.Violations, v)
 	}
 
-	// Notes deleted by an acknowledged delete, by the key that added them.
+	// Notes deleted by an acknowledged delete, or gone after a
+	// redemption whose outcome no client learned, by the key that added
+	// them: a note gone that way was deleted, not lost.
 	gone := map[*KeyRecord]map[string]bool{}
 	for _, d := range l.deletes {
-		for _, rd := range d.Redemptions {
-			if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
-				if gone[d.Note] == nil {
-					gone[d.Note] = map[string]bool{}
-				}
-				gone[d.Note][d.NoteID] = true
+		if d.succeeded() || d.unknown() && !notes.IDs[d.NoteID] {
+			if gone[d.Note] == nil {
+				gone[d.Note] = map[string]bool{}
 			}
+			gone[d.Note][d.NoteID] = true
 		}
 	}
 
@@ -213,15 +217,12 @@ func (l *Load) Check(notes *Notes) *Result {
 			add(CheckSingleUse, subject, "the note is gone, but no confirmation was sent", hs...)
 			continue
 		}
-		executions, success := 0, false
+		executions, success := 0, d.succeeded()
 		var outcomes []string
 		for _, rd := range d.Redemptions {
 			outcomes = append(outcomes, rd.Role+"="+rd.Outcome)
 			if rd.Executed() {
 				executions++
-			}
-			if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
-				success = true
 			}
 		}
 		if success {
@@ -234,6 +235,12 @@ func (l *Load) Check(notes *Notes) *Result {
 		switch present := notes.IDs[d.NoteID]; {
 		case success && present:
 			add(CheckSingleUse, subject, "a delete succeeded but the note is still in the table: "+summary, hs...)
+		case !success && !present && d.unknown():
+			// A redemption was killed mid-call and no retry of it could
+			// learn what it did (a call without a key, or one refused
+			// since): the note may well be gone. Counted, and the refusal
+			// itself is checked below.
+			r.DeletesUnknown++
 		case !success && !present:
 			add(CheckSingleUse, subject, "the note is gone but no delete succeeded: "+summary, hs...)
 		}
@@ -264,6 +271,35 @@ func (l *Load) Check(notes *Notes) *Result {
 		}
 	}
 	return r
+}
+
+// succeeded reports whether some redemption was answered with the
+// delete (or its replay).
+func (d *DeleteRecord) succeeded() bool {
+	for _, rd := range d.Redemptions {
+		if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
+			return true
+		}
+	}
+	return false
+}
+
+// unknown reports whether a redemption that did not succeed had an
+// attempt without an answer (its instance killed mid-call, or the
+// connection lost): whether that attempt deleted the note, no answer
+// tells.
+func (d *DeleteRecord) unknown() bool {
+	for _, rd := range d.Redemptions {
+		if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
+			continue
+		}
+		for _, a := range rd.Hist.Attempts {
+			if a.Class == Injected || a.Class == Transport {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }

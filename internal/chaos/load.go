@@ -123,6 +123,7 @@ type Load struct {
 	seq      int
 	rngSeq   uint64
 	opCounts map[string]int
+	version  string // the function's, from serverInfo
 }
 
 // NewLoad returns a generator against the front's MCP URL.
@@ -214,6 +215,14 @@ func (l *Load) worker(ctx context.Context, w int) {
 	}
 }
 
+// Version is the function's version as its answers name it (make build
+// stamps git describe).
+func (l *Load) Version() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.version
+}
+
 func (l *Load) count(op string) {
 	l.mu.Lock()
 	l.opCounts[op]++
@@ -228,6 +237,11 @@ func (l *Load) send(ctx context.Context, c Call, h *History) *Answer {
 	l.classes[cl]++
 	if a.Status != 0 {
 		l.latency = append(l.latency, a.Latency)
+	}
+	if l.version == "" {
+		meta, _ := a.Result["_meta"].(map[string]any)
+		info, _ := meta["io.modelcontextprotocol/serverInfo"].(map[string]any)
+		l.version, _ = info["version"].(string)
 	}
 	if cl == Gateway {
 		l.gateway = append(l.gateway, fmt.Sprintf("t=%s %s: %s", l.since().Round(time.Millisecond), h.What, a.Describe()))

@@ -94,6 +94,7 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	row("keys executed 0 / 1 / 2+ times", fmt.Sprintf("%d / %d / %d", r.Executions[0], r.Executions[1], r.Executions[2]))
 	row("confirmed deletes (succeeded)", fmt.Sprintf("%d (%d)", r.Deletes, r.DeletesSucceeded))
 	row("  second redemptions refused", r.SecondRefused)
+	row("  notes gone after a redemption killed mid-call, no answer telling", r.DeletesUnknown)
 	row("reads", r.Reads)
 	bc := r.ByCheck()
 	for _, c := range Checks {
@@ -115,6 +116,9 @@ type LogIndex struct {
 	byID map[string][]string
 	// Errors are the ERROR lines, by instance log file.
 	Errors map[string]int
+	// Orphans are functions that tried to answer after their emulator
+	// was gone: a kill that missed the function.
+	Orphans int
 }
 
 // IndexLogs reads the instances' log files.
@@ -132,6 +136,9 @@ func IndexLogs(files []string) (*LogIndex, error) {
 			line := sc.Text()
 			if strings.Contains(line, `"level":"ERROR"`) {
 				ix.Errors[name]++
+			}
+			if strings.Contains(line, "sending the function functionResponse to the API") {
+				ix.Orphans++
 			}
 			i := strings.Index(line, `"gateway_request_id":"`)
 			if i < 0 {

@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -39,10 +40,11 @@ type Faults struct {
 	steps []Step
 
 	mu       sync.Mutex
-	timeline []string
+	timeline []event
 	counts   map[string]int
 	errs     []error
 	kmsDown  time.Duration
+	began    time.Time
 }
 
 // NewFaults plans the run's faults. full plans the five-minute run's
@@ -92,15 +94,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 			return nil
 		}},
 	)
-	slices.SortStableFunc(f.steps, func(a, b Step) int {
-		switch {
-		case a.At < b.At:
-			return -1
-		case a.At > b.At:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(f.steps, func(a, b Step) int { return cmp.Compare(a.At, b.At) })
 	return f
 }
 
@@ -115,6 +109,9 @@ func (f *Faults) count(name string) {
 // seconds). It returns when every step ran (or ctx ended).
 func (f *Faults) Run(ctx context.Context, d time.Duration) {
 	start := time.Now()
+	f.mu.Lock()
+	f.began = start
+	f.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, s := range f.steps {
 		at := time.Duration(float64(d) * s.At)
@@ -133,7 +130,7 @@ func (f *Faults) Run(ctx context.Context, d time.Duration) {
 			err := s.Do(ctx)
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			line := fmt.Sprintf("t=%6.1fs %s", began.Seconds(), s.Name)
+			line := s.Name
 			if took := time.Since(start) - began; took > time.Second {
 				line += fmt.Sprintf(" (took %.1fs)", took.Seconds())
 			}
@@ -141,17 +138,36 @@ func (f *Faults) Run(ctx context.Context, d time.Duration) {
 				line += ": " + err.Error()
 				f.errs = append(f.errs, fmt.Errorf("chaos: %s: %w", s.Name, err))
 			}
-			f.timeline = append(f.timeline, line)
+			f.timeline = append(f.timeline, event{at: began, what: line})
 		}()
 	}
 	wg.Wait()
 }
 
-// Timeline is what was done when.
+// event is one line of the timeline.
+type event struct {
+	at   time.Duration // since the schedule began
+	what string
+}
+
+// note adds a detail to the timeline, at the time it happened.
+func (f *Faults) note(what string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.timeline = append(f.timeline, event{at: time.Since(f.began), what: "  " + what})
+}
+
+// Timeline is what was done when, in order.
 func (f *Faults) Timeline() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return slices.Clone(f.timeline)
+	evs := slices.Clone(f.timeline)
+	slices.SortStableFunc(evs, func(a, b event) int { return cmp.Compare(a.at, b.at) })
+	var out []string
+	for _, e := range evs {
+		out = append(out, fmt.Sprintf("t=%6.1fs %s", e.at.Seconds(), e.what))
+	}
+	return out
 }
 
 // Errors are the steps that failed (the harness's failures, not the
@@ -163,13 +179,14 @@ func (f *Faults) Errors() []error {
 }
 
 func (f *Faults) killBusy(ctx context.Context) error {
-	slot, mid := f.c.Pool.KillBusy(ctx, 2*time.Second)
+	// Every worker may be waiting out a retry-after at once: wait a
+	// while for a call to kill, else kill an idle instance (the report
+	// counts the kills mid-call apart).
+	slot, mid := f.c.Pool.KillBusy(ctx, 10*time.Second)
 	if slot < 0 {
 		return fmt.Errorf("no instance to kill")
 	}
-	if !mid {
-		return fmt.Errorf("killed i%d, which was idle: no instance was busy for 2s", slot)
-	}
+	f.note(fmt.Sprintf("killed i%d, mid-call: %v", slot, mid))
 	return nil
 }
 
@@ -181,6 +198,7 @@ func (f *Faults) killAfterWrite(ctx context.Context) error {
 		Then: func(tag string) {
 			if i, err := strconv.Atoi(strings.TrimPrefix(tag, "i")); err == nil {
 				f.c.Pool.Kill(i)
+				f.note(fmt.Sprintf("killed i%d right after its note write was applied", i))
 			}
 		}})
 	return nil

@@ -14,6 +14,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -153,13 +156,22 @@ func (e *Emulator) Stop() error {
 
 // Kill ends the emulator and the function at once with SIGKILL, as a
 // crashed or recycled Lambda instance ends: an invocation in flight gets
-// no answer. With Options.OwnGroup the whole process group is killed (the
-// function is the emulator's child); otherwise the emulator only, and the
-// function ends when it finds its runtime API gone. Kill waits for the
-// emulator to end.
+// no answer and the function runs no further. The function and anything
+// else the emulator started are killed first (found through /proc: the
+// emulator may start the function in a process group of its own, which
+// a group kill would miss), then the emulator, and with Options.OwnGroup
+// its whole process group. Kill waits for the emulator to end.
 func (e *Emulator) Kill() {
 	if e.cmd.Process == nil {
 		return
+	}
+	select {
+	case <-e.exited:
+		return
+	default:
+	}
+	for _, pid := range descendants(e.cmd.Process.Pid) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	if e.group {
 		_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
@@ -167,6 +179,26 @@ func (e *Emulator) Kill() {
 		_ = e.cmd.Process.Kill()
 	}
 	<-e.exited
+}
+
+// descendants are the processes below pid, children first, as /proc
+// lists them; none where there is no /proc.
+func descendants(pid int) []int {
+	var out []int
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+				out = append(out, descendants(c)...)
+			}
+		}
+	}
+	return out
 }
 
 // Pid is the emulator's process id; the function runs as its child.

@@ -134,7 +134,7 @@ func (g *Guard) lease(ctx context.Context, now time.Time, run time.Duration) tim
 		return limit
 	}
 	if d, ok := ctx.Deadline(); ok {
-		if l := d.Add(g.opts.LeaseMargin); l.Before(limit) {
+		if l := now.Add(time.Until(d) + g.opts.LeaseMargin); l.Before(limit) {
 			return l
 		}
 	}
@@ -437,15 +437,17 @@ func inflate(stored []byte) (json.RawMessage, error) {
 var _ stateless.Redeemer = (*Guard)(nil)
 
 // Redeem implements stateless.Redeemer with the claims of the Store: a
-// redemption is a claim on "redeem#"+id, in progress under a lease (the
-// request's deadline plus LeaseMargin, capped by MaxLease) while its call
-// runs, then completed (kept until until) or released. A live claim on
-// the id, in progress or completed, refuses it (nil).
+// redemption is a claim on "redeem#"+id, in progress under a lease (ctx's
+// deadline — the handler's — plus LeaseMargin, capped by MaxLease, as a
+// call's claim) while its call runs, then completed (kept until until) or
+// released. A completed claim on the id refuses it (nil); one in progress
+// answers *stateless.RedemptionHeld.
 func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (stateless.Redemption, error) {
 	now := g.opts.Now()
 	lease := now.Add(g.opts.MaxLease)
 	if d, ok := ctx.Deadline(); ok {
-		if l := d.Add(g.opts.LeaseMargin); l.Before(lease) {
+		// Counted from now on the Guard's clock, as a claim's lease is.
+		if l := now.Add(time.Until(d) + g.opts.LeaseMargin); l.Before(lease) {
 			lease = l
 		}
 	}
@@ -453,9 +455,14 @@ func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (statele
 		lease = until
 	}
 	c := Claim{Key: "redeem#" + id, Owner: newOwner(), Fingerprint: "redeem", LeaseUntil: lease, ExpiresAt: until}
-	taken, _, err := g.store.Claim(ctx, c, now)
-	if err != nil || !taken {
+	taken, holder, err := g.store.Claim(ctx, c, now)
+	switch {
+	case err != nil:
 		return nil, err
+	case !taken && holder.Status == InProgress:
+		return nil, &stateless.RedemptionHeld{RetryAfter: holder.LeaseUntil.Sub(now)}
+	case !taken:
+		return nil, nil // spent
 	}
 	return &redemption{store: g.store, key: c.Key, owner: c.Owner, until: until}, nil
 }

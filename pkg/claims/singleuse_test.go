@@ -26,13 +26,17 @@ type eraser struct {
 	erased atomic.Int32
 	mode   atomic.Value // string
 	sleep  time.Duration
+	hang   chan struct{} // mode "hang" waits for it, ignoring its context
 }
 
-func newEraser(store claims.Store) *eraser {
-	g := claims.New(store, nil)
+func newEraser(store claims.Store) *eraser { return newEraserWith(store, nil) }
+
+func newEraserWith(store claims.Store, opts *claims.Options) *eraser {
+	g := claims.New(store, opts)
 	e := &eraser{srv: stateless.NewServer(stateless.Implementation{Name: "erase", Version: "1"}, &stateless.Options{Idempotency: g, Redeemer: g})}
 	e.mode.Store("")
-	stateless.AddTool(e.srv, &stateless.Tool{Name: "erase"}, func(ctx context.Context, req *stateless.ToolRequest, in struct {
+	e.hang = make(chan struct{})
+	stateless.AddTool(e.srv, &stateless.Tool{Name: "erase", MaxDuration: 300 * time.Millisecond}, func(ctx context.Context, req *stateless.ToolRequest, in struct {
 		ID string `json:"id"`
 	}) (*stateless.CallToolResult, map[string]bool, error) {
 		if _, ok := req.State(); !ok {
@@ -49,6 +53,9 @@ func newEraser(store claims.Store) *eraser {
 			return nil, nil, ctx.Err()
 		case "missing":
 			return nil, nil, mcperr.NewNotFound("no such thing")
+		case "hang":
+			<-e.hang // as good as dead: answered at its deadline, never settled
+			return nil, nil, errors.New("came back from the dead")
 		}
 		time.Sleep(e.sleep)
 		e.erased.Add(1)
@@ -198,6 +205,7 @@ func testSingleUse(t *testing.T, store claims.Store) {
 			t.Errorf("erased %d times", e.erased.Load())
 		}
 	})
+	t.Run("KilledCallLapses", func(t *testing.T) { testKilledCallLapses(t, store) })
 	t.Run("ConcurrentRedemptions", func(t *testing.T) {
 		const n = 8
 		for _, keyed := range []bool{false, true} {
@@ -223,7 +231,7 @@ func testSingleUse(t *testing.T, store claims.Store) {
 				switch v {
 				case "erased":
 					erased++
-				case "refused":
+				case "refused", "retryable": // spent, or still held by the winner
 				default:
 					t.Errorf("keyed %v: answer %s", keyed, v)
 				}
@@ -233,6 +241,43 @@ func testSingleUse(t *testing.T, store claims.Store) {
 			}
 		}
 	})
+}
+
+// testKilledCallLapses: a keyed confirmed call whose process dies mid-call
+// (its handler abandoned, never settled) holds its key and its state
+// until the claim's lease ends — both the same lease — and then the retry
+// with the same key and state runs. (The state's redemption used to be
+// held for the request's deadline, beyond the claim's lease: the retry
+// that took the claim was refused the state, -32602, for good.)
+func testKilledCallLapses(t *testing.T, store claims.Store) {
+	var clock atomic.Int64
+	clock.Store(time.Now().UnixNano())
+	now := func() time.Time { return time.Unix(0, clock.Load()) }
+	e := newEraserWith(store, &claims.Options{Now: now, LeaseMargin: 2 * time.Second})
+	defer close(e.hang)
+	st, key := e.state(t), freshKey(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e.mode.Store("hang")
+	if v := verdict(e.call(ctx, st, key)); v != "retryable" {
+		t.Fatalf("the call that dies: %s", v)
+	}
+	e.mode.Store("")
+	out := e.call(ctx, st, key)
+	if v := verdict(out); v != "retryable" || !strings.Contains(fmt.Sprint(out), "idempotency_key_in_progress") {
+		t.Fatalf("a retry inside the lease: %v", out)
+	}
+	without := e.call(ctx, st, "")
+	if v := verdict(without); v != "retryable" || !strings.Contains(fmt.Sprint(without), "request_state_in_use") {
+		t.Fatalf("the state without the key, inside the lease: %v", without)
+	}
+	clock.Add(int64(300*time.Millisecond + 2*time.Second + time.Second))
+	if v := verdict(e.call(ctx, st, key)); v != "erased" || e.erased.Load() != 1 {
+		t.Fatalf("the retry after the lease: %s, erased %d", v, e.erased.Load())
+	}
+	if v := verdict(e.call(ctx, st, key)); v != "replay" {
+		t.Errorf("its retry: %s", v)
+	}
 }
 
 func freshKey(t *testing.T) string { return fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()) }

@@ -84,6 +84,7 @@ const (
 	TamperedState       // requestState failed to open
 	HandlerFailed       // the handler returned an error; carries its message
 	DuplicateInFlight   // same idempotency key is being processed {retryAfter}
+	StateInUse          // a single-use requestState is being redeemed by another call {retryAfter}
 	IdempotencyConflict // same idempotency key, different request
 	BadIdempotencyKey   // idempotency key empty, malformed, too long, or ambiguous {reason}
 	StoreUnavailable    // idempotency store unreachable: failed closed
@@ -149,6 +150,7 @@ var specs = [numKinds]spec{
 	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, false, "", false},
 	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, false, "", true},
 	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress", false},
+	StateInUse:          {"state_in_use", CodeInvalidRequest, http.StatusBadRequest, "The request state is being used by another call; retry later", true, false, "request_state_in_use", false},
 	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict", false},
 	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, false, "idempotency_key_invalid", false},
 	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable", true},

@@ -51,6 +51,7 @@ func TestMapping(t *testing.T) {
 		mcperr.TamperedState:        {-32602, 400, 200, false, false, "Invalid params: invalid or expired requestState", "", false},
 		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", "", true},
 		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
+		mcperr.StateInUse:           {-32600, 400, 200, true, false, "The request state is being used by another call; retry later", `{"retryable":true,"type":"request_state_in_use"}`, false},
 		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
 		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
 		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},

@@ -273,10 +273,10 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 		t.Fatalf("the confirmed call: %s", typ)
 	}
 	// The first handler is still running: the same state must not start
-	// a second one.
-	r := decodeRPC(t, call(withState).Body)
-	if r.Error == nil || r.Error.Code != -32602 {
-		t.Errorf("a retry with the held state: %+v", r)
+	// a second one. It is not spent either: the refusal is retryable.
+	resp := call(withState)
+	if typ, after := refusal(t, resp); typ != "request_state_in_use" || after <= 0 {
+		t.Errorf("a retry with the held state: %s", resp.Body)
 	}
 	close(release)
 	// The released handler finishes its effect; the goroutine count alone

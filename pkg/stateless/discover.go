@@ -132,10 +132,16 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 			}
 		}()
 	}
-	// A single-use state is redeemed after the claim (a replay wins) and
-	// settled with the outcome, before the claim completes.
-	if e := redeemState(x, ctx); e != nil {
-		return x.refuse(d.id, e)
+	// A single-use state is redeemed after the claim (a replay wins),
+	// under the handler's deadline, so that its lease is the claim's, and
+	// settled with the outcome.
+	if x.redeemID != "" {
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		e := redeemState(x, rctx)
+		cancel()
+		if e != nil {
+			return x.refuse(d.id, e)
+		}
 	}
 	defer releaseState(x, ctx)
 	handlerStart := time.Now()

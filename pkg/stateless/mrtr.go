@@ -48,11 +48,24 @@ type InputRequired struct {
 // While one is in progress, the state is refused to every other call.
 type Redeemer interface {
 	// Redeem starts redeeming id: a Redemption to settle once the call
-	// has its outcome, or nil when id was redeemed already or another
-	// call is redeeming it. A tentative redemption lapses, like a claim,
-	// after the request's deadline (ctx's) and a margin: its caller can no
-	// longer be running. A final one must outlive the state (until).
+	// has its outcome; nil when id was redeemed already; or an error
+	// wrapping a *RedemptionHeld when another call is redeeming it. A
+	// tentative redemption lapses, like a claim, at the deadline of the
+	// call's handler (ctx's) and a margin — when a tools/call claims a key
+	// too, with the claim's lease — so that its caller can no longer be
+	// running. A final one must outlive the state (until).
 	Redeem(ctx context.Context, id string, until time.Time) (Redemption, error)
+}
+
+// RedemptionHeld reports that another call is redeeming a single-use
+// state: it is not spent, and may be usable after RetryAfter (that call's
+// lease), if that call fails retryably or dies.
+type RedemptionHeld struct {
+	RetryAfter time.Duration
+}
+
+func (e *RedemptionHeld) Error() string {
+	return fmt.Sprintf("single-use state being redeemed by another call, for up to %v", e.RetryAfter.Round(time.Millisecond))
 }
 
 // Redemption settles one tentative redemption.
@@ -233,12 +246,18 @@ func redeemState(x *exchange, ctx context.Context) *mcperr.Error {
 	start := time.Now()
 	r, err := x.s.opts.Redeemer.Redeem(bounded(x, ctx), x.redeemID, time.Now().Add(redemptionWindow))
 	x.o.Steps.State += time.Since(start)
-	if err != nil {
-		return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
-	}
-	if r == nil {
+	var held *RedemptionHeld
+	switch {
+	case errors.As(err, &held):
+		// Not spent: its holder may fail, or die, and the state be
+		// usable again. The retry-after is the holder's lease.
 		x.o.StateOpened = false
-		return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed already, or being redeemed"))
+		return mcperr.NewRetryable(mcperr.StateInUse, max(held.RetryAfter, 100*time.Millisecond), err)
+	case err != nil:
+		return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+	case r == nil:
+		x.o.StateOpened = false
+		return mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed already"))
 	}
 	x.redemption = r
 	return nil
