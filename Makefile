@@ -132,7 +132,9 @@ integration: tools
 # the emulator, local-kms, DynamoDB Local and Java; they run in a
 # loopback-only network namespace, as the integration tests do. Each run
 # keeps the instances' logs and its report under .tools/chaos or
-# .tools/soak.
+# .tools/soak. Their harnesses are built without -race: the code under
+# test runs in the instances, built as deployed, and the harnesses' own
+# parts are tested with -race by make unit.
 CHAOS_NEEDS := $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java build/$(HOSTARCH)/bootstrap
 CHAOS_TEST := $(TOOLS)/chaos.integration.test
 
