@@ -107,9 +107,6 @@ type spec struct {
 	status    int
 	message   string
 	retryable bool
-	// tripsBreaker says whether this outcome is evidence that a dependency
-	// is unhealthy. A timeout is; a malformed request is not.
-	tripsBreaker bool
 	// dataType, when set, is carried as error.data.type so that clients can
 	// branch on the refusal without parsing the message.
 	dataType string
@@ -121,46 +118,46 @@ type spec struct {
 }
 
 var specs = [numKinds]spec{
-	MethodNotAllowed:     {"method_not_allowed", CodeInvalidRequest, http.StatusMethodNotAllowed, "Method not allowed: this endpoint accepts POST only", false, false, "", false},
-	ForbiddenOrigin:      {"forbidden_origin", CodeInvalidRequest, http.StatusForbidden, "Forbidden: origin not allowed", false, false, "", false},
-	UnsupportedMediaType: {"unsupported_media_type", CodeInvalidRequest, http.StatusUnsupportedMediaType, "Unsupported media type: send application/json", false, false, "", false},
-	NotAcceptable:        {"not_acceptable", CodeInvalidRequest, http.StatusNotAcceptable, "Not acceptable: accept application/json and text/event-stream", false, false, "", false},
-	BodyTooLarge:         {"body_too_large", CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Request body too large", false, false, "", false},
-	Unauthorized:         {"unauthorized", CodeInvalidRequest, http.StatusUnauthorized, "Unauthorized", false, false, "", false},
-	InsufficientScope:    {"insufficient_scope", CodeInvalidRequest, http.StatusForbidden, "Insufficient scope", false, false, "insufficient_scope", false},
+	MethodNotAllowed:     {"method_not_allowed", CodeInvalidRequest, http.StatusMethodNotAllowed, "Method not allowed: this endpoint accepts POST only", false, "", false},
+	ForbiddenOrigin:      {"forbidden_origin", CodeInvalidRequest, http.StatusForbidden, "Forbidden: origin not allowed", false, "", false},
+	UnsupportedMediaType: {"unsupported_media_type", CodeInvalidRequest, http.StatusUnsupportedMediaType, "Unsupported media type: send application/json", false, "", false},
+	NotAcceptable:        {"not_acceptable", CodeInvalidRequest, http.StatusNotAcceptable, "Not acceptable: accept application/json and text/event-stream", false, "", false},
+	BodyTooLarge:         {"body_too_large", CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Request body too large", false, "", false},
+	Unauthorized:         {"unauthorized", CodeInvalidRequest, http.StatusUnauthorized, "Unauthorized", false, "", false},
+	InsufficientScope:    {"insufficient_scope", CodeInvalidRequest, http.StatusForbidden, "Insufficient scope", false, "insufficient_scope", false},
 
-	ParseError:       {"parse_error", CodeParseError, http.StatusBadRequest, "Parse error: body is not valid JSON", false, false, "", false},
-	InvalidRequest:   {"invalid_request", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: expected one JSON-RPC 2.0 request or notification", false, false, "", false},
-	BatchRejected:    {"batch_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: JSON-RPC batches are not supported", false, false, "", false},
-	ResponseRejected: {"response_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: clients do not send responses to this endpoint", false, false, "", false},
+	ParseError:       {"parse_error", CodeParseError, http.StatusBadRequest, "Parse error: body is not valid JSON", false, "", false},
+	InvalidRequest:   {"invalid_request", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: expected one JSON-RPC 2.0 request or notification", false, "", false},
+	BatchRejected:    {"batch_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: JSON-RPC batches are not supported", false, "", false},
+	ResponseRejected: {"response_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: clients do not send responses to this endpoint", false, "", false},
 
-	MalformedMeta:       {"malformed_meta", CodeInvalidParams, http.StatusBadRequest, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", false, false, "", false},
-	HeaderMismatch:      {"header_mismatch", CodeHeaderMismatch, http.StatusBadRequest, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", false, false, "", false},
-	UnsupportedVersion:  {"unsupported_version", CodeUnsupportedProtocolVersion, http.StatusBadRequest, "Unsupported protocol version", false, false, "", false},
-	UnnegotiableVersion: {"unnegotiable_version", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize needs a protocolVersion string", false, false, "", false},
-	MalformedInitialize: {"malformed_initialize", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize params are malformed", false, false, "", false},
-	UnknownMethod:       {"unknown_method", CodeMethodNotFound, http.StatusNotFound, "Method not found", false, false, "", false},
-	MalformedParams:     {"malformed_params", CodeInvalidParams, http.StatusBadRequest, "Invalid params", false, false, "", false},
-	InvalidCursor:       {"invalid_cursor", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown pagination cursor", false, false, "", false},
-	UnknownTool:         {"unknown_tool", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown tool", false, false, "", false},
-	NotCallable:         {"not_callable", CodeInvalidParams, http.StatusBadRequest, "Invalid params: tool cannot be called", false, false, "", false},
-	UnknownResource:     {"unknown_resource", CodeInvalidParams, http.StatusBadRequest, "Resource not found", false, false, "", false},
-	UnknownPrompt:       {"unknown_prompt", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown prompt", false, false, "", false},
-	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, false, "", false},
-	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, false, "", false},
-	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, false, "", true},
-	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, false, "idempotency_key_in_progress", false},
-	StateInUse:          {"state_in_use", CodeInvalidRequest, http.StatusBadRequest, "The request state is being used by another call; retry later", true, false, "request_state_in_use", false},
-	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, false, "idempotency_key_conflict", false},
-	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, false, "idempotency_key_invalid", false},
-	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, true, "idempotency_store_unavailable", true},
-	NotCommitted:        {"not_committed", CodeInternalError, http.StatusOK, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", true, true, "idempotency_not_committed", true},
-	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, false, "idempotency_replay_unavailable", false},
+	MalformedMeta:       {"malformed_meta", CodeInvalidParams, http.StatusBadRequest, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", false, "", false},
+	HeaderMismatch:      {"header_mismatch", CodeHeaderMismatch, http.StatusBadRequest, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", false, "", false},
+	UnsupportedVersion:  {"unsupported_version", CodeUnsupportedProtocolVersion, http.StatusBadRequest, "Unsupported protocol version", false, "", false},
+	UnnegotiableVersion: {"unnegotiable_version", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize needs a protocolVersion string", false, "", false},
+	MalformedInitialize: {"malformed_initialize", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize params are malformed", false, "", false},
+	UnknownMethod:       {"unknown_method", CodeMethodNotFound, http.StatusNotFound, "Method not found", false, "", false},
+	MalformedParams:     {"malformed_params", CodeInvalidParams, http.StatusBadRequest, "Invalid params", false, "", false},
+	InvalidCursor:       {"invalid_cursor", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown pagination cursor", false, "", false},
+	UnknownTool:         {"unknown_tool", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown tool", false, "", false},
+	NotCallable:         {"not_callable", CodeInvalidParams, http.StatusBadRequest, "Invalid params: tool cannot be called", false, "", false},
+	UnknownResource:     {"unknown_resource", CodeInvalidParams, http.StatusBadRequest, "Resource not found", false, "", false},
+	UnknownPrompt:       {"unknown_prompt", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown prompt", false, "", false},
+	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, "", false},
+	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, "", false},
+	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, "", true},
+	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, "idempotency_key_in_progress", false},
+	StateInUse:          {"state_in_use", CodeInvalidRequest, http.StatusBadRequest, "The request state is being used by another call; retry later", true, "request_state_in_use", false},
+	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, "idempotency_key_conflict", false},
+	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, "idempotency_key_invalid", false},
+	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, "idempotency_store_unavailable", true},
+	NotCommitted:        {"not_committed", CodeInternalError, http.StatusOK, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", true, "idempotency_not_committed", true},
+	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, "idempotency_replay_unavailable", false},
 
-	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, true, "timeout", true},
-	RateLimited:       {"rate_limited", CodeInternalError, http.StatusOK, "Rate limited", true, false, "rate_limited", false},
-	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusOK, "A dependency failed", true, true, "dependency_failure", true},
-	Internal:          {"internal", CodeInternalError, http.StatusOK, "Internal error", false, false, "", true},
+	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, "timeout", true},
+	RateLimited:       {"rate_limited", CodeInternalError, http.StatusOK, "Rate limited", true, "rate_limited", false},
+	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusOK, "A dependency failed", true, "dependency_failure", true},
+	Internal:          {"internal", CodeInternalError, http.StatusOK, "Internal error", false, "", true},
 }
 
 // Kinds returns every Kind, in declaration order.
@@ -359,10 +356,6 @@ func (e *Error) Message() string {
 
 // Retryable reports whether the same request may succeed if sent again.
 func (e *Error) Retryable() bool { return e.kind.spec().retryable }
-
-// TripsBreaker reports whether this refusal is evidence that a dependency
-// is unhealthy, so a circuit breaker should count it.
-func (e *Error) TripsBreaker() bool { return e.kind.spec().tripsBreaker }
 
 // ServerFault reports whether refusals of kind k are the server's fault
 // (a dependency down, a deadline passed, a bug) rather than the request's.

@@ -18,49 +18,49 @@ import (
 func TestMapping(t *testing.T) {
 	type row struct {
 		code, status, legacy int
-		retry, trips         bool
+		retry                bool
 		message              string
 		data                 string // JSON of Data(), "" for none
 		fault                bool   // the server's fault: logged at ERROR, counted
 	}
 	rows := map[mcperr.Kind]row{
-		mcperr.MethodNotAllowed:     {-32600, 405, 405, false, false, "Method not allowed: this endpoint accepts POST only", "", false},
-		mcperr.ForbiddenOrigin:      {-32600, 403, 403, false, false, "Forbidden: origin not allowed", "", false},
-		mcperr.UnsupportedMediaType: {-32600, 415, 415, false, false, "Unsupported media type: send application/json", "", false},
-		mcperr.NotAcceptable:        {-32600, 406, 406, false, false, "Not acceptable: accept application/json and text/event-stream", "", false},
-		mcperr.BodyTooLarge:         {-32600, 413, 413, false, false, "Request body too large", "", false},
-		mcperr.Unauthorized:         {-32600, 401, 401, false, false, "Unauthorized", "", false},
-		mcperr.InsufficientScope:    {-32600, 403, 403, false, false, "Insufficient scope", `{"type":"insufficient_scope"}`, false},
-		mcperr.ParseError:           {-32700, 400, 400, false, false, "Parse error: body is not valid JSON", "", false},
-		mcperr.InvalidRequest:       {-32600, 400, 400, false, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", "", false},
-		mcperr.BatchRejected:        {-32600, 400, 400, false, false, "Invalid request: JSON-RPC batches are not supported", "", false},
-		mcperr.ResponseRejected:     {-32600, 400, 400, false, false, "Invalid request: clients do not send responses to this endpoint", "", false},
-		mcperr.MalformedMeta:        {-32602, 400, 200, false, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", "", false},
-		mcperr.HeaderMismatch:       {-32020, 400, 400, false, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", "", false},
-		mcperr.UnsupportedVersion:   {-32022, 400, 400, false, false, "Unsupported protocol version", "", false},
-		mcperr.UnnegotiableVersion:  {-32602, 400, 200, false, false, "Invalid params: initialize needs a protocolVersion string", "", false},
-		mcperr.MalformedInitialize:  {-32602, 400, 200, false, false, "Invalid params: initialize params are malformed", "", false},
-		mcperr.UnknownMethod:        {-32601, 404, 200, false, false, "Method not found", "", false},
-		mcperr.MalformedParams:      {-32602, 400, 200, false, false, "Invalid params", "", false},
-		mcperr.InvalidCursor:        {-32602, 400, 200, false, false, "Invalid params: unknown pagination cursor", "", false},
-		mcperr.UnknownTool:          {-32602, 400, 200, false, false, "Invalid params: unknown tool", "", false},
-		mcperr.NotCallable:          {-32602, 400, 200, false, false, "Invalid params: tool cannot be called", "", false},
-		mcperr.UnknownResource:      {-32602, 400, 200, false, false, "Resource not found", "", false},
-		mcperr.UnknownPrompt:        {-32602, 400, 200, false, false, "Invalid params: unknown prompt", "", false},
-		mcperr.MissingCapability:    {-32021, 400, 200, false, false, "Missing required client capability", "", false},
-		mcperr.TamperedState:        {-32602, 400, 200, false, false, "Invalid params: invalid or expired requestState", "", false},
-		mcperr.HandlerFailed:        {-32603, 200, 200, false, false, "Handler failed", "", true},
-		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, false, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
-		mcperr.StateInUse:           {-32600, 400, 200, true, false, "The request state is being used by another call; retry later", `{"retryable":true,"type":"request_state_in_use"}`, false},
-		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
-		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
-		mcperr.StoreUnavailable:     {-32603, 200, 200, true, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
-		mcperr.NotCommitted:         {-32603, 200, 200, true, true, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", `{"retryable":true,"type":"idempotency_not_committed"}`, true},
-		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
-		mcperr.Timeout:              {-32603, 200, 200, true, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
-		mcperr.RateLimited:          {-32603, 200, 200, true, false, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
-		mcperr.DependencyFailure:    {-32603, 200, 200, true, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
-		mcperr.Internal:             {-32603, 200, 200, false, false, "Internal error", "", true},
+		mcperr.MethodNotAllowed:     {-32600, 405, 405, false, "Method not allowed: this endpoint accepts POST only", "", false},
+		mcperr.ForbiddenOrigin:      {-32600, 403, 403, false, "Forbidden: origin not allowed", "", false},
+		mcperr.UnsupportedMediaType: {-32600, 415, 415, false, "Unsupported media type: send application/json", "", false},
+		mcperr.NotAcceptable:        {-32600, 406, 406, false, "Not acceptable: accept application/json and text/event-stream", "", false},
+		mcperr.BodyTooLarge:         {-32600, 413, 413, false, "Request body too large", "", false},
+		mcperr.Unauthorized:         {-32600, 401, 401, false, "Unauthorized", "", false},
+		mcperr.InsufficientScope:    {-32600, 403, 403, false, "Insufficient scope", `{"type":"insufficient_scope"}`, false},
+		mcperr.ParseError:           {-32700, 400, 400, false, "Parse error: body is not valid JSON", "", false},
+		mcperr.InvalidRequest:       {-32600, 400, 400, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", "", false},
+		mcperr.BatchRejected:        {-32600, 400, 400, false, "Invalid request: JSON-RPC batches are not supported", "", false},
+		mcperr.ResponseRejected:     {-32600, 400, 400, false, "Invalid request: clients do not send responses to this endpoint", "", false},
+		mcperr.MalformedMeta:        {-32602, 400, 200, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", "", false},
+		mcperr.HeaderMismatch:       {-32020, 400, 400, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", "", false},
+		mcperr.UnsupportedVersion:   {-32022, 400, 400, false, "Unsupported protocol version", "", false},
+		mcperr.UnnegotiableVersion:  {-32602, 400, 200, false, "Invalid params: initialize needs a protocolVersion string", "", false},
+		mcperr.MalformedInitialize:  {-32602, 400, 200, false, "Invalid params: initialize params are malformed", "", false},
+		mcperr.UnknownMethod:        {-32601, 404, 200, false, "Method not found", "", false},
+		mcperr.MalformedParams:      {-32602, 400, 200, false, "Invalid params", "", false},
+		mcperr.InvalidCursor:        {-32602, 400, 200, false, "Invalid params: unknown pagination cursor", "", false},
+		mcperr.UnknownTool:          {-32602, 400, 200, false, "Invalid params: unknown tool", "", false},
+		mcperr.NotCallable:          {-32602, 400, 200, false, "Invalid params: tool cannot be called", "", false},
+		mcperr.UnknownResource:      {-32602, 400, 200, false, "Resource not found", "", false},
+		mcperr.UnknownPrompt:        {-32602, 400, 200, false, "Invalid params: unknown prompt", "", false},
+		mcperr.MissingCapability:    {-32021, 400, 200, false, "Missing required client capability", "", false},
+		mcperr.TamperedState:        {-32602, 400, 200, false, "Invalid params: invalid or expired requestState", "", false},
+		mcperr.HandlerFailed:        {-32603, 200, 200, false, "Handler failed", "", true},
+		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
+		mcperr.StateInUse:           {-32600, 400, 200, true, "The request state is being used by another call; retry later", `{"retryable":true,"type":"request_state_in_use"}`, false},
+		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
+		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
+		mcperr.StoreUnavailable:     {-32603, 200, 200, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
+		mcperr.NotCommitted:         {-32603, 200, 200, true, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", `{"retryable":true,"type":"idempotency_not_committed"}`, true},
+		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
+		mcperr.Timeout:              {-32603, 200, 200, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
+		mcperr.RateLimited:          {-32603, 200, 200, true, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
+		mcperr.DependencyFailure:    {-32603, 200, 200, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
+		mcperr.Internal:             {-32603, 200, 200, false, "Internal error", "", true},
 	}
 	for _, k := range mcperr.Kinds() {
 		t.Run(k.String(), func(t *testing.T) {
@@ -69,7 +69,7 @@ func TestMapping(t *testing.T) {
 				t.Fatalf("kind %v has no row in this table", k)
 			}
 			e := mcperr.New(k)
-			got := row{e.Code(), e.HTTPStatus(), e.LegacyHTTPStatus(), e.Retryable(), e.TripsBreaker(), e.Message(), "", e.ServerFault()}
+			got := row{e.Code(), e.HTTPStatus(), e.LegacyHTTPStatus(), e.Retryable(), e.Message(), "", e.ServerFault()}
 			if d := e.Data(); d != nil {
 				b, err := json.Marshal(d)
 				if err != nil {
