@@ -74,8 +74,10 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 	}
 	var m envelope
 	if err := json.Unmarshal(body, &m); err != nil {
+		// Unmarshal stops at the first member of the wrong type, before
+		// it has read the rest: the body may still not be JSON.
 		var syn *jsontext.SyntacticError
-		if errors.As(err, &syn) {
+		if errors.As(err, &syn) || !jsontext.Value(body).IsValid() {
 			return nil, mcperr.New(mcperr.ParseError)
 		}
 		// A member of the envelope has the wrong type. Keep the id, if it
