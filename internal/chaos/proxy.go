@@ -39,6 +39,9 @@ const (
 	// closes the connection without answering: the service applied the
 	// write, the caller cannot know (a lost write acknowledgement).
 	DropResponse
+	// DelayResponse forwards the request, then waits Rule.Delay before
+	// answering: the write is applied, its acknowledgement late.
+	DelayResponse
 )
 
 func (a Action) String() string {
@@ -49,6 +52,8 @@ func (a Action) String() string {
 		return "drop-request"
 	case DropResponse:
 		return "drop-response"
+	case DelayResponse:
+		return "delay-response"
 	}
 	return fmt.Sprintf("action(%d)", int(a))
 }
@@ -74,7 +79,7 @@ type Rule struct {
 	// Limit is how many requests the rule hits at most; 0 is no limit.
 	Limit  int
 	Action Action
-	// Delay is Delay's wait.
+	// Delay is the wait of Delay and DelayResponse.
 	Delay time.Duration
 	// Then, if set, runs after the action with the listener's tag, before
 	// the connection is closed: DropResponse with Then killing the
@@ -258,6 +263,15 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, tag string) {
 		}
 		hangUp(w)
 		return
+	}
+	if rule != nil && rule.Action == DelayResponse {
+		t := time.NewTimer(rule.Delay)
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			t.Stop()
+			return
+		}
 	}
 	for k, vs := range resp.header {
 		w.Header()[k] = vs

@@ -68,6 +68,7 @@ func TestProxyRules(t *testing.T) {
 			Then: func(tag string) { mu.Lock(); thenTags = append(thenTags, tag); mu.Unlock() }},
 		{Name: "kill-one", Tag: "i1", Ops: []string{"TransactWriteItems"}, Limit: 1, Action: DropResponse},
 		{Name: "delay", Ops: []string{"Query"}, Action: Delay, Delay: time.Millisecond},
+		{Name: "delay-response", Ops: []string{"GetItem"}, Action: DelayResponse, Delay: time.Millisecond},
 	})
 
 	// Dropped before forwarding: the caller gets no answer, the service
@@ -103,7 +104,12 @@ func TestProxyRules(t *testing.T) {
 	if body, err := post(t, a1, "Query", `{}`); err != nil || body != `{"ok":true}` {
 		t.Errorf("a delayed Query: %q, %v", body, err)
 	}
-	want := map[string]int{"drop-request": 1, "drop-response": 1, "kill-one": 1, "delay": 1}
+	// A late answer, after the service saw the request.
+	before := up.seen.Load()
+	if body, err := post(t, a1, "GetItem", `{}`); err != nil || body != `{"ok":true}` || up.seen.Load() != before+1 {
+		t.Errorf("a delayed GetItem answer: %q, %v", body, err)
+	}
+	want := map[string]int{"drop-request": 1, "drop-response": 1, "kill-one": 1, "delay": 1, "delay-response": 1}
 	got := p.Counts()
 	for k, v := range want {
 		if got[k] != v {

@@ -17,6 +17,7 @@ const (
 	FaultKillMidCall   = "  of them mid-call"
 	FaultKillAfter     = "instance killed right after its write was applied"
 	FaultDelay         = "DynamoDB request delayed"
+	FaultDelayResponse = "DynamoDB response delayed (write applied)"
 	FaultDropRequest   = "DynamoDB request dropped"
 	FaultDropResponse  = "DynamoDB response dropped (write applied)"
 	FaultDropComplete  = "claim-completing write's response dropped"
@@ -74,7 +75,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	}
 	var kmsStopped time.Time
 	f.steps = append(f.steps,
-		Step{At: 0.05, Name: "proxy: delay 4%, drop 2% of requests, drop 2% of responses", Do: f.noise},
+		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
@@ -213,6 +214,7 @@ func (f *Faults) restartDynamoDB(ctx context.Context) error {
 func (f *Faults) noise(ctx context.Context) error {
 	f.c.Proxy.SetRules([]*Rule{
 		{Name: FaultDelay, Probability: 0.04, Action: Delay, Delay: 400 * time.Millisecond},
+		{Name: FaultDelayResponse, Probability: 0.02, Action: DelayResponse, Delay: 400 * time.Millisecond},
 		{Name: FaultDropRequest, Probability: 0.02, Action: DropRequest},
 		{Name: FaultDropResponse, Probability: 0.02, Action: DropResponse},
 	})
@@ -250,5 +252,5 @@ func (f *Faults) Counts() map[string]int {
 }
 
 // FaultOrder is the order the report lists faults in.
-var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultInjectedGwErr, FaultDelay, FaultDropRequest,
+var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultInjectedGwErr, FaultDelay, FaultDelayResponse, FaultDropRequest,
 	FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultDDBRefused, FaultKMSOutage, FaultKMSDown}
