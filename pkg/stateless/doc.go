@@ -29,10 +29,16 @@
 //     preflight (OPTIONS with Access-Control-Request-Method) is answered
 //     204 for an allowed origin, 403 otherwise, and every answer to an
 //     allowed origin carries its CORS headers (see [CORSAllowHeaders]).
-//  2. Message: exactly one JSON-RPC request or notification. Unparsable
-//     JSON is -32700; batches, responses and malformed envelopes are
-//     -32600, all with HTTP 400 and a JSON-RPC error body. A notification
-//     is answered 202 with no body.
+//  2. Message: exactly one JSON-RPC request or notification, read
+//     strictly: member names match exactly (a name in another case is
+//     another, unknown member), and a name repeated in an object, invalid
+//     UTF-8 or a lone surrogate anywhere make the body unparsable, as
+//     I-JSON has it. Unparsable JSON is -32700; batches, responses and
+//     malformed envelopes are -32600, all with HTTP 400 and a JSON-RPC
+//     error body. A notification is answered 202 with no body. Each
+//     method's params are decoded into its own type (the method table), so
+//     a member named like another method's parameter is unknown, and
+//     ignored.
 //  3. Era: a request whose _meta carries a protocol version is modern. One
 //     without is legacy if it is initialize, or if its
 //     MCP-Protocol-Version header is absent or names a served legacy
