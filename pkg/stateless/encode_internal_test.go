@@ -27,7 +27,7 @@ func TestAppendStringRoundTrips(t *testing.T) {
 	}
 }
 
-// maxFuzzString bounds the strings the string fuzz targets look at.
+// maxFuzzString bounds the strings FuzzAppendString looks at.
 // appendString makes one pass with no state that depends on length, so
 // every byte sequence that matters fits well within it. Longer inputs
 // only cost time: the coverage counters of the per-byte loops (in
