@@ -86,7 +86,7 @@ func TestSoak(t *testing.T) {
 
 	var targets []*target
 	for _, name := range []string{"local, soaked", "local, warm-up only"} {
-		tg, stop := startLocal(t, ctx, local, logDir, name)
+		tg, stop := startLocal(ctx, t, local, logDir, name)
 		defer stop()
 		targets = append(targets, tg)
 	}
@@ -185,7 +185,7 @@ func TestSoak(t *testing.T) {
 
 // startLocal runs the function as make run does: a local HTTP server
 // with no configuration but its address.
-func startLocal(t *testing.T, ctx context.Context, bin, logDir, name string) (*target, func()) {
+func startLocal(ctx context.Context, t *testing.T, bin, logDir, name string) (*target, func()) {
 	t.Helper()
 	port, err := loopback.FreePort()
 	if err != nil {
