@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
@@ -43,21 +43,21 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	return runner.Run(ctx, newServer(sealer), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
 }
 
+// newSealer reads the state configuration as the demo does
+// (internal/fnconfig); the fixture binds every state to MCP_AUDIENCE when
+// set.
 func newSealer(ctx context.Context, getenv func(string) string) (reqstate.Sealer, error) {
-	opts := reqstate.LocalOptions{Audience: getenv("MCP_AUDIENCE")}
-	if key := getenv("MCP_STATE_KMS_KEY"); key != "" {
+	st, err := fnconfig.LoadState(getenv)
+	if err != nil {
+		return nil, err
+	}
+	var client awskms.API
+	if st.KMSKey != "" {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("MCP_STATE_KMS_KEY is set but the AWS configuration does not load: %w", err)
+			return nil, fmt.Errorf("%s is set but the AWS configuration does not load: %w", fnconfig.EnvStateKMSKey, err)
 		}
-		return reqstate.NewKMS(awskms.New(kms.NewFromConfig(cfg)), reqstate.KMSOptions{LocalOptions: opts, KeyID: key, Function: "conformance"})
+		client = kms.NewFromConfig(cfg)
 	}
-	if v := getenv("MCP_STATE_KEY"); v != "" {
-		k, err := base64.StdEncoding.DecodeString(v)
-		if err != nil {
-			return nil, fmt.Errorf("MCP_STATE_KEY must be 32 bytes in standard base64: %w", err)
-		}
-		return reqstate.NewLocalKey(k, &opts)
-	}
-	return reqstate.NewLocal(nil, &opts), nil
+	return st.Sealer(func() awskms.API { return client }, getenv("MCP_AUDIENCE"), "conformance")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
 	"log/slog"
 	"net"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 )
 
@@ -26,19 +26,14 @@ type Config struct {
 	// AllowedOrigins are the browser origins allowed to call
 	// (MCP_ALLOWED_ORIGINS, comma-separated).
 	AllowedOrigins []string
-	// StateKey, if set, is the 32-byte key that seals request state
-	// locally (MCP_STATE_KEY, base64). Unset: a random per-process key.
-	StateKey []byte
-	// StateTTL is how long a multi-round-trip state stays valid
-	// (MCP_STATE_TTL, a Go duration).
-	StateTTL time.Duration
+	// State is how request state is sealed: MCP_STATE_KMS_KEY (a KMS key
+	// id, ARN or alias, template.yaml's), else MCP_STATE_KEY (32 bytes,
+	// base64), else a random per-process key; MCP_STATE_TTL. Read as the
+	// conformance fixture reads it (internal/fnconfig).
+	State fnconfig.State
 	// ClaimsTable is the DynamoDB table of idempotency claims and notes
 	// (MCP_CLAIMS_TABLE). Unset: both are kept in memory, per instance.
 	ClaimsTable string
-	// StateKMSKey is the KMS key that roots request-state sealing
-	// (MCP_STATE_KMS_KEY: a key id, ARN or alias). Unset: MCP_STATE_KEY or
-	// a random per-process key.
-	StateKMSKey string
 	// Audience is the endpoint's canonical URL (MCP_AUDIENCE), which
 	// request state is bound to: a custom domain's, say. Unset: on Lambda
 	// each request's URL as API Gateway reports it (domain name and
@@ -86,10 +81,10 @@ const (
 	envAddr           = "MCP_ADDR"
 	envLogLevel       = "LOG_LEVEL"
 	envAllowedOrigins = "MCP_ALLOWED_ORIGINS"
-	envStateKey       = "MCP_STATE_KEY"
-	envStateTTL       = "MCP_STATE_TTL"
+	envStateKey       = fnconfig.EnvStateKey
+	envStateTTL       = fnconfig.EnvStateTTL
 	envClaimsTable    = "MCP_CLAIMS_TABLE"
-	envStateKMSKey    = "MCP_STATE_KMS_KEY"
+	envStateKMSKey    = fnconfig.EnvStateKMSKey
 	envAudience       = "MCP_AUDIENCE"
 	envMetricsNS      = "MCP_METRICS_NAMESPACE"
 	envToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
@@ -109,7 +104,6 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		InLambda: runner.InLambda(getenv),
 		Addr:     "127.0.0.1:8080",
 		LogLevel: slog.LevelInfo,
-		StateTTL: 10 * time.Minute,
 
 		DeadlineMargin: 500 * time.Millisecond,
 	}
@@ -133,19 +127,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			c.AllowedOrigins = append(c.AllowedOrigins, strings.TrimSuffix(o, "/"))
 		}
 	}
-	if v := getenv(envStateKey); v != "" {
-		k, err := base64.StdEncoding.DecodeString(v)
-		if err != nil || len(k) != 32 {
-			return nil, fmt.Errorf("%s must be 32 bytes in standard base64 (for example from `openssl rand -base64 32`)", envStateKey)
-		}
-		c.StateKey = k
-	}
-	if v := getenv(envStateTTL); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 || d > 24*time.Hour {
-			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 24h, such as 10m", envStateTTL, v)
-		}
-		c.StateTTL = d
+	var err error
+	if c.State, err = fnconfig.LoadState(getenv); err != nil {
+		return nil, err
 	}
 	if v := getenv(envDeadlineMargin); v != "" {
 		d, err := time.ParseDuration(v)
@@ -159,10 +143,6 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", envClaimsTable, v)
 		}
 		c.ClaimsTable = v
-	}
-	c.StateKMSKey = strings.TrimSpace(getenv(envStateKMSKey))
-	if c.StateKMSKey != "" && c.StateKey != nil {
-		return nil, fmt.Errorf("set one of %s and %s, not both", envStateKMSKey, envStateKey)
 	}
 	if v := getenv(envAudience); v != "" {
 		if _, err := endpointURL(envAudience, v); err != nil {

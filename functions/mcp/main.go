@@ -121,12 +121,5 @@ func loopbackAddr(addr string) bool {
 // the endpoint's URL per request (see Config.Audience), so the sealer
 // itself names no audience.
 func newSealer(cfg *Config, clients *awsClients) (reqstate.Sealer, error) {
-	opts := reqstate.LocalOptions{TTL: cfg.StateTTL}
-	switch {
-	case cfg.StateKMSKey != "":
-		return reqstate.NewKMS(awskms.New(lazyKMS{clients}), reqstate.KMSOptions{LocalOptions: opts, KeyID: cfg.StateKMSKey, Function: cfg.FunctionName})
-	case cfg.StateKey != nil:
-		return reqstate.NewLocalKey(cfg.StateKey, &opts)
-	}
-	return reqstate.NewLocal(nil, &opts), nil
+	return cfg.State.Sealer(func() awskms.API { return lazyKMS{clients} }, "", cfg.FunctionName)
 }

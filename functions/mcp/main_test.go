@@ -25,7 +25,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.StateTTL != 10*time.Minute || c.StateKey != nil || c.DeadlineMargin != 500*time.Millisecond {
+	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(envRuntimeAPI, "127.0.0.1:9001", envLogLevel, "debug", envAllowedOrigins, " https://a.example , http://localhost:3000/ ",
@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.StateKey) != 32 || c.StateTTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
+	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.State.Key) != 32 || c.State.TTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
 		strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
 		t.Errorf("parsed: %+v", c)
 	}
