@@ -57,7 +57,7 @@ build-ConformanceFunction:
 ## against events/x.expected.json (docs/local.md). Needs only the emulator
 ## and a Go build: no npm, no Java, no staticcheck.
 invoke: $(RIE) build/$(HOSTARCH)/bootstrap
-	@$(GO) build -o $(GOBIN)/mcp-invoke ./internal/rie/invoke
+	@$(GO) build -o $(GOBIN)/mcp-invoke ./internal/testenv/rie/invoke
 	@$(GOBIN)/mcp-invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap $(if $(ENV),-env-file $(ENV)) $(EVENT)
 
 ## invoke-all: every sample event, as make invoke without EVENT
@@ -69,7 +69,7 @@ invoke-all: invoke
 ## the table created and the key seeded, for sam local --env-vars; Ctrl-C
 ## stops both (docs/local.md)
 local-aws: $(GOBIN)/local-kms tools/node_modules/.installed java
-	@$(GO) build -o $(GOBIN)/mcp-local-aws ./internal/localaws
+	@$(GO) build -o $(GOBIN)/mcp-local-aws ./internal/testenv/localaws
 	$(GOBIN)/mcp-local-aws -env $(or $(ENV),deploy/sam-local-env.json) -seed deploy/local-kms-seed.yaml
 
 ## deploy: build and deploy with the SAM CLI (asks for the stack's settings)
@@ -112,7 +112,7 @@ test: tools vet lint template build conformance integration chaos-short unit
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
 conformance: tools
-	$(GO) run ./internal/confrun -tools tools -rie $(RIE)
+	$(GO) run ./internal/testenv/confrun -tools tools -rie $(RIE)
 
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
@@ -145,13 +145,13 @@ CHAOS_TEST := $(TOOLS)/chaos.integration.test
 ## Local restarts and local-kms stops for a while; then the table of what
 ## happened and the checks (exactly once, no lost write, single use)
 chaos: $(CHAOS_NEEDS)
-	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/chaos
-	cd internal/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=20m -chaos.full -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/testenv/chaos
+	cd internal/testenv/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=20m -chaos.full -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
 
 ## chaos-short: the same run in about a minute and a half (make test)
 chaos-short: $(CHAOS_NEEDS)
-	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/chaos
-	cd internal/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/testenv/chaos
+	cd internal/testenv/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
 
 ## soak: SOAK_DURATION (default 10m, at most about 1h45m; SOAK_DURATION=1m
 ## for a smoke test) of steady load on the function as a local server and
@@ -160,8 +160,8 @@ chaos-short: $(CHAOS_NEEDS)
 SOAK_DURATION ?= 10m
 soak: $(CHAOS_NEEDS)
 	$(GO) build -o $(TOOLS)/mcp-local ./functions/mcp
-	$(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./internal/soak
-	cd internal/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
+	$(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./internal/testenv/soak
+	cd internal/testenv/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
 		unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestSoak -test.timeout=2h' $(TOOLS)/soak.integration.test
 
 ## stress: the claim race, MCP_STRESS_TRIALS (default 1000) times
@@ -181,7 +181,7 @@ browser: chromium $(RIE)
 ## with the other unit tests)
 .PHONY: auth
 auth: tools/node_modules/.installed $(RIE)
-	$(GO) test -count=1 -v ./internal/oauthmock
+	$(GO) test -count=1 -v ./internal/testenv/oauthmock
 	cd interop && $(GO) test -count=1 -run '^TestAuth' -v .
 
 # The unit tests include the authorization tests, which run the npm tools'

@@ -497,7 +497,7 @@ func TestTableAndKey(t *testing.T) {
 	}
 	// The partition key pk and the sort key sk, both strings: what
 	// functions/mcp (claims.NewDynamoDBWith, the note book) and
-	// internal/dynamolocal.CreateTable take.
+	// internal/testenv/dynamolocal.CreateTable take.
 	if len(table.KeySchema) != 2 || table.KeySchema[0].AttributeName != "pk" || table.KeySchema[0].KeyType != "HASH" ||
 		table.KeySchema[1].AttributeName != "sk" || table.KeySchema[1].KeyType != "RANGE" {
 		t.Errorf("KeySchema = %+v, want pk HASH, sk RANGE", table.KeySchema)

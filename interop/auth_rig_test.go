@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
-	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
 // The authorization tests run the real endpoint, functions/mcp, built as

@@ -20,13 +20,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/oauthmock"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/oauthmock"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // The authorization tests: the real endpoint (functions/mcp) with
 // MCP_AUTH_ISSUER naming a real third-party authorization server on
-// loopback (internal/oauthmock), through local HTTP and through the
+// loopback (internal/testenv/oauthmock), through local HTTP and through the
 // Lambda path. The contract they check:
 //
 //   - the protected-resource metadata (RFC 9728) at both well-known URLs;

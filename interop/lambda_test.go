@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 var (

@@ -2,7 +2,7 @@
 // tests: oauth2-mock-server (pinned in package.json) issues RS256 access
 // tokens from its token endpoint and publishes its keys at /jwks and its
 // metadata at /.well-known/openid-configuration, the way a third-party
-// issuer would. internal/oauthmock starts it; it runs on the Node 22 that
+// issuer would. internal/testenv/oauthmock starts it; it runs on the Node 22 that
 // package.json pins (node_modules/.bin/node).
 //
 //   node oauth-server.mjs [--port N] [--state FILE]

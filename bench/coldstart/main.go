@@ -47,7 +47,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/bench"
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 // Subject is one function under test.

@@ -32,7 +32,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
 // Variant makes a token wrong in one way, for the refusal tests; the

@@ -21,8 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/chaos"
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/chaos"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 )
 
 // target is one process under measurement: the local HTTP server or the

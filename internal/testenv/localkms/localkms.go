@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 )
 
 // Server is a running local-kms.

@@ -21,8 +21,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
-	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
 // Emulator is one running emulator with one function.

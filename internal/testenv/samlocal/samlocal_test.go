@@ -8,7 +8,7 @@ import (
 )
 
 func TestReadEnvTheCommittedFile(t *testing.T) {
-	env, err := ReadEnv("../../deploy/sam-local-env.json", "McpFunction")
+	env, err := ReadEnv("../../../deploy/sam-local-env.json", "McpFunction")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestReadEnvTheCommittedFile(t *testing.T) {
 	if arn.Region != d["AWS_REGION"] || arn.Account != d["AWS_ACCOUNT_ID"] {
 		t.Errorf("key %s is not in sam local's region and account (%s, %s)", env[EnvStateKMSKey], d["AWS_REGION"], d["AWS_ACCOUNT_ID"])
 	}
-	if _, err := ReadEnv("../../deploy/sam-local-env.json", "NoSuchFunction"); err == nil || !strings.Contains(err.Error(), "McpFunction") {
+	if _, err := ReadEnv("../../../deploy/sam-local-env.json", "NoSuchFunction"); err == nil || !strings.Contains(err.Error(), "McpFunction") {
 		t.Errorf("a missing section: %v", err)
 	}
 }

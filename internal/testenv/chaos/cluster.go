@@ -16,10 +16,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/dynamolocal"
-	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
-	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/localkms"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/samlocal"
 )
 
 // The function's section of the env-vars file the fleet is configured

@@ -24,7 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 )
 
 // Server is a running DynamoDB Local.

@@ -22,7 +22,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 func main() {

@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/samlocal"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 // Headers between the load generator and the pool front. They stop at
@@ -51,7 +51,7 @@ type Starter func(ctx context.Context, slot, gen int) (Instance, error)
 // invocation at a time (the emulator crashes if a second one starts
 // while one runs): a request goes to an idle instance, or waits for one,
 // as API Gateway and Lambda do. It converts HTTP to API Gateway v2 events
-// with internal/rie's NewEvent, and kills and replaces instances on
+// with internal/testenv/rie's NewEvent, and kills and replaces instances on
 // demand.
 type Pool struct {
 	start Starter

@@ -13,7 +13,7 @@ import (
 // TestRunEvent drives the tool as `make invoke` does: the real bootstrap,
 // stamped with a version as `make build` stamps it, under the emulator.
 func TestRunEvent(t *testing.T) {
-	riePath, err := filepath.Abs("../../../.tools/bin/aws-lambda-rie")
+	riePath, err := filepath.Abs("../../../../.tools/bin/aws-lambda-rie")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestRunEvent(t *testing.T) {
 		t.Skip("aws-lambda-rie is not installed; make invoke installs it")
 	}
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, "../../../functions/mcp")
+	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, "../../../../functions/mcp")
 	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the bootstrap: %v\n%s", err, out)
@@ -30,7 +30,7 @@ func TestRunEvent(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"discover", "notes-add-keyed", "notes-add-keyed-replay"} {
 		for _, suffix := range []string{".json", ".expected.json"} {
-			b, err := os.ReadFile("../../../events/" + name + suffix)
+			b, err := os.ReadFile("../../../../events/" + name + suffix)
 			if err != nil {
 				t.Fatal(err)
 			}

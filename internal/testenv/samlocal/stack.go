@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/dynamolocal"
-	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/localkms"
 )
 
 // Stack is DynamoDB Local and local-kms, started the way an env-vars

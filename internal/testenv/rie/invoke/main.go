@@ -4,7 +4,7 @@
 // sample events, and for each prints the function's log lines as the
 // emulator relays them, then the answer, then whether the answer matches
 // the event's expected response (events/X.expected.json), through the
-// same comparison as the events tests (internal/eventcheck). Each event
+// same comparison as the events tests (internal/testenv/eventcheck). Each event
 // ends with one line, `PASS events/x.json` or `FAIL events/x.json: <first
 // difference>`; the exit status is 1 if any event failed.
 //
@@ -31,10 +31,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/eventcheck"
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
-	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
-	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/eventcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
 // options are the command's settings, from flags.
