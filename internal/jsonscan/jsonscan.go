@@ -193,3 +193,39 @@ func hex4(b []byte) rune {
 	}
 	return r
 }
+
+// Members calls fn with the name and the raw value of each member of the
+// JSON object b, in order, until fn returns false. It is the one place a
+// raw scan reads member names, with one policy: a name's escapes are
+// resolved (fn sees "\u0061" as "a"), as every JSON decoder resolves them,
+// so that a scan and a decoder never read different names. b must be
+// valid JSON; Members reports false when b is not an object or fn
+// returned false. An escaped name is resolved into a buffer that fn must
+// not keep.
+func Members(b []byte, fn func(name, value []byte) bool) bool {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	var buf [64]byte
+	i = SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		end, escaped := ScanString(b, i)
+		name := b[i+1 : end-1]
+		if escaped {
+			name = AppendUnquoted(buf[:0], b[i:end])
+		}
+		i = SkipSpace(b, end)
+		i = SkipSpace(b, i+1) // ':'
+		start := i
+		i = SkipValue(b, i)
+		if !fn(name, b[start:i]) {
+			return false
+		}
+		i = SkipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
+	}
+	return true
+}

@@ -105,7 +105,7 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 	}
 	var err error
 	var seen [2]bool
-	walk(b, func(name, value []byte) bool {
+	jsonscan.Members(b, func(name, value []byte) bool {
 		switch string(name) {
 		case "requestId":
 			err = setString(&c.RequestID, value)
@@ -119,7 +119,7 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 			if string(value) == "null" {
 				break
 			}
-			if !walk(value, func(name, value []byte) bool {
+			if !jsonscan.Members(value, func(name, value []byte) bool {
 				switch string(name) {
 				case "method":
 					err = setString(&c.HTTP.Method, value)

@@ -64,37 +64,16 @@ type headerObject struct {
 // UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
 // that b is valid JSON.
 func (o *headerObject) UnmarshalJSON(b []byte) error {
-	i := jsonscan.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil // null
-	}
-	i = jsonscan.SkipSpace(b, i+1)
 	o.text = ""
-	for i < len(b) && b[i] == '"' {
-		end, escaped := jsonscan.ScanString(b, i)
-		name := b[i+1 : end-1]
-		if escaped {
-			var s string
-			if err := json.Unmarshal(b[i:end], &s); err != nil {
-				return err
-			}
-			name = []byte(s)
-		}
-		i = jsonscan.SkipSpace(b, end)
-		i = jsonscan.SkipSpace(b, i+1) // ':'
-		start := i
-		i = jsonscan.SkipValue(b, i)
+	var err error
+	jsonscan.Members(b, func(name, value []byte) bool {
 		if key := canonicalProtocolHeader(name); key != "" {
-			if err := o.add(key, b, start, i); err != nil {
-				return err
-			}
+			start := cap(b) - cap(value) // value is b[start:…]
+			err = o.add(key, b, start, start+len(value))
 		}
-		i = jsonscan.SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = jsonscan.SkipSpace(b, i+1)
-		}
-	}
-	return nil
+		return err == nil
+	})
+	return err
 }
 
 // add keeps the header key whose value is b[start:end].

@@ -184,7 +184,7 @@ func isObject(b []byte) bool {
 func members(b []byte, dst []json.RawMessage, names ...string) bool {
 	clear(dst)
 	var seen uint64 // names found, null or not; len(names) <= 64
-	return walk(b, func(name, value []byte) bool {
+	return jsonscan.Members(b, func(name, value []byte) bool {
 		for j, n := range names {
 			if string(name) != n {
 				continue
@@ -199,38 +199,6 @@ func members(b []byte, dst []json.RawMessage, names ...string) bool {
 		}
 		return true
 	})
-}
-
-// walk calls fn with the name (escapes resolved) and the value of each of
-// object b's members, in order, until fn returns false. b must be JSON
-// that encoding/json has accepted. It reports false when b is not an
-// object or fn returned false.
-func walk(b []byte, fn func(name, value []byte) bool) bool {
-	i := jsonscan.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	var buf [64]byte
-	i = jsonscan.SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		end, escaped := jsonscan.ScanString(b, i)
-		name := b[i+1 : end-1]
-		if escaped {
-			name = jsonscan.AppendUnquoted(buf[:0], b[i:end])
-		}
-		i = jsonscan.SkipSpace(b, end)
-		i = jsonscan.SkipSpace(b, i+1) // ':'
-		start := i
-		i = jsonscan.SkipValue(b, i)
-		if !fn(name, b[start:i]) {
-			return false
-		}
-		i = jsonscan.SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = jsonscan.SkipSpace(b, i+1)
-		}
-	}
-	return true
 }
 
 // stringValue returns the string JSON value b holds, as encoding/json

@@ -160,58 +160,42 @@ func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
 var errFlatFallback = errors.New("flat schema cannot decide")
 
 // validate checks the JSON object in data. It returns errFlatFallback for
-// input it does not decide on its own (escaped keys or strings where the
-// decoded text matters); data must be syntactically valid JSON.
+// input it does not decide on its own (a repeated name, strings whose
+// decoded text matters); data must be syntactically valid JSON. Member
+// names are read as every decoder reads them, escapes resolved
+// (jsonscan.Members).
 func (f *flatSchema) validate(data []byte) error {
-	i := jsonscan.SkipSpace(data, 0)
-	if i >= len(data) || data[i] != '{' {
-		return errors.New("arguments must be an object")
-	}
 	var seen, seenProps uint64
-	i = jsonscan.SkipSpace(data, i+1)
-	if i < len(data) && data[i] == '}' {
-		return f.checkRequired(seen)
-	}
-	for i < len(data) {
-		// Key.
-		if data[i] != '"' {
-			return errFlatFallback
-		}
-		end, escaped := jsonscan.ScanString(data, i)
-		key := data[i+1 : end-1]
-		if escaped || !utf8.Valid(key) {
-			return errFlatFallback // the decoded key is not the bytes
-		}
-		i = jsonscan.SkipSpace(data, end)
-		i = jsonscan.SkipSpace(data, i+1) // ':'
-		vStart := i
-		i = jsonscan.SkipValue(data, i)
-		value := data[vStart:i]
-
+	var err error
+	if !jsonscan.Members(data, func(key, value []byte) bool {
 		p, known := f.props[string(key)]
 		if known {
 			if seenProps&(1<<p.index) != 0 {
-				return errFlatFallback // a repeated key: the decoder keeps the last
+				err = errFlatFallback // a repeated name
+				return false
 			}
 			seenProps |= 1 << p.index
-			if err := p.check(value); err != nil {
-				if err == errFlatFallback {
-					return err
+			if e := p.check(value); e != nil {
+				if e == errFlatFallback {
+					err = e
+				} else {
+					err = errors.New("property " + strconv.Quote(string(key)) + ": " + e.Error())
 				}
-				return errors.New("property " + strconv.Quote(string(key)) + ": " + err.Error())
+				return false
 			}
 		} else if f.closed {
-			return errors.New("unexpected property " + strconv.Quote(string(key)))
+			err = errors.New("unexpected property " + strconv.Quote(string(key)))
+			return false
 		}
 		if ix, ok := f.requiredIx[string(key)]; ok {
 			seen |= 1 << ix
 		}
-		i = jsonscan.SkipSpace(data, i)
-		if i < len(data) && data[i] == ',' {
-			i = jsonscan.SkipSpace(data, i+1)
-			continue
+		return true
+	}) {
+		if err == nil {
+			return errors.New("arguments must be an object")
 		}
-		break
+		return err
 	}
 	return f.checkRequired(seen)
 }
