@@ -481,3 +481,11 @@ func TestPromptBounded(t *testing.T) {
 		t.Errorf("prompt: %s", p)
 	}
 }
+
+// TestDemoSchemas: every demo tool's schemas resolve (registration leaves
+// them to first use; this is where a bad one fails).
+func TestDemoSchemas(t *testing.T) {
+	if err := newDemoServer(t).Verify(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/emfcheck"
-	"github.com/serverless-mcp/mcp-lambda/internal/loopback"
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/emfcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 // TestOperatorSignalsThroughEmulator runs the real bootstrap under the
@@ -58,6 +58,11 @@ func TestOperatorSignalsThroughEmulator(t *testing.T) {
 		}
 	}
 
+	// The emulator forwards the function's output on its own time: wait
+	// for both request lines rather than read the log at once.
+	for end := time.Now().Add(5 * time.Second); strings.Count(e.Log(), `"msg":"request"`) < 2 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	var requests []map[string]any
 	sc := bufio.NewScanner(strings.NewReader(e.Log()))
 	sc.Buffer(nil, 1<<20)

@@ -349,6 +349,8 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestRegistrationPanics: what registration can check at once — the
+// name, a duplicate, a missing schema — panics there.
 func TestRegistrationPanics(t *testing.T) {
 	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
 	noop := func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
@@ -362,17 +364,8 @@ func TestRegistrationPanics(t *testing.T) {
 		"bad name": func() {
 			s.AddTool(&stateless.Tool{Name: "a b", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 		},
-		"no schema":       func() { s.AddTool(&stateless.Tool{Name: "x"}, noop) },
-		"non-object root": func() { s.AddTool(&stateless.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"string"}`)}, noop) },
-		"number header": func() {
-			s.AddTool(&stateless.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}`)}, noop)
-		},
-		"duplicate header": func() {
-			s.AddTool(&stateless.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}}`)}, noop)
-		},
-		"remote ref": func() {
-			s.AddTool(&stateless.Tool{Name: "x", InputSchema: json.RawMessage(`{"type":"object","$ref":"https://example.com/s.json"}`)}, noop)
-		},
+		"no schema":  func() { s.AddTool(&stateless.Tool{Name: "x"}, noop) },
+		"no handler": func() { s.AddTool(&stateless.Tool{Name: "y", InputSchema: json.RawMessage(`{"type":"object"}`)}, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -382,6 +375,46 @@ func TestRegistrationPanics(t *testing.T) {
 			}()
 			f()
 		})
+	}
+}
+
+// TestVerifyFindsBadSchemas: schemas are resolved on a tool's first use,
+// not at registration (a cold start pays for none of them); Verify
+// resolves them all and names what is wrong, and a bad tool's first use is
+// an internal error, not a panic.
+func TestVerifyFindsBadSchemas(t *testing.T) {
+	noop := func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+		return nil, nil
+	}
+	for name, schema := range map[string]string{
+		"non-object root":  `{"type":"string"}`,
+		"number header":    `{"type":"object","properties":{"n":{"type":"number","x-mcp-header":"N"}}}`,
+		"duplicate header": `{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"},"b":{"type":"string","x-mcp-header":"a"}}}`,
+		"remote ref":       `{"type":"object","$ref":"https://example.com/s.json"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
+			s.AddTool(&stateless.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
+			s.AddTool(&stateless.Tool{Name: "bad", InputSchema: json.RawMessage(schema)}, noop)
+			if err := s.Verify(); err == nil || !strings.Contains(err.Error(), `tool "bad"`) || strings.Contains(err.Error(), `"good"`) {
+				t.Errorf("Verify: %v", err)
+			}
+			r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "bad"), req("1", "tools/call", withMeta(`"name":"bad","arguments":{}`))).Body)
+			if r.Error == nil || r.Error.Code != -32603 {
+				t.Errorf("calling it: %+v", r)
+			}
+		})
+	}
+	// A typed tool whose input is not an object.
+	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
+	stateless.AddTool(s, &stateless.Tool{Name: "str"}, func(ctx context.Context, req *stateless.ToolRequest, in string) (*stateless.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("Verify: %v", err)
+	}
+	if err := newFixture(t, nil).srv.Verify(); err != nil {
+		t.Errorf("the fixture's tools: %v", err)
 	}
 }
 

@@ -61,6 +61,9 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, visibleToolNames(x, ctx))))
 	}
 	x.o.Target = t.def.Name
+	if err := t.prepare(); err != nil {
+		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, err))
+	}
 	if !checkParamHeaders(x.r.Header, t.params, p.Arguments, !x.legacy) {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 	}

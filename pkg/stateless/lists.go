@@ -77,6 +77,11 @@ func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, 
 }
 
 func serveListTools(x *exchange, ctx context.Context) *Response {
+	for _, t := range x.reg.tools {
+		if err := t.prepare(); err != nil {
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
+		}
+	}
 	return listPage(x, ctx, "tools", cursorTools, x.reg.tools,
 		func(t *registeredTool) string { return t.def.Name },
 		func(t *registeredTool) Visibility { return t.def.Visible },

@@ -3,8 +3,10 @@ package stateless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -88,10 +90,25 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *ToolRequest, i
 type registeredTool struct {
 	def     Tool
 	handler ToolHandler
+
+	// What the schemas make — resolved, compiled and encoded on first use
+	// (prepare), not at registration: a cold start pays for none of it.
+	// Server.Verify prepares every tool at once, for tests.
+	once    sync.Once
+	build   func(rt *registeredTool) error // fills the fields below
+	err     error
 	input   *schemaValidator
 	output  *schemaValidator // nil: no output schema
 	encoded []byte           // the tool as listed
 	params  []paramHeader    // x-mcp-header annotations
+	idem    bool             // advertises idempotency claims in _meta
+}
+
+// prepare resolves the tool's schemas once; every later call returns at
+// once with the same outcome.
+func (rt *registeredTool) prepare() error {
+	rt.once.Do(func() { rt.err = rt.build(rt) })
+	return rt.err
 }
 
 // AddTool registers a tool whose InputSchema is given. It panics if the
@@ -101,7 +118,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 	if t.InputSchema == nil {
 		panic(fmt.Sprintf("stateless: tool %q has no input schema", t.Name))
 	}
-	rt, err := newRegisteredTool(t, h)
+	rt, err := newRegisteredTool(t, h, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -109,16 +126,8 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 }
 
 func (s *Server) addTool(rt *registeredTool) {
-	if s.opts.Idempotency != nil && !rt.def.ReadOnly() {
-		// Tell clients that this tool's calls take an idempotency key.
-		meta := Meta{}
-		for k, v := range rt.def.Meta {
-			meta[k] = v
-		}
-		meta[MetaIdempotency] = map[string]any{"byArguments": rt.def.IdempotentByArguments}
-		rt.def.Meta = meta
-		rt.encoded = mustMarshal(&rt.def)
-	}
+	// Tell clients that this tool's calls take an idempotency key.
+	rt.idem = s.opts.Idempotency != nil && !rt.def.ReadOnly()
 	s.update(func(r *registry) {
 		var ok bool
 		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })
@@ -131,6 +140,22 @@ func (s *Server) addTool(rt *registeredTool) {
 	})
 }
 
+// Verify prepares every registered tool now — infers, resolves and
+// compiles its schemas, which registration leaves to the tool's first use
+// so that a cold start pays for none of them — and returns what is wrong
+// with any. A server's tests call it, so that a bad schema fails them
+// rather than a user's first call (which would be refused as an internal
+// error).
+func (s *Server) Verify() error {
+	var errs []error
+	for _, t := range s.reg.Load().tools {
+		if err := t.prepare(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // AddTool registers a typed tool on s. Unless t gives them, the input
 // schema is inferred from In and the output schema from Out (none when Out
 // is any). Arguments are validated against the input schema before h
@@ -138,22 +163,25 @@ func (s *Server) addTool(rt *registeredTool) {
 // structured result is validated against the output schema.
 func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	tt := *t
-	if tt.InputSchema == nil {
-		in, err := jsonschema.For[In](nil)
-		if err != nil {
-			panic(fmt.Sprintf("stateless: tool %q: input schema: %v", t.Name, err))
+	infer := func(d *Tool) error {
+		if d.InputSchema == nil {
+			in, err := jsonschema.For[In](nil)
+			if err != nil {
+				return fmt.Errorf("stateless: tool %q: input schema: %v", t.Name, err)
+			}
+			if in.Type != "object" {
+				return fmt.Errorf("stateless: tool %q: input type %T is not a JSON object", t.Name, *new(In))
+			}
+			d.InputSchema = in
 		}
-		if in.Type != "object" {
-			panic(fmt.Sprintf("stateless: tool %q: input type %T is not a JSON object", t.Name, *new(In)))
+		if d.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+			out, err := jsonschema.For[Out](nil)
+			if err != nil {
+				return fmt.Errorf("stateless: tool %q: output schema: %v", t.Name, err)
+			}
+			d.OutputSchema = out
 		}
-		tt.InputSchema = in
-	}
-	if tt.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
-		out, err := jsonschema.For[Out](nil)
-		if err != nil {
-			panic(fmt.Sprintf("stateless: tool %q: output schema: %v", t.Name, err))
-		}
-		tt.OutputSchema = out
+		return nil
 	}
 	var rt *registeredTool
 	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
@@ -177,14 +205,17 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 		return res, nil
 	}
 	var err error
-	rt, err = newRegisteredTool(&tt, handler)
+	rt, err = newRegisteredTool(&tt, handler, infer)
 	if err != nil {
 		panic(err)
 	}
 	s.addTool(rt)
 }
 
-func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
+// newRegisteredTool checks what is cheap to check at once (the name, the
+// handler) and leaves the schemas to prepare; infer, when set, first
+// fills in the schemas the tool does not give.
+func newRegisteredTool(t *Tool, h ToolHandler, infer func(*Tool) error) (*registeredTool, error) {
 	if !validToolName(t.Name) {
 		return nil, fmt.Errorf("stateless: tool name %q: want 1-128 characters of [A-Za-z0-9_.-]", t.Name)
 	}
@@ -192,28 +223,52 @@ func newRegisteredTool(t *Tool, h ToolHandler) (*registeredTool, error) {
 		return nil, fmt.Errorf("stateless: tool %q has no handler", t.Name)
 	}
 	rt := &registeredTool{def: *t, handler: h}
+	rt.build = func(rt *registeredTool) error {
+		if infer != nil {
+			if err := infer(&rt.def); err != nil {
+				return err
+			}
+		}
+		return rt.compile()
+	}
+	return rt, nil
+}
+
+// compile resolves and compiles the tool's schemas and encodes the tool as
+// it is listed.
+func (rt *registeredTool) compile() error {
+	t := &rt.def
 	in, raw, err := resolveSchema(t.InputSchema)
 	if err != nil {
-		return nil, fmt.Errorf("stateless: tool %q: input schema: %w", t.Name, err)
+		return fmt.Errorf("stateless: tool %q: input schema: %w", t.Name, err)
 	}
 	if in.Schema().Type != "object" {
-		return nil, fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
+		return fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
 	}
 	rt.input = newSchemaValidator(in, raw)
-	rt.def.InputSchema = raw
+	t.InputSchema = raw
 	if rt.params, err = headerParams(in.Schema()); err != nil {
-		return nil, fmt.Errorf("stateless: tool %q: %w", t.Name, err)
+		return fmt.Errorf("stateless: tool %q: %w", t.Name, err)
 	}
 	if t.OutputSchema != nil {
 		out, raw, err := resolveSchema(t.OutputSchema)
 		if err != nil {
-			return nil, fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
+			return fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
 		}
 		rt.output = newSchemaValidator(out, raw)
-		rt.def.OutputSchema = raw
+		t.OutputSchema = raw
 	}
-	if rt.encoded, err = json.Marshal(&rt.def); err != nil {
-		return nil, fmt.Errorf("stateless: tool %q does not marshal: %w", t.Name, err)
+	listed := *t
+	if rt.idem {
+		meta := Meta{}
+		for k, v := range t.Meta {
+			meta[k] = v
+		}
+		meta[MetaIdempotency] = map[string]any{"byArguments": t.IdempotentByArguments}
+		listed.Meta = meta
 	}
-	return rt, nil
+	if rt.encoded, err = json.Marshal(&listed); err != nil {
+		return fmt.Errorf("stateless: tool %q does not marshal: %w", t.Name, err)
+	}
+	return nil
 }

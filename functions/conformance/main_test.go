@@ -1,0 +1,15 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+)
+
+// TestFixtureSchemas: every fixture tool's schemas resolve (registration
+// leaves them to first use; this is where a bad one fails).
+func TestFixtureSchemas(t *testing.T) {
+	if err := newServer(reqstate.NewLocal(nil, nil)).Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
