@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/rie"
-	"github.com/serverless-mcp/mcp-lambda/internal/samlocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/samlocal"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 

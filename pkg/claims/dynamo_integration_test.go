@@ -23,8 +23,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/dynamolocal"
-	"github.com/serverless-mcp/mcp-lambda/internal/opcount"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims/claimstest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"

@@ -201,6 +201,17 @@ var _ stateless.RedemptionJoiner = (*ticket)(nil)
 // itself, and is exactly-once only as far as its own conditions make it.
 // The writes must be to tables the claims store's client can reach.
 func Enlist(ctx context.Context, writes ...types.TransactWriteItem) bool {
+	return enlist(ctx, writes)
+}
+
+// Enlisting reports whether Enlist would take writes for the call whose
+// handler context is ctx. A tool checks it before it reads what its
+// enlisted writes' conditions will check, and reads only then.
+func Enlisting(ctx context.Context) bool { return enlist(ctx, nil) }
+
+// enlist adds writes (none: only asks) to the ticket of ctx's call, if it
+// holds one that can commit them.
+func enlist(ctx context.Context, writes []types.TransactWriteItem) bool {
 	t, ok := stateless.TicketFrom(ctx).(*ticket)
 	if !ok {
 		return false
@@ -215,22 +226,6 @@ func Enlist(ctx context.Context, writes ...types.TransactWriteItem) bool {
 	}
 	t.writes = append(t.writes, writes...)
 	return true
-}
-
-// Enlisting reports whether Enlist would take writes for the call whose
-// handler context is ctx. A tool checks it before it reads what its
-// enlisted writes' conditions will check, and reads only then.
-func Enlisting(ctx context.Context) bool {
-	t, ok := stateless.TicketFrom(ctx).(*ticket)
-	if !ok {
-		return false
-	}
-	if _, ok := t.g.store.(Transactor); !ok {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return !t.sealed
 }
 
 // JoinRedemption implements stateless.RedemptionJoiner: a redemption of

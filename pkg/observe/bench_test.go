@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/emfcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/emfcheck"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )

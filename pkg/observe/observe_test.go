@@ -17,8 +17,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/emfcheck"
-	"github.com/serverless-mcp/mcp-lambda/internal/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/emfcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms/types"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/localkms"
-	"github.com/serverless-mcp/mcp-lambda/internal/opcount"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/localkms"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 )
