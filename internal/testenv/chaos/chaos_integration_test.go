@@ -7,14 +7,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/repo"
 )
 
 var (
@@ -54,9 +53,12 @@ func TestChaos(t *testing.T) {
 	if (*fullRun || os.Getenv("MCP_CHAOS_FULL") == "1") && !testing.Short() {
 		p = fullPlan
 	}
-	root := repoRoot(t)
-	bootstrap := envOr("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
-	rieBin := envOr("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := repo.Env("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
+	rieBin := repo.Env("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
 	for what, path := range map[string]string{"the function (make build)": bootstrap, "aws-lambda-rie (make tools)": rieBin} {
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("%s is missing: %v", what, err)
@@ -71,7 +73,7 @@ func TestChaos(t *testing.T) {
 	if *logRoot != "" {
 		logDir = filepath.Join(*logRoot, time.Now().UTC().Format("20060102T150405Z")+"-"+p.name)
 	}
-	commit := gitDescribe(root)
+	commit := repo.Describe(root)
 	t.Logf("chaos %s run: seed %d, commit %s, logs in %s", p.name, runSeed, commit, logDir)
 
 	ctx, cancel := context.WithTimeout(context.Background(), p.load+p.recovery+4*time.Minute)
@@ -155,41 +157,4 @@ func TestChaos(t *testing.T) {
 			t.Errorf("%d violations of %s", n, check)
 		}
 	}
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// repoRoot is the directory of go.mod above the test's directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/serverless-mcp/mcp-lambda\n")) {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("not inside the repository")
-		}
-	}
-}
-
-// gitDescribe names the commit the run tested (dirty when the tree has
-// changes), for the report.
-func gitDescribe(root string) string {
-	cmd := exec.Command("git", "describe", "--always", "--dirty")
-	cmd.Dir = root
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, io.Discard
-	if err := cmd.Run(); err != nil {
-		return "an unknown commit"
-	}
-	return strings.TrimSpace(out.String())
 }

@@ -21,6 +21,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/repo"
+
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/chaos"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 )
@@ -65,9 +67,12 @@ func TestSoak(t *testing.T) {
 	}
 	warm := min(time.Minute, total/5)
 	rate := 4.0 // requests per second on each soaked process
-	root := repoRoot(t)
-	bootstrap := envOr("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
-	rieBin := envOr("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bootstrap := repo.Env("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
+	rieBin := repo.Env("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
 	for what, path := range map[string]string{"the function (make build)": bootstrap, "aws-lambda-rie (make tools)": rieBin} {
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("%s is missing: %v", what, err)
@@ -104,7 +109,7 @@ func TestSoak(t *testing.T) {
 	}
 	soaked := []*target{targets[0], targets[2]}
 
-	commit := gitDescribe(root)
+	commit := repo.Describe(root)
 	t.Logf("soak at %s: %s (warm-up %s), %.0f requests/s per soaked process, logs in %s", commit, total, warm, rate, logDir)
 	began := time.Now()
 	// The warm-up loads every process alike; then only the soaked ones.
@@ -443,39 +448,4 @@ func localBinary(t *testing.T, root string) string {
 		t.Fatalf("building the function: %v\n%s", err, b)
 	}
 	return out
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// repoRoot is the directory of go.mod above the test's directory.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for d := wd; ; d = filepath.Dir(d) {
-		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/serverless-mcp/mcp-lambda\n")) {
-			return d
-		}
-		if filepath.Dir(d) == d {
-			t.Fatal("not inside the repository")
-		}
-	}
-}
-
-// gitDescribe names the commit measured, for the report.
-func gitDescribe(root string) string {
-	cmd := exec.Command("git", "describe", "--always", "--dirty")
-	cmd.Dir = root
-	out, err := cmd.Output()
-	if err != nil {
-		return "an unknown commit"
-	}
-	return strings.TrimSpace(string(out))
 }
