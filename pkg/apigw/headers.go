@@ -96,8 +96,11 @@ func (o *headerObject) add(key string, b []byte, start, end int) error {
 			o.text = string(b)
 		}
 		v = o.text[start+1 : end-1]
-	} else if err := json.Unmarshal(value, &v); err != nil {
-		return err
+	} else {
+		var err error
+		if v, err = decodeString(value); err != nil {
+			return err
+		}
 	}
 	if o.vals == nil {
 		o.vals = make([]string, 0, 8)
@@ -106,4 +109,13 @@ func (o *headerObject) add(key string, b []byte, start, end int) error {
 	n := len(o.vals)
 	o.h[key] = o.vals[n-1 : n : n]
 	return nil
+}
+
+// decodeString decodes a JSON string value with escapes (or anything
+// else, refused as encoding/json refuses it): the slow path, apart so
+// that the fast one keeps its string off the heap.
+func decodeString(value []byte) (string, error) {
+	var v string
+	err := json.Unmarshal(value, &v)
+	return v, err
 }
