@@ -1,16 +1,13 @@
 package stateless
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
+// serveDiscover answers server/discover: the versions served, the
+// capabilities the registry advertises, the instructions; cacheable.
 func serveDiscover(x *exchange, _ context.Context) *Response {
 	caps := x.reg.capabilities()
 	res := struct {
@@ -48,149 +45,6 @@ func serveInitialize(x *exchange, _ context.Context) *Response {
 		Instructions    string             `json:"instructions,omitempty"`
 	}{v, caps, x.s.info, x.s.opts.Instructions}
 	return x.result(res, &resultFields{})
-}
-
-func serveCallTool(x *exchange, ctx context.Context) *Response {
-	d, p := x.d, x.d.params.(*callToolParams)
-	if p.Name == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
-	}
-	name := *p.Name
-	t := x.reg.tool(name)
-	if t == nil || (t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal)) {
-		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, visibleToolNames(x, ctx))))
-	}
-	x.o.Target = t.def.Name
-	if err := t.prepare(); err != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, err))
-	}
-	if !checkParamHeaders(x.r.Header, t.params, p.Arguments, !x.legacy) {
-		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
-	}
-	if e := x.checkScopes(t); e != nil {
-		return x.refuse(d.id, e)
-	}
-	args := bytes.TrimSpace(p.Arguments)
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	} else if args[0] != '{' {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("arguments is not an object")))
-	}
-	if e := readInputResponses(x); e != nil {
-		return x.refuse(d.id, e)
-	}
-	// An unusable key is refused whether or not the tool takes claims:
-	// dropping it would run a side-effecting call unclaimed.
-	key, e := idempotencyKey(p.IdempotencyKey, x.r.Header)
-	if e != nil {
-		return x.refuse(d.id, e)
-	}
-	x.call.IdempotencyKey = key
-	b := stateKeyOf(x, "tools/call", t.def.Name, args)
-	if e := openState(x, ctx, b, p.RequestState); e != nil {
-		return x.refuse(d.id, e)
-	}
-	if err := t.input.validate(args); err != nil {
-		return toolFailure(x, mcperr.NewInvalidArguments(err.Error()))
-	}
-	// The handler's deadline: the earlier of the tool's MaxDuration and
-	// the request's deadline less the margin, by which the call is
-	// answered whether the handler has returned or not.
-	claimStart := time.Now()
-	deadline := claimStart.Add(t.def.maxDuration())
-	if rd := x.deadline.Add(-x.s.opts.DeadlineMargin); rd.Before(deadline) {
-		deadline = rd
-	}
-	if !deadline.After(claimStart) {
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline")))
-	}
-	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
-	}
-	var ticket Ticket
-	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
-		replay, tk, refusal := idem.Begin(bounded(x, ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
-			Lease: deadline.Sub(claimStart)})
-		x.o.Steps.Claim = time.Since(claimStart)
-		if refusal != nil {
-			x.o.Claim = claimDecision(refusal.Kind())
-			return x.refuse(d.id, refusal)
-		}
-		if replay != nil {
-			x.o.Claim = ClaimReplay
-			marked, err := markedReplay(replay)
-			if err != nil {
-				return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
-			}
-			x.o.Kind = "replay"
-			return x.respond(appendRawResult(nil, d.id, marked))
-		}
-		x.o.Claim = ClaimNew
-		ticket = tk
-		defer func() {
-			// A handler that panicked, or a path that left without a
-			// result, gives the claim up so a retry can run.
-			if ticket != nil {
-				finishClaim(x, ctx, ticket.Release)
-			}
-		}()
-	}
-	// A single-use state is redeemed after the claim (a replay wins),
-	// under the handler's deadline, so that its lease is the claim's, and
-	// settled with the outcome.
-	if x.redeemID != "" {
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		e := redeemState(x, rctx)
-		cancel()
-		if e != nil {
-			return x.refuse(d.id, e)
-		}
-	}
-	defer releaseState(x, ctx)
-	handlerStart := time.Now()
-	hctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if ticket != nil {
-		hctx = context.WithValue(hctx, ticketKey{}, ticket)
-	}
-	r, returned := runTool(x, hctx, t, args)
-	x.o.Steps.Handler = time.Since(handlerStart)
-	if !returned {
-		// Abandoned: the claim is neither completed nor released, by
-		// this request or by the handler when it returns. It stays in
-		// progress until its lease ends, which outlasts the handler's
-		// deadline, so a retry cannot run the tool beside it. A
-		// single-use state stays held the same way, until its lease ends.
-		ticket = nil
-		x.redemption = nil
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second,
-			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond))))
-	}
-	if r.panic != nil {
-		// The deferred release gives the claim up.
-		x.o.Panic, x.o.Err, x.o.ErrFromTool = r.panic, errPanic, true
-		return x.refuse(d.id, mcperr.New(mcperr.Internal))
-	}
-	res, err := r.res, r.err
-	if err != nil && hctx.Err() != nil && ctx.Err() == nil && errors.Is(err, hctx.Err()) {
-		// The handler gave up at its own deadline, before the request's.
-		x.o.ErrFromTool = true
-		return x.refuse(d.id, mcperr.Wrap(mcperr.Timeout, err))
-	}
-	resp := toolOutcome(x, ctx, t, b, res, err)
-	if ticket != nil {
-		// A retryable failure is not kept: its retry runs the tool.
-		if x.res.obj != nil && !x.inputRequired && !x.retryable {
-			resp = completeClaim(x, ctx, ticket, resp)
-		} else {
-			_ = finishClaim(x, ctx, ticket.Release)
-		}
-		ticket = nil
-	}
-	// The claim first: a result that was not committed is answered as a
-	// retryable refusal, and then the state is released for the retry.
-	finishState(x, ctx)
-	return resp
 }
 
 // ping answers a legacy ping.

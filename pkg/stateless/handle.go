@@ -172,6 +172,9 @@ func bounded(x *exchange, ctx context.Context) context.Context {
 	return x.bound
 }
 
+// handle answers one request that is not a CORS preflight, never
+// panicking: transport checks, decoding, authentication, then the
+// protocol (request).
 func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline time.Time) (resp *Response) {
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
 	defer func() {

@@ -76,6 +76,7 @@ func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, 
 	return x.result(preEncoded(b.Bytes()), &resultFields{cache: &h})
 }
 
+// serveListTools answers tools/list, a page of the visible tools.
 func serveListTools(x *exchange, ctx context.Context) *Response {
 	for _, t := range x.reg.tools {
 		if err := t.prepare(); err != nil {
@@ -88,6 +89,7 @@ func serveListTools(x *exchange, ctx context.Context) *Response {
 		func(t *registeredTool) []byte { return t.encoded }, x.reg.toolsHidden)
 }
 
+// serveListPrompts answers prompts/list.
 func serveListPrompts(x *exchange, ctx context.Context) *Response {
 	return listPage(x, ctx, "prompts", cursorPrompts, x.reg.prompts,
 		func(p *registeredPrompt) string { return p.def.Name },
@@ -95,6 +97,7 @@ func serveListPrompts(x *exchange, ctx context.Context) *Response {
 		func(p *registeredPrompt) []byte { return p.encoded }, x.reg.promptsHidden)
 }
 
+// serveListResources answers resources/list.
 func serveListResources(x *exchange, ctx context.Context) *Response {
 	return listPage(x, ctx, "resources", cursorResources, x.reg.resources,
 		func(r *registeredResource) string { return r.def.URI },
@@ -102,6 +105,7 @@ func serveListResources(x *exchange, ctx context.Context) *Response {
 		func(r *registeredResource) []byte { return r.encoded }, x.reg.resourcesHidden)
 }
 
+// serveListTemplates answers resources/templates/list.
 func serveListTemplates(x *exchange, ctx context.Context) *Response {
 	// Templates keep registration order (it is also match order); the
 	// cursor key is the position, zero-padded so keys compare in order.

@@ -63,6 +63,8 @@ func (x *exchange) request(ctx context.Context) *Response {
 	return x.dispatch(ctx)
 }
 
+// modern checks a 2026-07-28 request's _meta and headers, negotiates its
+// version, reads what the client sent about itself, and dispatches.
 func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	d, meta := x.d, x.d.meta()
 	pv, ok := versionString(meta.ProtocolVersion)

@@ -10,6 +10,8 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
+// serveGetPrompt answers prompts/get: the visible prompt, its required
+// arguments, its request state, its handler.
 func serveGetPrompt(x *exchange, ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*getPromptParams)
 	if p.Name == nil {

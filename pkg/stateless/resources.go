@@ -7,6 +7,8 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
+// serveReadResource answers resources/read: a resource, or the first
+// template whose pattern matches the URI.
 func serveReadResource(x *exchange, ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*readResourceParams)
 	if p.URI == nil {
@@ -59,6 +61,7 @@ func serveReadResource(x *exchange, ctx context.Context) *Response {
 	return x.result(res, &resultFields{cache: &hint, meta: res.Meta})
 }
 
+// serveComplete answers completion/complete from the completion handler.
 func serveComplete(x *exchange, ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*completeParams)
 	if p.Ref == nil || p.Argument == nil {
