@@ -27,7 +27,7 @@ type methodInfo struct {
 	feature string
 	// params returns a fresh value of the method's params type.
 	params func() paramsOf
-	// serve answers the request; x.params holds its decoded params.
+	// serve answers the request; x.d.params holds its decoded params.
 	serve func(x *exchange, ctx context.Context) *Response
 }
 
