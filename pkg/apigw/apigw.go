@@ -29,6 +29,9 @@ import (
 	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -194,6 +197,11 @@ type Request struct {
 // the invocation rather than guessing.
 var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function URL event")
 
+// eventOptions read an event as encoding/json would accept it (a
+// duplicate name, invalid UTF-8 in a value a client sent), one pass over
+// it: the body inside is read strictly, later, by the server.
+var eventOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
 // Decode turns an event payload into a request. A gateway event whose
 // body cannot be read comes back with an error and with the request as far
 // as it was decoded (its Kind, to answer in the event's shape).
@@ -203,7 +211,7 @@ func Decode(payload []byte) (*Request, error) {
 	// (see protocolHeaders); multiValueHeaders win over headers, which
 	// hold only the last of repeated values.
 	ev := event{MultiValueHeaders: &headerObject{h: h, multi: true}, Headers: &headerObject{h: h}}
-	if err := json.Unmarshal(payload, &ev); err != nil {
+	if err := jsonv2.Unmarshal(payload, &ev, eventOptions); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotHTTP, err)
 	}
 	r := &Request{Request: &stateless.Request{}}
