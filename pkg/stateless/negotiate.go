@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -58,7 +60,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 	}
 	if meta != nil && meta.ProgressToken != nil {
-		x.call.progressToken = progressToken(meta.ProgressToken)
+		x.call.progressToken = progressToken(json.RawMessage(meta.ProgressToken))
 	}
 	return x.dispatch(ctx)
 }
@@ -86,10 +88,10 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	x.version = pv
 	x.o.Version = pv
 	x.call.ProtocolVersion = pv
-	x.call.capsRaw = meta.ClientCapabilities
+	x.call.capsRaw = json.RawMessage(meta.ClientCapabilities)
 	if meta.ClientInfo != nil {
 		var ci Implementation
-		if json.Unmarshal(meta.ClientInfo, &ci) == nil {
+		if jsonv2.Unmarshal(meta.ClientInfo, &ci) == nil {
 			x.call.ClientInfo = &ci
 		}
 	}
@@ -97,7 +99,7 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 		x.call.logLevel = LoggingLevel(lv)
 	}
 	if meta.ProgressToken != nil {
-		x.call.progressToken = progressToken(meta.ProgressToken)
+		x.call.progressToken = progressToken(json.RawMessage(meta.ProgressToken))
 	}
 	return x.dispatch(ctx)
 }

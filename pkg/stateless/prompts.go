@@ -36,7 +36,7 @@ func serveGetPrompt(x *exchange, ctx context.Context) *Response {
 	if e := readInputResponses(x); e != nil {
 		return x.refuse(d.id, e)
 	}
-	b := stateKeyOf(x, "prompts/get", pr.def.Name, p.Arguments)
+	b := stateKeyOf(x, "prompts/get", pr.def.Name, json.RawMessage(p.Arguments))
 	if e := openState(x, ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}

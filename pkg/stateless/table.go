@@ -3,7 +3,7 @@ package stateless
 import (
 	"context"
 
-	"encoding/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // era says which revisions of the protocol serve a method.
@@ -51,17 +51,17 @@ func (b *baseParams) target() *string   { return nil }
 // requestMeta is params._meta. The two required members are kept raw so
 // that absent, null and wrongly typed can be told apart.
 type requestMeta struct {
-	ProtocolVersion    json.RawMessage `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities json.RawMessage `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         json.RawMessage `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           json.RawMessage `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      json.RawMessage `json:"progressToken"`
+	ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         jsontext.Value `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           jsontext.Value `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      jsontext.Value `json:"progressToken"`
 }
 
 // roundTrip are the members of a multi-round-trip retry.
 type roundTrip struct {
-	InputResponses json.RawMessage `json:"inputResponses"`
-	RequestState   *string         `json:"requestState"`
+	InputResponses jsontext.Value `json:"inputResponses"`
+	RequestState   *string        `json:"requestState"`
 }
 
 func (r *roundTrip) trip() *roundTrip { return r }
@@ -74,11 +74,11 @@ type listParams struct {
 type callToolParams struct {
 	baseParams
 	roundTrip
-	Name      *string         `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Name      *string        `json:"name"`
+	Arguments jsontext.Value `json:"arguments"`
 	// request idempotency (proposed for tools/call); kept raw so that a
 	// key of the wrong type is refused as a key (see idempotencyKey)
-	IdempotencyKey json.RawMessage `json:"idempotencyKey"`
+	IdempotencyKey jsontext.Value `json:"idempotencyKey"`
 }
 
 func (p *callToolParams) target() *string { return p.Name }
@@ -86,8 +86,8 @@ func (p *callToolParams) target() *string { return p.Name }
 type getPromptParams struct {
 	baseParams
 	roundTrip
-	Name      *string         `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
+	Name      *string        `json:"name"`
+	Arguments jsontext.Value `json:"arguments"`
 }
 
 func (p *getPromptParams) target() *string { return p.Name }
@@ -119,9 +119,9 @@ type completeParams struct {
 // initializeParams are the legacy handshake's.
 type initializeParams struct {
 	baseParams
-	ProtocolVersion *string         `json:"protocolVersion"`
-	Capabilities    json.RawMessage `json:"capabilities"`
-	ClientInfo      json.RawMessage `json:"clientInfo"`
+	ProtocolVersion *string        `json:"protocolVersion"`
+	Capabilities    jsontext.Value `json:"capabilities"`
+	ClientInfo      jsontext.Value `json:"clientInfo"`
 }
 
 // setLevelParams are legacy logging/setLevel's.

@@ -48,7 +48,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	}
 	// An unusable key is refused whether or not the tool takes claims:
 	// dropping it would run a side-effecting call unclaimed.
-	key, e := idempotencyKey(p.IdempotencyKey, x.r.Header)
+	key, e := idempotencyKey(json.RawMessage(p.IdempotencyKey), x.r.Header)
 	if e != nil {
 		return x.refuse(d.id, e)
 	}
