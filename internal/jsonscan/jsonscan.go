@@ -207,13 +207,14 @@ func Members(b []byte, fn func(name, value []byte) bool) bool {
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	var buf [64]byte
+	var buf []byte // made only for a name with escapes
 	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
 		end, escaped := ScanString(b, i)
 		name := b[i+1 : end-1]
 		if escaped {
-			name = AppendUnquoted(buf[:0], b[i:end])
+			buf = AppendUnquoted(buf[:0], b[i:end])
+			name = buf
 		}
 		i = SkipSpace(b, end)
 		i = SkipSpace(b, i+1) // ':'

@@ -24,9 +24,8 @@ type Call struct {
 	// params.idempotencyKey or the Idempotency-Key header; "" if none.
 	IdempotencyKey string
 
-	caps           ClientCapabilities
+	caps           *ClientCapabilities // decoded from capsRaw on first use
 	capsRaw        json.RawMessage
-	capsDecoded    bool
 	inputResponses map[string]json.RawMessage
 	state          []byte
 	hasState       bool
@@ -38,15 +37,15 @@ type Call struct {
 
 // Capabilities returns the client capabilities declared on this request.
 func (c *Call) Capabilities() *ClientCapabilities {
-	if !c.capsDecoded {
-		c.capsDecoded = true
+	if c.caps == nil {
+		c.caps = &ClientCapabilities{}
 		if len(c.capsRaw) > 0 {
 			// Shape was checked when the request was read: an object. A
 			// member of the wrong type leaves that member undeclared.
-			_ = json.Unmarshal(c.capsRaw, &c.caps)
+			_ = json.Unmarshal(c.capsRaw, c.caps)
 		}
 	}
-	return &c.caps
+	return c.caps
 }
 
 // State returns the state this handler sealed in the previous round, and

@@ -69,11 +69,14 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 	// body is {...}: open it, add members, close it.
 	inner := body[1 : len(body)-1]
 	if dst == nil {
-		// Room for the envelope, the body and the server's members.
-		n := len(`{"jsonrpc":"2.0","id":,"result":{"resultType":"input_required","ttlMs":,"cacheScope":"private","_meta":{}}}`) + 20 +
-			len(id) + len(body) + len(f.raw) + len(s.serverInfoMeta)
-		if len(f.meta) > 0 {
-			n += 256
+		// Room for the envelope, the body and the server's members, as
+		// written below; a handler's own _meta members grow it.
+		n := len(`{"jsonrpc":"2.0","id":,"result":,"_meta":{}}}`) + len(id) + len(body) + len(f.raw)
+		if f.modern {
+			n += len(`"resultType":"",`) + len(f.resultTyp) + len("complete") + len(s.serverInfoMeta)
+			if f.cache != nil {
+				n += len(`,"ttlMs":,"cacheScope":"private"`) + 20
+			}
 		}
 		dst = make([]byte, 0, n)
 	}

@@ -65,7 +65,9 @@ func writeResponse(w http.ResponseWriter, resp *Response) {
 	for k, v := range resp.Header {
 		h[k] = v
 	}
-	if len(resp.Body) > 0 {
+	// net/http computes Content-Length itself for a body it buffers whole
+	// (up to 2 KB); a longer one is announced rather than chunked.
+	if len(resp.Body) > 2048 {
 		h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	}
 	w.WriteHeader(resp.Status)
