@@ -75,20 +75,14 @@ func insertSorted[T any](list []T, item T, key func(T) string) ([]T, bool) {
 	return slices.Insert(list, i, item), true
 }
 
-// capabilities returns what the registry lets the server advertise.
+// capabilities returns what the registry lets the server advertise: each
+// feature of the feature table it has.
 func (r *registry) capabilities() ServerCapabilities {
 	var c ServerCapabilities
-	if len(r.tools) > 0 {
-		c.Tools = &ListCapability{}
-	}
-	if len(r.prompts) > 0 {
-		c.Prompts = &ListCapability{}
-	}
-	if len(r.resources) > 0 || len(r.templates) > 0 {
-		c.Resources = &ResourceCapability{}
-	}
-	if r.complete != nil {
-		c.Completions = &struct{}{}
+	for _, f := range featureTable {
+		if f.present(r) {
+			f.advertise(&c)
+		}
 	}
 	// Logging: notifications/message rides on a request's own response
 	// stream when the request's _meta asks for a level.
@@ -99,21 +93,30 @@ func (r *registry) capabilities() ServerCapabilities {
 	return c
 }
 
-// has reports whether the registry has feature ("tools", "prompts",
-// "resources", "completions"; see the method table), which the server
-// then advertises.
+// has reports whether the registry has feature (a name of the feature
+// table, as the method table's rows name them), which the server then
+// advertises.
 func (r *registry) has(feature string) bool {
-	switch feature {
-	case "tools":
-		return len(r.tools) > 0
-	case "prompts":
-		return len(r.prompts) > 0
-	case "resources":
-		return len(r.resources) > 0 || len(r.templates) > 0
-	case "completions":
-		return r.complete != nil
+	for _, f := range featureTable {
+		if f.name == feature {
+			return f.present(r)
+		}
 	}
 	return false
+}
+
+// featureTable is what a feature of the method table needs besides its
+// methods: when the registry has it, and how it is advertised. A method of
+// a new feature is one row here and one in the method table.
+var featureTable = []struct {
+	name      string
+	present   func(*registry) bool
+	advertise func(*ServerCapabilities)
+}{
+	{"tools", func(r *registry) bool { return len(r.tools) > 0 }, func(c *ServerCapabilities) { c.Tools = &ListCapability{} }},
+	{"prompts", func(r *registry) bool { return len(r.prompts) > 0 }, func(c *ServerCapabilities) { c.Prompts = &ListCapability{} }},
+	{"resources", func(r *registry) bool { return len(r.resources) > 0 || len(r.templates) > 0 }, func(c *ServerCapabilities) { c.Resources = &ResourceCapability{} }},
+	{"completions", func(r *registry) bool { return r.complete != nil }, func(c *ServerCapabilities) { c.Completions = &struct{}{} }},
 }
 
 func discoverCache(s *Server) CacheHint {
