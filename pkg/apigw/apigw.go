@@ -31,6 +31,7 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -198,9 +199,11 @@ type Request struct {
 var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function URL event")
 
 // eventOptions read an event as encoding/json would accept it (a
-// duplicate name, invalid UTF-8 in a value a client sent), one pass over
-// it: the body inside is read strictly, later, by the server.
-var eventOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+// duplicate name, invalid UTF-8 in a value a client sent, the event's
+// member names in any case, as strings.EqualFold matches them), one pass
+// over it: the body inside is read strictly, later, by the server.
+var eventOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true),
+	jsonv2.MatchCaseInsensitiveNames(true), jsonv1.MatchCaseSensitiveDelimiter(true))
 
 // Decode turns an event payload into a request. A gateway event whose
 // body cannot be read comes back with an error and with the request as far
