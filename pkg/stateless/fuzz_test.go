@@ -42,9 +42,9 @@ func fuzzing() bool {
 // long seeds (5 to 80 KB) brought new coverage, through the per-byte loop
 // counters, and stalled fuzzing for 30 s to a minute each.
 const (
-	maxFuzzBody   = 1024 // a JSON-RPC message; the usual seeds are under 600
-	maxFuzzMeta   = 512  // params._meta; the usual seeds are under 210
-	maxFuzzHeader = 256  // a header value; the usual seeds are under 60
+	maxFuzzBody   = 512 // a JSON-RPC message; the usual seeds are under 460
+	maxFuzzMeta   = 512 // params._meta; the usual seeds are under 210
+	maxFuzzHeader = 256 // a header value; the usual seeds are under 60
 )
 
 // documentedCodes are the JSON-RPC error codes the taxonomy defines.
