@@ -13,6 +13,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // A 1x1 PNG and a minimal WAV, for the image and audio fixtures.
@@ -21,12 +22,15 @@ var (
 	wavTiny, _ = base64.StdEncoding.DecodeString("UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=")
 )
 
-// newServer registers every fixture the conformance suite calls.
-func newServer(sealer reqstate.Sealer) *stateless.Server {
+// newServer registers every fixture the conformance suite calls; dispatch
+// hands tasks to workers (nil: in this process).
+func newServer(sealer reqstate.Sealer, dispatch func(context.Context, string) error) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
-		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite."})
+		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite.",
+			Tasks: &stateless.TaskOptions{Store: tasks.NewMemory(), Dispatch: dispatch}})
 	tools(srv)
+	taskFixtures(srv)
 	keyed(srv)
 	inputRequired(srv)
 	resources(srv)
@@ -41,8 +45,12 @@ func text(s string) *stateless.CallToolResult {
 // noArgs is the input of fixtures that take none.
 type noArgs struct{}
 
-func tool(srv *stateless.Server, name, description string, h func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error)) {
-	stateless.AddTool(srv, &stateless.Tool{Name: name, Description: description},
+func tool(srv *stateless.Server, name, description string, h func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error), task ...stateless.TaskSupport) {
+	t := &stateless.Tool{Name: name, Description: description}
+	if len(task) > 0 {
+		t.TaskSupport = task[0]
+	}
+	stateless.AddTool(srv, t,
 		func(ctx context.Context, req *stateless.ToolRequest, _ noArgs) (*stateless.CallToolResult, any, error) {
 			res, err := h(ctx, req)
 			return res, nil, err

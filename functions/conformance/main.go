@@ -40,7 +40,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	return runner.Run(ctx, newServer(sealer), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
+	return runner.Run(ctx, newServer(sealer, nil), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
 }
 
 // newSealer reads the state configuration as the demo does

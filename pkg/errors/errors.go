@@ -80,6 +80,7 @@ const (
 	NotCallable         // tool exists and is visible but cannot be called now
 	UnknownResource     // no resource at that URI {uri}
 	UnknownPrompt       // no such prompt, or hidden from this caller
+	UnknownTask         // no such task, expired, or another caller's
 	MissingCapability   // processing needs a client capability {requiredCapabilities}
 	TamperedState       // requestState failed to open
 	HandlerFailed       // the handler returned an error; carries its message
@@ -143,6 +144,7 @@ var specs = [numKinds]spec{
 	NotCallable:         {"not_callable", CodeInvalidParams, http.StatusBadRequest, "Invalid params: tool cannot be called", false, "", false},
 	UnknownResource:     {"unknown_resource", CodeInvalidParams, http.StatusBadRequest, "Resource not found", false, "", false},
 	UnknownPrompt:       {"unknown_prompt", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown prompt", false, "", false},
+	UnknownTask:         {"unknown_task", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown or expired task", false, "unknown_task", false},
 	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, "", false},
 	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, "", false},
 	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, "", true},

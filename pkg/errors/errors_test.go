@@ -47,6 +47,7 @@ func TestMapping(t *testing.T) {
 		mcperr.NotCallable:          {-32602, 400, 200, false, "Invalid params: tool cannot be called", "", false},
 		mcperr.UnknownResource:      {-32602, 400, 200, false, "Resource not found", "", false},
 		mcperr.UnknownPrompt:        {-32602, 400, 200, false, "Invalid params: unknown prompt", "", false},
+		mcperr.UnknownTask:          {-32602, 400, 200, false, "Invalid params: unknown or expired task", `{"type":"unknown_task"}`, false},
 		mcperr.MissingCapability:    {-32021, 400, 200, false, "Missing required client capability", "", false},
 		mcperr.TamperedState:        {-32602, 400, 200, false, "Invalid params: invalid or expired requestState", "", false},
 		mcperr.HandlerFailed:        {-32603, 200, 200, false, "Handler failed", "", true},

@@ -71,6 +71,13 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	}
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
+	s.report(ctx, o)
+	return resp
+}
+
+// report logs a request that was refused or failed, and hands its outcome
+// to Options.Observe.
+func (s *Server) report(ctx context.Context, o *Outcome) {
 	if o.Err != nil || o.Code != 0 || o.Fault {
 		level := slog.LevelInfo
 		if o.Fault {
@@ -83,7 +90,6 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	if s.opts.Observe != nil {
 		s.opts.Observe(ctx, o)
 	}
-	return resp
 }
 
 // traceParent returns the request's W3C trace context traceparent

@@ -101,8 +101,7 @@ func (x *exchange) headersAgree(required bool) bool {
 	if m, present, ok := headerValue(hdr, headerMethod); (present || required) && (!ok || m != d.method) {
 		return false
 	}
-	switch d.method {
-	case "tools/call", "prompts/get", "resources/read":
+	if m := methods[d.method]; m != nil && m.named {
 		n, present, ok := headerValue(hdr, headerName)
 		if !present && !required || d.paramsErr != nil {
 			return true

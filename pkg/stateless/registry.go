@@ -17,6 +17,7 @@ type registry struct {
 	complete  CompletionHandler
 
 	idempotency     bool // side-effecting calls are claimed
+	tasks           bool // the tasks extension is served
 	toolsHidden     bool // some tool has a visibility rule
 	promptsHidden   bool
 	resourcesHidden bool
@@ -88,7 +89,10 @@ func (r *registry) capabilities() ServerCapabilities {
 	// stream when the request's _meta asks for a level.
 	c.Logging = &struct{}{}
 	if r.idempotency {
-		c.Extensions = map[string]any{MetaIdempotency: map[string]any{}}
+		if c.Extensions == nil {
+			c.Extensions = map[string]any{}
+		}
+		c.Extensions[MetaIdempotency] = map[string]any{}
 	}
 	return c
 }
@@ -117,6 +121,12 @@ var featureTable = []struct {
 	{"prompts", func(r *registry) bool { return len(r.prompts) > 0 }, func(c *ServerCapabilities) { c.Prompts = &ListCapability{} }},
 	{"resources", func(r *registry) bool { return len(r.resources) > 0 || len(r.templates) > 0 }, func(c *ServerCapabilities) { c.Resources = &ResourceCapability{} }},
 	{"completions", func(r *registry) bool { return r.complete != nil }, func(c *ServerCapabilities) { c.Completions = &struct{}{} }},
+	{"tasks", func(r *registry) bool { return r.tasks }, func(c *ServerCapabilities) {
+		if c.Extensions == nil {
+			c.Extensions = map[string]any{}
+		}
+		c.Extensions[ExtensionTasks] = map[string]any{}
+	}},
 }
 
 func discoverCache(s *Server) CacheHint {

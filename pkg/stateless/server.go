@@ -88,6 +88,10 @@ type Options struct {
 	// Default 30s.
 	RequestTimeout time.Duration
 
+	// Tasks, if set, serves the tasks extension (SEP-2663): calls of
+	// tools that declare TaskSupport run as tasks, polled with tasks/get.
+	Tasks *TaskOptions
+
 	// MaxOverdue bounds the tool handlers left running after their call
 	// was answered with a Timeout (handlers that ignore their context):
 	// each holds a goroutine until it returns. While that many are
@@ -114,6 +118,10 @@ type Server struct {
 	serverInfoMeta []byte
 
 	bufs sync.Pool
+
+	// tasks is Options.Tasks with its defaults; nil without the
+	// extension.
+	tasks *TaskOptions
 
 	// overdue counts the tool handlers still running after their call was
 	// answered (see Options.MaxOverdue).
@@ -154,7 +162,13 @@ func NewServer(info Implementation, opts *Options) *Server {
 		panic(fmt.Sprintf("stateless: server info does not marshal: %v", err))
 	}
 	s.serverInfoMeta = append([]byte(`"`+metaServerInfo+`":`), b...)
-	s.reg.Store(&registry{idempotency: s.opts.Idempotency != nil})
+	if s.opts.Tasks != nil {
+		if s.opts.Tasks.Store == nil {
+			panic("stateless: Options.Tasks needs a Store")
+		}
+		s.tasks = s.opts.Tasks.withDefaults()
+	}
+	s.reg.Store(&registry{idempotency: s.opts.Idempotency != nil, tasks: s.tasks != nil})
 	s.bufs.New = func() any { return new(buffer) }
 	return s
 }

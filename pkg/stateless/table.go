@@ -25,6 +25,9 @@ type methodInfo struct {
 	// to exist ("" for the methods every server has): a method of a
 	// feature the server does not advertise is unknown.
 	feature string
+	// named says the request must carry an Mcp-Name header equal to its
+	// params' target (in a legacy era: when it carries one).
+	named bool
 	// params returns a fresh value of the method's params type.
 	params func() paramsOf
 	// serve answers the request; x.d.params holds its decoded params.
@@ -144,7 +147,7 @@ func newParams[P any, PP interface {
 }
 
 // methods is the method table. The features are the registry's: "tools",
-// "prompts", "resources", "completions".
+// "prompts", "resources", "completions", "tasks".
 var methods = map[string]*methodInfo{
 	"server/discover": {era: modernEra, params: newParams[baseParams](), serve: serveDiscover},
 
@@ -155,13 +158,17 @@ var methods = map[string]*methodInfo{
 	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
 
 	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: serveListTools},
-	"tools/call":               {era: everyEra, feature: "tools", params: newParams[callToolParams](), serve: serveCallTool},
+	"tools/call":               {era: everyEra, named: true, feature: "tools", params: newParams[callToolParams](), serve: serveCallTool},
 	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: serveListPrompts},
-	"prompts/get":              {era: everyEra, feature: "prompts", params: newParams[getPromptParams](), serve: serveGetPrompt},
+	"prompts/get":              {era: everyEra, named: true, feature: "prompts", params: newParams[getPromptParams](), serve: serveGetPrompt},
 	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListResources},
 	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListTemplates},
-	"resources/read":           {era: everyEra, feature: "resources", params: newParams[readResourceParams](), serve: serveReadResource},
+	"resources/read":           {era: everyEra, named: true, feature: "resources", params: newParams[readResourceParams](), serve: serveReadResource},
 	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: serveComplete},
+
+	"tasks/get":    {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: serveGetTask},
+	"tasks/update": {era: modernEra, feature: "tasks", named: true, params: newParams[updateTaskParams](), serve: serveUpdateTask},
+	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: serveCancelTask},
 }
 
 // served returns the row of method when the server serves it to a

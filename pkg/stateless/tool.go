@@ -51,6 +51,19 @@ type Tool struct {
 	// progress" for about as long as the tool can run, no longer. Default
 	// DefaultMaxDuration; keep it well under the function's timeout.
 	MaxDuration time.Duration `json:"-"`
+
+	// TaskSupport says whether the tool's calls run as tasks of the tasks
+	// extension (Options.Tasks): answered at once with a task handle, the
+	// handler run by a worker for up to TaskOptions.MaxRun. Default
+	// TaskForbidden.
+	TaskSupport TaskSupport `json:"-"`
+
+	// BeforeTask, if set, runs in the request of a call that is to become
+	// a task, before the task is created: it may gather input with
+	// InputRequired rounds (answered in-band, as a handler's are) or
+	// refuse the call with an error. When it returns nil the task is
+	// created, and the handler sees the last round's answers and state.
+	BeforeTask func(ctx context.Context, req *ToolRequest) error `json:"-"`
 }
 
 // DefaultMaxDuration is the MaxDuration of a tool that declares none.
@@ -74,6 +87,9 @@ type ToolRequest struct {
 	// Arguments are the call's arguments, validated against the input
 	// schema; "{}" when the client sent none.
 	Arguments json.RawMessage
+	// Task is the task this run of the handler belongs to, when the call
+	// runs as a task; nil when it is answered in its request.
+	Task *TaskRun
 }
 
 // ToolHandler answers tools/call for one tool. Return a [*mcperr.ToolError]
@@ -128,6 +144,9 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 func (s *Server) addTool(rt *registeredTool) {
 	// Tell clients that this tool's calls take an idempotency key.
 	rt.idem = s.opts.Idempotency != nil && !rt.def.ReadOnly()
+	if rt.def.TaskSupport != TaskForbidden && s.tasks == nil {
+		panic(fmt.Sprintf("stateless: tool %q runs as a task but the server has no Options.Tasks", rt.def.Name))
+	}
 	s.update(func(r *registry) {
 		var ok bool
 		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })

@@ -37,6 +37,10 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	if e := x.checkScopes(t); e != nil {
 		return x.refuse(d.id, e)
 	}
+	asTask, e := runsAsTask(x, t)
+	if e != nil {
+		return x.refuse(d.id, e)
+	}
 	args := bytes.TrimSpace(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
@@ -120,7 +124,13 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	if ticket != nil {
 		hctx = context.WithValue(hctx, ticketKey{}, ticket)
 	}
-	r, returned := runTool(x, hctx, t, args)
+	h := t.handler
+	if asTask {
+		// The request's part of a task: BeforeTask's input rounds, then
+		// the task's creation.
+		h = beforeTask(t)
+	}
+	r, returned := runTool(x, hctx, t, args, h)
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
 		// Abandoned: the claim is neither completed nor released, by
@@ -144,7 +154,12 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		x.o.ErrFromTool = true
 		return x.refuse(d.id, mcperr.Wrap(mcperr.Timeout, err))
 	}
-	resp := toolOutcome(x, ctx, t, b, res, err)
+	var resp *Response
+	if asTask && err == errStartTask {
+		resp = createTask(x, ctx, t, args)
+	} else {
+		resp = toolOutcome(x, ctx, t, b, res, err)
+	}
 	if ticket != nil {
 		// A retryable failure is not kept: its retry runs the tool.
 		if x.res.obj != nil && !x.inputRequired && !x.retryable {

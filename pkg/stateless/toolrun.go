@@ -49,13 +49,13 @@ type toolRun struct {
 	call  Call
 }
 
-// runTool runs t's handler in its own goroutine and waits for it until
+// runTool runs h, t's handler or what stands for it, in its own goroutine and waits for it until
 // ctx, the handler's context, is done (and a short grace after). It
 // reports false when the handler has not returned by then: the handler is abandoned, its eventual result
 // discarded, and it is counted in the server's overdue handlers until it
 // returns. The handler works on a copy of the request's Call, so that one
 // left running cannot touch the answered exchange.
-func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) (toolRun, bool) {
+func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (toolRun, bool) {
 	const running, returned, abandoned = 0, 1, 2
 	// One allocation holds the handler's copy of the Call and what it
 	// returns; done only signals. The exchange reads run after done, or
@@ -78,7 +78,7 @@ func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawM
 			}
 			sh.done <- struct{}{}
 		}()
-		sh.run.res, sh.run.err = t.handler(ctx, &ToolRequest{Call: &sh.run.call, Name: t.def.Name, Arguments: args})
+		sh.run.res, sh.run.err = h(ctx, &ToolRequest{Call: &sh.run.call, Name: t.def.Name, Arguments: args})
 	}()
 	select {
 	case <-sh.done:

@@ -1,0 +1,279 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// taskParams are tasks/get's and tasks/cancel's.
+type taskParams struct {
+	baseParams
+	TaskID *string `json:"taskId"`
+}
+
+func (p *taskParams) target() *string { return p.TaskID }
+
+// updateTaskParams are tasks/update's.
+type updateTaskParams struct {
+	taskParams
+	InputResponses jsontext.Value `json:"inputResponses"`
+}
+
+// missingTasksExtension is the refusal of a request that needs the tasks
+// extension from a client that did not declare it.
+func missingTasksExtension() *mcperr.Error {
+	return mcperr.NewMissingCapability(map[string]any{"extensions": map[string]any{ExtensionTasks: map[string]any{}}})
+}
+
+// declaresTasks reports whether the request's client capabilities declare
+// the tasks extension.
+func declaresTasks(c *Call) bool {
+	v, ok := c.Capabilities().Extensions[ExtensionTasks]
+	return ok && len(v) > 0 && string(v) != "null"
+}
+
+// ownTask loads the task a tasks/* request names, for its caller. A task
+// of another principal answers exactly as one that does not exist.
+func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
+	if !declaresTasks(&x.call) {
+		return nil, missingTasksExtension()
+	}
+	p := x.d.params.(interface{ target() *string })
+	id := p.target()
+	if id == nil {
+		return nil, mcperr.New(mcperr.MalformedParams)
+	}
+	rec, err := x.s.tasks.Store.Load(ctx, *id)
+	switch {
+	case errors.Is(err, ErrNoTask):
+		return nil, mcperr.New(mcperr.UnknownTask)
+	case err != nil:
+		return nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("loading the task: %w", err))
+	case rec.Principal != x.call.Principal || !time.Now().Before(rec.ExpiresAt):
+		return nil, mcperr.New(mcperr.UnknownTask)
+	}
+	x.o.Target = rec.Tool
+	return rec, nil
+}
+
+// serveGetTask answers tasks/get with the task as it stands. A working
+// task whose worker never came or died (its lease lapsed) is dispatched
+// again first, or failed once it has used its attempts.
+func serveGetTask(x *exchange, ctx context.Context) *Response {
+	rec, e := ownTask(x, ctx)
+	if e != nil {
+		return x.refuse(x.d.id, e)
+	}
+	if rec.Status == TaskWorking && time.Now().After(rec.LeaseUntil) {
+		if r, err := redrive(x.s, ctx, rec.ID); err == nil && r != nil {
+			rec = r
+		} else if err != nil {
+			x.o.Fault, x.o.Err = true, err
+		}
+	}
+	return x.result(preEncoded(appendTask(nil, x.s.tasks, rec, true)), &resultFields{})
+}
+
+// redrive takes a working task whose lease lapsed back for a new worker
+// and dispatches it, or fails it when its runs are used up. It returns
+// the record as it left it, or nil when another request changed it first.
+func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
+	to := s.tasks
+	dispatch := false
+	rec, err := mutateTask(ctx, to.Store, id, func(r *TaskRecord, now time.Time) bool {
+		if r.Status != TaskWorking || !now.After(r.LeaseUntil) {
+			return false
+		}
+		r.Owner = ""
+		if r.Attempts >= to.MaxAttempts {
+			failTask(r, mcperr.Wrap(mcperr.Internal, nil), "the task's worker stopped "+strconv.Itoa(r.Attempts)+" times")
+			return true
+		}
+		r.LeaseUntil = now.Add(to.DispatchGrace)
+		dispatch = true
+		return true
+	})
+	if err != nil || rec == nil {
+		return rec, err
+	}
+	if dispatch {
+		if err := s.dispatchTask(ctx, id); err != nil {
+			return rec, fmt.Errorf("dispatching task again: %w", err)
+		}
+	}
+	return rec, nil
+}
+
+// serveUpdateTask stores the answers to the task's outstanding input
+// requests and, once none is outstanding, hands it to a worker again.
+// Answers to other keys are ignored, as the extension asks.
+func serveUpdateTask(x *exchange, ctx context.Context) *Response {
+	p := x.d.params.(*updateTaskParams)
+	responses, err := parseInputResponses(json.RawMessage(p.InputResponses))
+	if err != nil || responses == nil {
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("inputResponses must be an object of objects")))
+	}
+	rec, e := ownTask(x, ctx)
+	if e != nil {
+		return x.refuse(x.d.id, e)
+	}
+	to := x.s.tasks
+	wake := false
+	_, err = mutateTask(ctx, to.Store, rec.ID, func(r *TaskRecord, now time.Time) bool {
+		wake = false
+		if r.Status != TaskInputRequired {
+			return false
+		}
+		changed := false
+		for k, v := range responses {
+			if _, ok := r.Requests[k]; ok {
+				if r.Responses == nil {
+					r.Responses = map[string]json.RawMessage{}
+				}
+				r.Responses[k] = v
+				delete(r.Requests, k)
+				changed = true
+			}
+		}
+		if changed && len(r.Requests) == 0 {
+			r.Status, r.Requests, r.Owner = TaskWorking, nil, ""
+			r.LeaseUntil = now.Add(to.DispatchGrace)
+			wake = true
+		}
+		return changed
+	})
+	if err != nil {
+		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
+	}
+	if wake {
+		if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
+			// Stored: the next tasks/get dispatches it after the grace.
+			x.o.Fault, x.o.Err = true, fmt.Errorf("dispatching the task after its input: %w", err)
+		}
+	}
+	return x.result(preEncoded("{}"), &resultFields{})
+}
+
+// serveCancelTask marks a task that has not ended cancelled; a running
+// worker sees it and cancels its handler's context. A task that ended
+// keeps its outcome, and the acknowledgement is the same.
+func serveCancelTask(x *exchange, ctx context.Context) *Response {
+	rec, e := ownTask(x, ctx)
+	if e != nil {
+		return x.refuse(x.d.id, e)
+	}
+	_, err := mutateTask(ctx, x.s.tasks.Store, rec.ID, func(r *TaskRecord, now time.Time) bool {
+		if r.Status.Terminal() {
+			return false
+		}
+		r.Status, r.Requests, r.Owner, r.Message = TaskCancelled, nil, "", "Cancelled by the client."
+		return true
+	})
+	if err != nil {
+		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
+	}
+	return x.result(preEncoded("{}"), &resultFields{})
+}
+
+// maxTaskRetries bounds the read-modify-write rounds of one transition
+// that lose to concurrent writers.
+const maxTaskRetries = 16
+
+// mutateTask applies change to the task with id, read-modify-write with
+// the store's version check, retrying when another writer came between.
+// change reports whether it changed the record (it is then written, with
+// the version and UpdatedAt advanced); it must only read the record. It
+// returns the record as written or as read when unchanged.
+func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *TaskRecord, now time.Time) bool) (*TaskRecord, error) {
+	for range maxTaskRetries {
+		rec, err := store.Load(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		prev := rec.Version
+		if !change(rec, now) {
+			return rec, nil
+		}
+		rec.Version = prev + 1
+		if !now.After(rec.UpdatedAt) {
+			now = rec.UpdatedAt.Add(time.Millisecond)
+		}
+		rec.UpdatedAt = now
+		switch err := store.Replace(ctx, rec, prev); {
+		case err == nil:
+			return rec, nil
+		case !errors.Is(err, ErrTaskConflict):
+			return nil, err
+		}
+	}
+	return nil, fmt.Errorf("updating a task: %d writers in a row came between a read and its write", maxTaskRetries)
+}
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+
+// failTask makes r failed with the JSON-RPC error of e; message is its
+// statusMessage, for people.
+func failTask(r *TaskRecord, e *mcperr.Error, message string) {
+	b, err := json.Marshal(e.Wire())
+	if err != nil {
+		b = []byte(`{"code":-32603,"message":"Internal error"}`)
+	}
+	r.Status, r.Error, r.Result, r.Requests, r.Owner, r.Message = TaskFailed, b, nil, nil, "", message
+}
+
+// appendTask appends the task as the wire has it: the Task members, and
+// with detailed the status's own (inputRequests, result or error), as
+// tasks/get answers; without, as a CreateTaskResult.
+func appendTask(dst []byte, to *TaskOptions, r *TaskRecord, detailed bool) []byte {
+	dst = append(dst, `{"taskId":`...)
+	dst = appendString(dst, r.ID)
+	dst = append(dst, `,"status":`...)
+	dst = appendString(dst, string(r.Status))
+	if r.Message != "" {
+		dst = append(dst, `,"statusMessage":`...)
+		dst = appendString(dst, r.Message)
+	}
+	dst = append(dst, `,"createdAt":"`...)
+	dst = r.CreatedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
+	dst = append(dst, `","lastUpdatedAt":"`...)
+	dst = r.UpdatedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
+	dst = append(dst, `","ttlMs":`...)
+	dst = strconv.AppendInt(dst, r.ExpiresAt.Sub(r.CreatedAt).Milliseconds(), 10)
+	dst = append(dst, `,"pollIntervalMs":`...)
+	dst = strconv.AppendInt(dst, max(1, to.PollInterval.Milliseconds()), 10)
+	if detailed {
+		switch r.Status {
+		case TaskInputRequired:
+			dst = append(dst, `,"inputRequests":{`...)
+			first := true
+			for _, k := range sortedKeys(r.Requests) {
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				dst = appendString(dst, k)
+				dst = append(dst, ':')
+				dst = append(dst, r.Requests[k]...)
+			}
+			dst = append(dst, '}')
+		case TaskCompleted:
+			dst = append(dst, `,"result":`...)
+			dst = append(dst, r.Result...)
+		case TaskFailed:
+			dst = append(dst, `,"error":`...)
+			dst = append(dst, r.Error...)
+		}
+	}
+	return append(dst, '}')
+}
