@@ -117,7 +117,7 @@ conformance: tools
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate interop functions/mcp
+INTEGRATION := pkg/claims pkg/reqstate pkg/tasks interop functions/mcp
 
 ## integration: the tests against the real emulators
 integration: tools

@@ -1,0 +1,153 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// DynamoAPI is the part of the DynamoDB client the store uses.
+type DynamoAPI interface {
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+}
+
+// DynamoDB is a task store in a DynamoDB table whose partition key is the
+// string attribute "pk" and whose TTL attribute is "expires_at" (epoch
+// seconds): the claims table of package claims, whose items it shares
+// without touching them. A table with a sort key names it in SortKey;
+// task items then have the fixed sort key value SortValue. Items:
+//
+//	pk          S  task#<id>
+//	sk          S  "task" (only in a table with a sort key)
+//	version     N  the record's version; a write replaces only the version it read
+//	expires_at  N  epoch seconds: the TTL
+//	body        B  the record, JSON
+//
+// Every read is strongly consistent, so a task is found the moment its
+// creation returns, as the extension requires. A record is at most
+// DynamoDB's 400 KB item: a result larger than about 350 KB fails the
+// write, and the task's worker fails the task instead.
+type DynamoDB struct {
+	Client DynamoAPI
+	Table  string
+	// SortKey is the name of the table's string sort key, if it has one.
+	SortKey string
+}
+
+// SortValue is the sort key value of every task item, in a table with a
+// sort key.
+const SortValue = "task"
+
+var _ stateless.TaskStore = (*DynamoDB)(nil)
+
+func (d *DynamoDB) key(id string) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "task#" + id}}
+	if d.SortKey != "" {
+		k[d.SortKey] = &types.AttributeValueMemberS{Value: SortValue}
+	}
+	return k
+}
+
+func (d *DynamoDB) item(rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: encoding the task: %w", err)
+	}
+	it := d.key(rec.ID)
+	it["version"] = num(rec.Version)
+	it["expires_at"] = num(rec.ExpiresAt.Unix())
+	it["body"] = &types.AttributeValueMemberB{Value: body}
+	return it, nil
+}
+
+var names = map[string]string{"#v": "version", "#ex": "expires_at"}
+
+// Create implements stateless.TaskStore: a PutItem on condition that no
+// live task has the id.
+func (d *DynamoDB) Create(ctx context.Context, rec *stateless.TaskRecord) error {
+	it, err := d.item(rec)
+	if err != nil {
+		return err
+	}
+	_, err = d.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &d.Table, Item: it,
+		ConditionExpression:       aws.String("attribute_not_exists(pk) OR #ex <= :now"),
+		ExpressionAttributeNames:  map[string]string{"#ex": "expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": num(time.Now().Unix())},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return stateless.ErrTaskExists
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: creating the task: %w", err)
+	}
+	return nil
+}
+
+// Load implements stateless.TaskStore with a strongly consistent GetItem.
+func (d *DynamoDB) Load(ctx context.Context, id string) (*stateless.TaskRecord, error) {
+	out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.Table, Key: d.key(id), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("tasks: reading the task: %w", err)
+	}
+	body, ok := out.Item["body"].(*types.AttributeValueMemberB)
+	if !ok {
+		return nil, stateless.ErrNoTask
+	}
+	var rec stateless.TaskRecord
+	if err := json.Unmarshal(body.Value, &rec); err != nil {
+		return nil, fmt.Errorf("tasks: decoding the task: %w", err)
+	}
+	if !time.Now().Before(rec.ExpiresAt) {
+		return nil, stateless.ErrNoTask
+	}
+	return &rec, nil
+}
+
+// Replace implements stateless.TaskStore: a PutItem on condition that the
+// stored version is prev.
+func (d *DynamoDB) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
+	it, err := d.item(rec)
+	if err != nil {
+		return err
+	}
+	_, err = d.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: &d.Table, Item: it,
+		ConditionExpression:                 aws.String("#v = :prev AND #ex > :now"),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           map[string]types.AttributeValue{":prev": num(prev), ":now": num(time.Now().Unix())},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if _, ok := ccf.Item["version"]; ok {
+			return stateless.ErrTaskConflict
+		}
+		// No item came back with the failed condition: gone, or expired
+		// (TTL deletion lags), or a DynamoDB that returns none; a read
+		// tells them apart.
+		if _, err := d.Load(ctx, rec.ID); errors.Is(err, stateless.ErrNoTask) {
+			return stateless.ErrNoTask
+		}
+		return stateless.ErrTaskConflict
+	}
+	if err != nil {
+		return fmt.Errorf("tasks: writing the task: %w", err)
+	}
+	return nil
+}
+
+func num(n int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(n, 10)}
+}
