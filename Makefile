@@ -112,7 +112,9 @@ test: tools vet lint template build conformance integration chaos-short unit
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
 conformance: tools
-	$(GO) run ./internal/testenv/confrun -tools tools -rie $(RIE)
+	$(GO) mod download
+	$(GO) build -o $(TOOLS)/confrun ./internal/testenv/confrun
+	unshare -n -- sh -c 'ip link set lo up && exec "$$0" -tools tools -rie $(RIE)' $(TOOLS)/confrun
 
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because

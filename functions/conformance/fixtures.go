@@ -13,7 +13,6 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // A 1x1 PNG and a minimal WAV, for the image and audio fixtures.
@@ -22,13 +21,13 @@ var (
 	wavTiny, _ = base64.StdEncoding.DecodeString("UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=")
 )
 
-// newServer registers every fixture the conformance suite calls; dispatch
-// hands tasks to workers (nil: in this process).
-func newServer(sealer reqstate.Sealer, dispatch func(context.Context, string) error) *stateless.Server {
+// newServer registers every fixture the conformance suite calls; to
+// configures the tasks extension.
+func newServer(sealer reqstate.Sealer, to *stateless.TaskOptions) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
 		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite.",
-			Tasks: &stateless.TaskOptions{Store: tasks.NewMemory(), Dispatch: dispatch}})
+			Tasks: to})
 	tools(srv)
 	taskFixtures(srv)
 	keyed(srv)

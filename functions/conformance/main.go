@@ -15,12 +15,16 @@ import (
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 func main() {
@@ -40,7 +44,35 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
-	return runner.Run(ctx, newServer(sealer, nil), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
+	to, err := newTasks(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
+}
+
+// newTasks configures the tasks extension: tasks in memory and run in
+// this process, unless MCP_TASKS_TABLE names a DynamoDB table (with the
+// claims table's shape) to share them between processes; on Lambda each
+// task runs in an asynchronous invocation of the function itself.
+func newTasks(ctx context.Context, getenv func(string) string) (*stateless.TaskOptions, error) {
+	to := &stateless.TaskOptions{Store: tasks.NewMemory()}
+	table, inLambda := getenv("MCP_TASKS_TABLE"), runner.InLambda(getenv)
+	if table == "" && !inLambda {
+		return to, nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the tasks need the AWS configuration, which does not load: %w", err)
+	}
+	if table != "" {
+		to.Store = &tasks.DynamoDB{Client: dynamodb.NewFromConfig(cfg), Table: table, SortKey: "sk"}
+	}
+	if inLambda {
+		client := lambda.NewFromConfig(cfg)
+		to.Dispatch = (&tasks.Lambda{Client: func(context.Context) (tasks.LambdaAPI, error) { return client, nil }, Function: getenv("AWS_LAMBDA_FUNCTION_NAME")}).Dispatch
+	}
+	return to, nil
 }
 
 // newSealer reads the state configuration as the demo does

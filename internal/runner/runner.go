@@ -5,6 +5,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // InLambda reports whether the Lambda runtime API is present.
@@ -45,7 +47,7 @@ type Options struct {
 // Run serves srv until ctx ends (locally) or forever (on Lambda).
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
-		lambda.StartWithOptions(&apigw.Handler{Server: srv, Endpoint: o.Endpoint}, lambda.WithContext(ctx))
+		lambda.StartWithOptions(&Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}}, lambda.WithContext(ctx))
 		return nil
 	}
 	ln, err := net.Listen("tcp", o.Addr)
@@ -85,4 +87,27 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// Invocations serves a function's invocations: the tasks extension's
+// worker events (package tasks), which the function sends itself, run the
+// task; every other payload is a gateway's event. It implements
+// lambda.Handler.
+type Invocations struct {
+	Server  *stateless.Server
+	Gateway *apigw.Handler
+}
+
+// Invoke implements lambda.Handler. A worker's error fails the
+// invocation, which Lambda retries.
+func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	if bytes.Contains(payload, []byte(`"mcpTask"`)) {
+		if id, err := tasks.DecodeEvent(payload); err == nil {
+			if err := h.Server.RunTask(ctx, id); err != nil {
+				return nil, err
+			}
+			return []byte("{}"), nil
+		}
+	}
+	return h.Gateway.Invoke(ctx, payload)
 }

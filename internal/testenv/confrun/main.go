@@ -18,10 +18,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
@@ -38,6 +40,13 @@ func main() {
 
 // stateKey seals the fixture's multi-round state on both paths.
 const stateKey = "Y29uZm9ybWFuY2UtZml4dHVyZS1zdGF0ZS1rZXktMzI="
+
+// tasksTable is the Lambda path's table of tasks; workers is how many
+// emulators run the function's asynchronous invocations of itself.
+const (
+	tasksTable = "conformance-tasks"
+	workers    = 3
+)
 
 func run(tools, riePath, out string) error {
 	tmp, err := os.MkdirTemp("", "confrun")
@@ -60,11 +69,37 @@ func run(tools, riePath, out string) error {
 		return err
 	}
 	defer stopLocal()
-	e, err := rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bootstrap, Env: []string{"MCP_STATE_KEY=" + stateKey}})
+	// The Lambda path keeps tasks in DynamoDB Local, shared by the
+	// function's instances: the one behind the front, and the workers its
+	// asynchronous invocations of itself run on (the Invoke API's
+	// stand-in).
+	db, err := dynamolocal.Start(ctx)
 	if err != nil {
 		return err
 	}
-	defer e.Stop()
+	defer db.Stop()
+	if err := dynamolocal.CreateTable(ctx, db.Client(), tasksTable); err != nil {
+		return fmt.Errorf("creating the tasks table: %w", err)
+	}
+	invokeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	env := []string{"MCP_STATE_KEY=" + stateKey, "MCP_TASKS_TABLE=" + tasksTable,
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint, "AWS_ENDPOINT_URL_LAMBDA=http://" + invokeLn.Addr().String()}
+	emulators := make([]*rie.Emulator, 1+workers)
+	for i := range emulators {
+		if emulators[i], err = rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bootstrap, Env: env}); err != nil {
+			return err
+		}
+		defer emulators[i].Stop()
+	}
+	e := emulators[0]
+	invoke := &rie.InvokeAPI{Workers: emulators[1:], Retries: 2}
+	invokeAPI := &http.Server{Handler: invoke, ReadHeaderTimeout: 10 * time.Second}
+	go invokeAPI.Serve(invokeLn)
+	defer invokeAPI.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
@@ -89,10 +124,22 @@ func run(tools, riePath, out string) error {
 				args = append(args, "-o", filepath.Join(out, strings.Fields(target.name)[0]+"-"+rev))
 			}
 			fmt.Printf("\n=== conformance %s, %s: %s ===\n", rev, target.name, target.url)
-			if err := suite(ctx, tools, args); err != nil {
+			var out strings.Builder
+			if err := suite(ctx, tools, &out, args); err != nil {
 				failed = append(failed, fmt.Sprintf("%s %s: %v", target.name, rev, err))
+			} else if rev == "2026-07-28" {
+				if err := allPassed(out.String()); err != nil {
+					failed = append(failed, fmt.Sprintf("%s %s: %v", target.name, rev, err))
+				}
 			}
 		}
+	}
+	// The Lambda path's tasks ran on the workers, through the Invoke API.
+	invoke.Wait()
+	if runs, fails := invoke.Delivered(); runs == 0 {
+		failed = append(failed, "Lambda path: no task ran on a worker invocation")
+	} else {
+		fmt.Printf("\nLambda path: %d worker invocations, %d of them failed\n", runs, fails)
 	}
 	// Real clients of other languages, through the Lambda path.
 	fmt.Printf("\n=== TypeScript client 2.4.0 and Inspector 2.12.0 through the Lambda path ===\n")
@@ -192,13 +239,39 @@ func startLocal(ctx context.Context, bin string) (string, func(), error) {
 }
 
 // suite runs the conformance CLI on the Node 22 that tools/ provides.
-func suite(ctx context.Context, tools string, args []string) error {
+func suite(ctx context.Context, tools string, out io.Writer, args []string) error {
 	bin, err := filepath.Abs(filepath.Join(tools, "node_modules", ".bin"))
 	if err != nil {
 		return err
 	}
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), args...)
 	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, out), os.Stderr
 	return cmd.Run()
+}
+
+// tasksScenarios are the suite's scenarios of the tasks extension, which
+// it runs at 2026-07-28 but does not score (tasks-status-notifications
+// has no checks yet: the suite skips it).
+var tasksScenarios = []string{"tasks-lifecycle", "tasks-capability-negotiation", "tasks-wire-fields",
+	"tasks-request-state-removal", "tasks-mrtr-input", "tasks-request-headers", "tasks-dispatch-and-envelope",
+	"tasks-status-notifications", "tasks-required-task-error", "tasks-mrtr-composition"}
+
+// allPassed holds a 2026-07-28 run to every check, the scenarios the
+// suite does not score (the tasks extension, the pending ones) included:
+// the exit status counts only the scored ones.
+func allPassed(out string) error {
+	m := regexp.MustCompile(`(?m)^Total: (\d+) passed, (\d+) failed`).FindStringSubmatch(out)
+	if m == nil {
+		return errors.New("the suite printed no total")
+	}
+	if m[2] != "0" {
+		return fmt.Errorf("%s checks failed, not scored ones included", m[2])
+	}
+	for _, sc := range tasksScenarios {
+		if !regexp.MustCompile(`(?m)^✓ ` + regexp.QuoteMeta(sc) + `: \d+ passed, 0 failed`).MatchString(out) {
+			return fmt.Errorf("scenario %s did not pass", sc)
+		}
+	}
+	return nil
 }
