@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
@@ -202,9 +203,11 @@ func TestGlobals(t *testing.T) {
 	want(t, at(t, g, "LoggingConfig", "ApplicationLogLevel"), "TRACE", "ApplicationLogLevel")
 	want(t, at(t, g, "LoggingConfig", "SystemLogLevel"), "INFO", "SystemLogLevel")
 
+	// The function's timeout is a task worker's (Lambda's 15 minutes at
+	// most); gateway requests are bounded by MCP_REQUEST_TIMEOUT.
 	var timeout, memory int
-	if _, err := fmt.Sscan(at(t, g, "Timeout").Value, &timeout); err != nil || timeout < 10 || timeout > 28 {
-		t.Errorf("Timeout = %s: want 10-28 s, under the integration's limit", at(t, g, "Timeout").Value)
+	if _, err := fmt.Sscan(at(t, g, "Timeout").Value, &timeout); err != nil || timeout < 60 || timeout > 900 {
+		t.Errorf("Timeout = %s: want 60-900 s, a task worker's", at(t, g, "Timeout").Value)
 	}
 	if _, err := fmt.Sscan(at(t, g, "MemorySize").Value, &memory); err != nil || memory < 128 {
 		t.Errorf("MemorySize = %s", at(t, g, "MemorySize").Value)
@@ -216,6 +219,8 @@ func TestGlobals(t *testing.T) {
 		// them (SAM overrides only what the template declares).
 		"AWS_ENDPOINT_URL_DYNAMODB": "",
 		"AWS_ENDPOINT_URL_KMS":      "",
+		"AWS_ENDPOINT_URL_LAMBDA":   "",
+		"MCP_REQUEST_TIMEOUT":       "28s",
 		"MCP_METRICS_NAMESPACE":     "!Ref AWS::StackName",
 		"LOG_LEVEL":                 "!Ref LogLevel",
 		"MCP_STATE_KMS_KEY":         "!GetAtt StateKey.Arn",
@@ -236,6 +241,31 @@ func TestGlobals(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTaskWorkers: the function may invoke itself (a task's worker), by a
+// policy on its role that names its ARN — in its own Policies that would
+// be a circular dependency — and Lambda's asynchronous retries end in an
+// alarmed queue.
+func TestTaskWorkers(t *testing.T) {
+	r := raw(t)
+	res := at(t, r, "Resources")
+	for fn, policy := range map[string]string{"McpFunction": "McpWorkerInvokePolicy", "ConformanceFunction": "ConformanceWorkerInvokePolicy"} {
+		p := at(t, res, policy)
+		want(t, at(t, p, "Type"), "AWS::IAM::RolePolicy", policy+" Type")
+		want(t, at(t, p, "Properties", "RoleName"), "!Ref "+fn+"Role", policy+" RoleName")
+		st := at(t, p, "Properties", "PolicyDocument", "Statement")
+		if len(st.Content) != 1 {
+			t.Fatalf("%s has %d statements", policy, len(st.Content))
+		}
+		want(t, at(t, st.Content[0], "Action"), "lambda:InvokeFunction", policy+" Action")
+		want(t, at(t, st.Content[0], "Resource"), "!GetAtt "+fn+".Arn", policy+" Resource")
+		cfg := at(t, res, fn, "Properties", "EventInvokeConfig")
+		want(t, at(t, cfg, "MaximumRetryAttempts"), "2", fn+" MaximumRetryAttempts")
+	}
+	want(t, at(t, res, "McpFunction", "Properties", "EventInvokeConfig", "DestinationConfig", "OnFailure", "Destination"), "!GetAtt TaskFailuresQueue.Arn", "OnFailure")
+	want(t, at(t, res, "TaskFailuresAlarm", "Properties", "Dimensions").Content[0].Content[3], "!GetAtt TaskFailuresQueue.QueueName", "alarm's queue")
+	want(t, at(t, res, "ConformanceFunction", "Properties", "Environment", "Variables", "MCP_TASKS_TABLE"), "!Ref ClaimsTable", "fixture's tasks table")
 }
 
 func TestFunction(t *testing.T) {
@@ -297,11 +327,11 @@ func TestRoutes(t *testing.T) {
 	want(t, at(t, integ, "IntegrationType"), "AWS_PROXY", "IntegrationType")
 	want(t, at(t, integ, "PayloadFormatVersion"), "2.0", "PayloadFormatVersion")
 	want(t, at(t, integ, "IntegrationUri"), "!GetAtt McpFunction.Arn", "IntegrationUri")
-	var timeoutMs, fnTimeout int
+	var timeoutMs int
 	fmt.Sscan(at(t, integ, "TimeoutInMillis").Value, &timeoutMs)
-	fmt.Sscan(at(t, r, "Globals", "Function", "Timeout").Value, &fnTimeout)
-	if timeoutMs > 30000 || timeoutMs <= fnTimeout*1000 {
-		t.Errorf("TimeoutInMillis = %d: want above the function's %d s and at most 30000", timeoutMs, fnTimeout)
+	reqTimeout, err := time.ParseDuration(at(t, r, "Globals", "Function", "Environment", "Variables", "MCP_REQUEST_TIMEOUT").Value)
+	if err != nil || timeoutMs > 30000 || time.Duration(timeoutMs)*time.Millisecond <= reqTimeout {
+		t.Errorf("TimeoutInMillis = %d: want above MCP_REQUEST_TIMEOUT (%v, %v) and at most 30000", timeoutMs, reqTimeout, err)
 	}
 
 	routes := map[string]*yaml.Node{}
@@ -570,6 +600,8 @@ func TestAlarms(t *testing.T) {
 		"Throttles": {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
 		"Errors":    {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
 		"5xx":       {"AWS/ApiGateway", "[{Name: ApiId, Value: !Ref McpApi}, {Name: Stage, Value: $default}]"},
+		// Task workers' invocations Lambda gave up on.
+		"ApproximateNumberOfMessagesVisible": {"AWS/SQS", "[{Name: QueueName, Value: !GetAtt TaskFailuresQueue.QueueName}]"},
 	}
 	seen := map[string]bool{}
 	for _, name := range resourcesOfType(t, r, "AWS::CloudWatch::Alarm") {
@@ -729,12 +761,16 @@ func TestConformanceFunction(t *testing.T) {
 		want(t, at(t, res, route, "Properties", "AuthorizationType"), "!If [UseJwt, JWT, NONE]", route+" AuthorizationType")
 	}
 
+	// The state key, and its tasks' items (no claims, no notes).
 	stmts := at(t, fn, "Properties", "Policies", "0", "Statement")
-	if len(stmts.Content) != 1 || show(at(t, stmts, "0", "Resource")) != "!GetAtt StateKey.Arn" {
+	if len(stmts.Content) != 2 || show(at(t, stmts, "0", "Resource")) != "!GetAtt ClaimsTable.Arn" || show(at(t, stmts, "1", "Resource")) != "!GetAtt StateKey.Arn" {
 		t.Errorf("conformance policy: %s", show(stmts))
 	}
-	if got := scalars(at(t, stmts, "0", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
-		t.Errorf("actions %v", got)
+	if got := scalars(at(t, stmts, "0", "Action")); strings.Join(got, ",") != "dynamodb:PutItem,dynamodb:GetItem" {
+		t.Errorf("task actions %v", got)
+	}
+	if got := scalars(at(t, stmts, "1", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
+		t.Errorf("key actions %v", got)
 	}
 	if _, ok := parse(t).Parameters["ConformanceFixture"]; !ok {
 		t.Error("no ConformanceFixture parameter")

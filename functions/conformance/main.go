@@ -48,7 +48,11 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout})
+	requestTimeout, err := runner.RequestTimeout(getenv)
+	if err != nil {
+		return err
+	}
+	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout, RequestTimeout: requestTimeout})
 }
 
 // newTasks configures the tasks extension: tasks in memory and run in

@@ -11,9 +11,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // awsClients creates the AWS SDK clients on first use, not at start: a
@@ -25,6 +27,7 @@ type awsClients struct {
 	err    error
 	dynamo *dynamodb.Client
 	kms    *kms.Client
+	lambda *lambda.Client
 	// configure lets tests point the clients at local emulators.
 	configure func(*aws.Config)
 }
@@ -43,6 +46,7 @@ func (a *awsClients) load(ctx context.Context) error {
 		}
 		a.dynamo = dynamodb.NewFromConfig(a.cfg)
 		a.kms = kms.NewFromConfig(a.cfg)
+		a.lambda = lambda.NewFromConfig(a.cfg)
 	})
 	return a.err
 }
@@ -54,6 +58,33 @@ func (a *awsClients) notesAPI(ctx context.Context) (notesAPI, error) {
 		return nil, err
 	}
 	return a.dynamo, nil
+}
+
+// lambdaAPI returns the Lambda client that starts task workers, made on
+// first use.
+func (a *awsClients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	return a.lambda, nil
+}
+
+// lazyDynamo is the task store's DynamoDB client, made on the first task
+// call.
+type lazyDynamo struct{ aws *awsClients }
+
+func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.PutItem(ctx, in, opts...)
+}
+
+func (l lazyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.GetItem(ctx, in, opts...)
 }
 
 // tableSortKey is the sort key of the claims table (template.yaml's): the

@@ -70,6 +70,10 @@ type Config struct {
 	// call is answered, with a retryable timeout when its tool is still
 	// running (MCP_DEADLINE_MARGIN, a Go duration; default 500ms).
 	DeadlineMargin time.Duration
+	// RequestTimeout bounds a gateway request on Lambda below the
+	// invocation's deadline (MCP_REQUEST_TIMEOUT; template.yaml: 28s, as
+	// the function's own timeout is a task worker's 15 minutes).
+	RequestTimeout time.Duration
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -129,6 +133,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	}
 	var err error
 	if c.State, err = fnconfig.LoadState(getenv); err != nil {
+		return nil, err
+	}
+	if c.RequestTimeout, err = runner.RequestTimeout(getenv); err != nil {
 		return nil, err
 	}
 	if v := getenv(envDeadlineMargin); v != "" {

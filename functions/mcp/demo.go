@@ -24,6 +24,7 @@ func (d *demo) register(srv *stateless.Server) {
 	stateless.AddTool(srv, addTool, d.add)
 	stateless.AddTool(srv, deleteTool, d.delete)
 	stateless.AddTool(srv, digestTool, d.digest)
+	stateless.AddTool(srv, exportTool, d.export)
 	srv.AddResource(readme, d.readReadme)
 	srv.AddResourceTemplate(noteTemplate, d.readNote)
 	srv.AddPrompt(summarizePrompt, d.summarize)

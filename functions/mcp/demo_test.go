@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // demoClient calls the demo server in-process as one principal.
@@ -157,7 +158,7 @@ func toJSON(v any) string {
 
 // newDemoWith serves the demo over notes.
 func newDemoWith(notes NoteStore) *stateless.Server {
-	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	(&demo{notes: notes}).register(srv)
 	return srv
 }

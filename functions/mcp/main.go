@@ -21,6 +21,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -45,7 +46,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: logger, Stdout: stdout}
+	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: logger, Stdout: stdout, RequestTimeout: cfg.RequestTimeout}
 	if err := runner.Run(ctx, srv, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
 	}
@@ -76,11 +77,19 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	}
 	var store claims.Store = claims.NewMemory()
 	var notes NoteStore = newMemoryNotes()
+	var taskStore stateless.TaskStore = tasks.NewMemory()
 	if cfg.ClaimsTable != "" {
 		store = &lazyStore{aws: clients, table: cfg.ClaimsTable}
 		notes = &dynamoNotes{client: clients.notesAPI, table: cfg.ClaimsTable}
+		taskStore = &tasks.DynamoDB{Client: lazyDynamo{clients}, Table: cfg.ClaimsTable, SortKey: tableSortKey}
 	} else if cfg.InLambda {
-		logger.Warn("no " + envClaimsTable + ": idempotency claims and notes are kept per instance")
+		logger.Warn("no " + envClaimsTable + ": idempotency claims, notes and tasks are kept per instance")
+	}
+	// Tasks run in this process locally; on Lambda each runs in an
+	// asynchronous invocation of the function itself.
+	taskOpts := &stateless.TaskOptions{Store: taskStore}
+	if cfg.InLambda {
+		taskOpts.Dispatch = (&tasks.Lambda{Client: clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
 	}
 	guard := claims.New(store, nil)
 	opts := &stateless.Options{
@@ -90,6 +99,7 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 		Idempotency:    guard,
 		Redeemer:       guard,
 		DeadlineMargin: cfg.DeadlineMargin,
+		Tasks:          taskOpts,
 	}
 	if ob != nil {
 		opts.Observe = ob.Observe

@@ -42,12 +42,33 @@ type Options struct {
 	Logger *slog.Logger
 	// Stdout receives the local endpoint's URL.
 	Stdout io.Writer
+	// RequestTimeout, if set, bounds a gateway request on Lambda below
+	// the invocation's own deadline: the function's timeout is a task
+	// worker's (minutes), a gateway's integration ends at 29 seconds.
+	RequestTimeout time.Duration
+}
+
+// EnvRequestTimeout names the variable of Options.RequestTimeout.
+const EnvRequestTimeout = "MCP_REQUEST_TIMEOUT"
+
+// RequestTimeout reads MCP_REQUEST_TIMEOUT, a Go duration of at least a
+// second; unset is 0, no bound beyond the invocation's.
+func RequestTimeout(getenv func(string) string) (time.Duration, error) {
+	v := getenv(EnvRequestTimeout)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return 0, fmt.Errorf("%s=%q: want a duration of at least 1s, such as 28s", EnvRequestTimeout, v)
+	}
+	return d, nil
 }
 
 // Run serves srv until ctx ends (locally) or forever (on Lambda).
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
-		lambda.StartWithOptions(&Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}}, lambda.WithContext(ctx))
+		lambda.StartWithOptions(&Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout}, lambda.WithContext(ctx))
 		return nil
 	}
 	ln, err := net.Listen("tcp", o.Addr)
@@ -96,6 +117,9 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 type Invocations struct {
 	Server  *stateless.Server
 	Gateway *apigw.Handler
+	// RequestTimeout, if set, bounds each gateway request (see
+	// Options.RequestTimeout); a worker has the whole invocation.
+	RequestTimeout time.Duration
 }
 
 // Invoke implements lambda.Handler. A worker's error fails the
@@ -108,6 +132,11 @@ func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error
 			}
 			return []byte("{}"), nil
 		}
+	}
+	if h.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
+		defer cancel()
 	}
 	return h.Gateway.Invoke(ctx, payload)
 }

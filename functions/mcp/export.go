@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// notes_export: a tool that takes longer than a gateway lets a request
+// run, so it runs only as a task of the tasks extension.
+
+var exportTool = &stateless.Tool{
+	Name:  "notes_export",
+	Title: "Export notes",
+	Description: "Exports all your notes as one Markdown document. It takes about a minute (the export is paced, as a " +
+		"slow downstream system would pace it), so it runs as a task: poll it with tasks/get. A client that does not " +
+		"take tasks (io.modelcontextprotocol/tasks) is refused with -32021.",
+	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
+	Scopes:      scopesRead,
+	TaskSupport: stateless.TaskRequired,
+}
+
+type exportIn struct {
+	Seconds *int `json:"seconds,omitempty" jsonschema:"how long the export takes, in seconds: 0 to 600, default 60"`
+}
+
+type exportOut struct {
+	Notes    int    `json:"notes"`
+	Markdown string `json:"markdown"`
+}
+
+// exportDuration is how long an export takes unless the call says.
+const exportDuration = 60 * time.Second
+
+// export reads the caller's notes page by page and renders them, spread
+// over the export's duration; cancelling the task stops it.
+func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in exportIn) (*stateless.CallToolResult, exportOut, error) {
+	total := exportDuration
+	if in.Seconds != nil {
+		if *in.Seconds < 0 || *in.Seconds > 600 {
+			return nil, exportOut{}, mcperr.NewInvalidArguments("seconds must be between 0 and 600")
+		}
+		total = time.Duration(*in.Seconds) * time.Second
+	}
+	start := time.Now()
+	var b strings.Builder
+	b.WriteString("# Notes\n")
+	n, after := 0, ""
+	for {
+		page, more, err := d.notes.List(ctx, req.Principal, after, 50)
+		if err != nil {
+			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
+		}
+		for _, note := range page {
+			fmt.Fprintf(&b, "\n## %s (%s)\n\n%s\n", note.ID, note.Created.UTC().Format(time.RFC3339), note.Text)
+			n++
+			after = note.ID
+		}
+		if !more {
+			break
+		}
+	}
+	// The pace: the rest of the duration, in steps that notice a cancel.
+	for left := total - time.Since(start); left > 0; left = total - time.Since(start) {
+		t := time.NewTimer(min(left, time.Second))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, exportOut{}, ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil, exportOut{Notes: n, Markdown: b.String()}, nil
+}
