@@ -74,6 +74,9 @@ type Config struct {
 	// invocation's deadline (MCP_REQUEST_TIMEOUT; template.yaml: 28s, as
 	// the function's own timeout is a task worker's 15 minutes).
 	RequestTimeout time.Duration
+	// TaskTTL is how long a task of the tasks extension is kept
+	// (MCP_TASK_TTL, a Go duration from 1s to 30 days; default one hour).
+	TaskTTL time.Duration
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -99,6 +102,7 @@ const (
 	envAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
 	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
 	envDeadlineMargin = "MCP_DEADLINE_MARGIN"
+	envTaskTTL        = "MCP_TASK_TTL"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -144,6 +148,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q: want a Go duration between 10ms and 10s, such as 500ms", envDeadlineMargin, v)
 		}
 		c.DeadlineMargin = d
+	}
+	if v := getenv(envTaskTTL); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 30*24*time.Hour {
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 720h, such as 1h", envTaskTTL, v)
+		}
+		c.TaskTTL = d
 	}
 	if v := getenv(envClaimsTable); v != "" {
 		if !validTableName(v) {

@@ -87,7 +87,7 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	}
 	// Tasks run in this process locally; on Lambda each runs in an
 	// asynchronous invocation of the function itself.
-	taskOpts := &stateless.TaskOptions{Store: taskStore}
+	taskOpts := &stateless.TaskOptions{Store: taskStore, TTL: cfg.TaskTTL}
 	if cfg.InLambda {
 		taskOpts.Dispatch = (&tasks.Lambda{Client: clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
 	}

@@ -4,9 +4,14 @@ package tasks_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -54,4 +59,100 @@ func TestDynamoDBContractSortKey(t *testing.T) {
 	taskstest.Run(t, func(t *testing.T) stateless.TaskStore {
 		return &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}
 	})
+}
+
+// TestConcurrentGetsDuringUpdates: on DynamoDB, tasks/get racing
+// tasks/update (from two clients answering the same requests) always
+// sees a state the task passed through, and the task is woken once.
+func TestConcurrentGetsDuringUpdates(t *testing.T) {
+	var srv *stateless.Server
+	var dispatches atomic.Int32
+	srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{
+		Store: &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"},
+		Dispatch: func(ctx context.Context, id string) error {
+			dispatches.Add(1)
+			go srv.RunTask(context.Background(), id)
+			return nil
+		}}})
+	form := stateless.ElicitForm("Name?", map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}})
+	srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
+		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			a, okA := req.ElicitResult("a")
+			b, okB := req.ElicitResult("b")
+			if !okA || !okB {
+				return nil, &stateless.InputRequired{Requests: map[string]stateless.InputRequest{"a": form, "b": form}}
+			}
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text(fmt.Sprint(a.Content["name"], b.Content["name"]))}}, nil
+		})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	do := func(method, name, params string) map[string]any {
+		h := http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {method}, "Mcp-Name": {name}}
+		resp := srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost, Header: h, Principal: "p",
+			Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params + `,` + meta + `}}`)})
+		var out struct {
+			Result map[string]any `json:"result"`
+			Error  any            `json:"error"`
+		}
+		if err := json.Unmarshal(resp.Body, &out); err != nil || out.Error != nil {
+			t.Errorf("%s: %s", method, resp.Body)
+		}
+		return out.Result
+	}
+	id, _ := do("tools/call", "ask", `"name":"ask","arguments":{}`)["taskId"].(string)
+	get := func() map[string]any { return do("tasks/get", id, `"taskId":"`+id+`"`) }
+	for deadline := time.Now().Add(10 * time.Second); get()["status"] != "input_required"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("never input_required")
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var seen sync.Map
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := get()
+				reqs, _ := r["inputRequests"].(map[string]any)
+				key := fmt.Sprintf("%v %d", r["status"], len(reqs))
+				switch key {
+				case "input_required 2", "input_required 1", "working 0", "completed 0":
+					seen.Store(key, true)
+				default:
+					t.Errorf("tasks/get saw %v", r)
+				}
+			}
+		}()
+	}
+	answer := func(k, v string) string { return `"` + k + `":{"action":"accept","content":{"name":"` + v + `"}}` }
+	var upd sync.WaitGroup
+	for _, name := range []string{"x", "y"} {
+		upd.Add(1)
+		go func() {
+			defer upd.Done()
+			do("tasks/update", id, `"taskId":"`+id+`","inputResponses":{`+answer("a", name)+`}`)
+			do("tasks/update", id, `"taskId":"`+id+`","inputResponses":{`+answer("b", name)+`}`)
+		}()
+	}
+	upd.Wait()
+	var last map[string]any
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if last = get(); last["status"] == "completed" || time.Now().After(deadline) {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if last["status"] != "completed" || dispatches.Load() != 2 {
+		t.Fatalf("ended %v after %d dispatches; want completed after 2", last, dispatches.Load())
+	}
+	var states []string
+	seen.Range(func(k, _ any) bool { states = append(states, k.(string)); return true })
+	t.Logf("states seen by the racing gets: %v", states)
 }

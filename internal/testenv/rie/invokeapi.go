@@ -26,6 +26,9 @@ type InvokeAPI struct {
 	// Duplicate delivers every Event invocation twice, as Lambda may: a
 	// test of the worker's fence.
 	Duplicate bool
+	// Restart, if set, replaces a worker that has exited (a test killed
+	// it), as Lambda starts a new instance.
+	Restart func() (*Emulator, error)
 
 	once      sync.Once
 	free      chan *Emulator
@@ -96,6 +99,15 @@ func (a *InvokeAPI) deliver(payload []byte) {
 // run invokes the function on a free worker.
 func (a *InvokeAPI) run(ctx context.Context, payload []byte) ([]byte, error) {
 	e := <-a.free
+	select {
+	case <-e.Exited():
+		if a.Restart != nil {
+			if n, err := a.Restart(); err == nil {
+				e = n
+			}
+		}
+	default:
+	}
 	defer func() { a.free <- e }()
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()

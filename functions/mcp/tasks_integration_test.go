@@ -1,0 +1,287 @@
+//go:build integration
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// taskPath is the function on the Lambda path with its task workers: the
+// real bootstrap under an emulator behind an API Gateway front, and one
+// worker emulator that the function's asynchronous invocations of itself
+// reach through the Invoke API's stand-in; tasks in DynamoDB Local.
+type taskPath struct {
+	url    string
+	invoke *rie.InvokeAPI
+	worker func() *rie.Emulator
+	client *http.Client
+}
+
+func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
+	t.Helper()
+	db := localDynamoDB(t)
+	bootstrap := buildBootstrap(t, runtime.GOARCH)
+	invokeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append([]string{envClaimsTable + "=" + notesTable, envAllowAnonymous + "=true", envLogLevel + "=error",
+		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
+		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint, "AWS_ENDPOINT_URL_LAMBDA=http://" + invokeLn.Addr().String(),
+		// A worker's invocation lasts 10 s: its lease, when it is killed.
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=10"}, extraEnv...)
+	ctx := context.Background()
+	start := func() (*rie.Emulator, error) {
+		return rie.Start(ctx, rie.Options{RIE: rieBinary(t), Bootstrap: bootstrap, Env: env, OwnGroup: true})
+	}
+	front, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// With duplicates, two workers: the second delivery runs beside the
+	// first, as Lambda may run it, and must find the task taken.
+	workers := make([]*rie.Emulator, 1+btoi(duplicate))
+	for i := range workers {
+		if workers[i], err = start(); err != nil {
+			t.Fatal(err)
+		}
+		w := workers[i]
+		t.Cleanup(func() { w.Stop() })
+	}
+	p := &taskPath{client: &http.Client{Timeout: 30 * time.Second}}
+	current := workers[0]
+	p.worker = func() *rie.Emulator { return current }
+	p.invoke = &rie.InvokeAPI{Workers: workers, Retries: 2, Duplicate: duplicate,
+		Restart: func() (*rie.Emulator, error) {
+			e, err := start()
+			if err == nil {
+				current = e
+				t.Cleanup(func() { e.Stop() })
+			}
+			return e, err
+		}}
+	api := &http.Server{Handler: p.invoke, ReadHeaderTimeout: 10 * time.Second}
+	go api.Serve(invokeLn)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := &http.Server{Handler: &rie.Front{Emulator: front}, ReadHeaderTimeout: 10 * time.Second}
+	go gw.Serve(ln)
+	p.url = "http://" + ln.Addr().String() + "/mcp"
+	t.Cleanup(func() {
+		gw.Close()
+		api.Close()
+		front.Stop()
+		if t.Failed() {
+			t.Logf("front:\n%s\nworker:\n%s", tail(front.Log()), tail(current.Log()))
+		}
+	})
+	return p
+}
+
+func tail(s string) string { return s[max(0, len(s)-3000):] }
+
+// rpc sends one 2026-07-28 request as principal and returns its result or
+// error.
+func (p *taskPath) rpc(t *testing.T, principal, method, name, params string) (map[string]any, map[string]any) {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	req, _ := http.NewRequest(http.MethodPost, p.url, bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", stateless.Version20260728)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s answered %d %s", method, resp.StatusCode, raw)
+	}
+	return out.Result, out.Error
+}
+
+const taskMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+
+func (p *taskPath) export(t *testing.T, principal string, seconds int) string {
+	t.Helper()
+	res, e := p.rpc(t, principal, "tools/call", "notes_export", fmt.Sprintf(`{"name":"notes_export","arguments":{"seconds":%d},"_meta":%s}`, seconds, taskMeta))
+	id, _ := res["taskId"].(string)
+	if e != nil || res["resultType"] != "task" || id == "" {
+		t.Fatalf("export: %v %v", res, e)
+	}
+	return id
+}
+
+func (p *taskPath) get(t *testing.T, principal, id string) (map[string]any, map[string]any) {
+	t.Helper()
+	return p.rpc(t, principal, "tasks/get", id, `{"taskId":"`+id+`","_meta":`+taskMeta+`}`)
+}
+
+// poll polls the task as a client does, every 200 ms, until it ends.
+func (p *taskPath) poll(t *testing.T, principal, id string, limit time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		res, e := p.get(t, principal, id)
+		if e != nil {
+			t.Fatalf("tasks/get: %v", e)
+		}
+		if s := res["status"]; s == "completed" || s == "failed" || s == "cancelled" {
+			return res
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("task %s did not end within %v", id, limit)
+	return nil
+}
+
+// record reads the task's item from the table.
+func record(t *testing.T, id string) *stateless.TaskRecord {
+	t.Helper()
+	out, err := localDynamoDB(t).Client().GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(notesTable), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "task#" + id}, "sk": &types.AttributeValueMemberS{Value: "task"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, ok := out.Item["body"].(*types.AttributeValueMemberB)
+	if !ok {
+		t.Fatalf("no item for task %s", id)
+	}
+	var rec stateless.TaskRecord
+	if err := json.Unmarshal(body.Value, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return &rec
+}
+
+// TestTaskThroughLambda: the demo's export, a task, runs on a worker
+// invocation of the function and completes with the caller's notes; a
+// client without the extension is refused -32021; another caller cannot
+// see the task.
+func TestTaskThroughLambda(t *testing.T) {
+	p := newTaskPath(t, true)
+	who := fmt.Sprint("export-", time.Now().UnixNano())
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	if _, e := p.rpc(t, who, "tools/call", "notes_add", `{"name":"notes_add","arguments":{"text":"first note"},"_meta":`+meta+`}`); e != nil {
+		t.Fatal(e)
+	}
+	if _, e := p.rpc(t, who, "tools/call", "notes_export", `{"name":"notes_export","arguments":{},"_meta":`+meta+`}`); e == nil || e["code"] != float64(-32021) {
+		t.Fatalf("export without the extension: %v", e)
+	}
+	id := p.export(t, who, 2)
+	done := p.poll(t, who, id, 30*time.Second)
+	res, _ := done["result"].(map[string]any)
+	if done["status"] != "completed" || !strings.Contains(fmt.Sprint(res["structuredContent"]), "first note") {
+		t.Fatalf("ended %v", done)
+	}
+	// Every worker event was delivered twice (Duplicate): the second did
+	// nothing, the task ran once.
+	p.invoke.Wait()
+	if rec := record(t, id); rec.Attempts != 1 {
+		t.Fatalf("the task ran %d times", rec.Attempts)
+	}
+	if runs, failed := p.invoke.Delivered(); runs != 2 || failed != 0 {
+		t.Fatalf("%d worker invocations, %d failed; want 2 and 0", runs, failed)
+	}
+}
+
+// TestTaskWorkerKilled: a worker killed mid-task holds its task until its
+// lease (the invocation's 10 s) lapses; then tasks/get dispatches it
+// again and it completes, having run twice.
+func TestTaskWorkerKilled(t *testing.T) {
+	p := newTaskPath(t, false)
+	who := fmt.Sprint("killed-", time.Now().UnixNano())
+	id := p.export(t, who, 4)
+	deadline := time.Now().Add(10 * time.Second)
+	for record(t, id).Owner == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker took the task")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.worker().Kill()
+	killed := time.Now()
+	done := p.poll(t, who, id, 45*time.Second)
+	if done["status"] != "completed" {
+		t.Fatalf("ended %v", done)
+	}
+	if rec := record(t, id); rec.Attempts != 2 {
+		t.Fatalf("%d runs, want 2", rec.Attempts)
+	}
+	if took := time.Since(killed); took < 8*time.Second {
+		t.Fatalf("completed %v after the kill: before the dead worker's lease lapsed", took)
+	}
+}
+
+// TestTaskCancelThroughLambda: a cancellation racing the export's end
+// leaves one terminal state, which stays; a cancelled export stops.
+func TestTaskCancelThroughLambda(t *testing.T) {
+	p := newTaskPath(t, false)
+	who := fmt.Sprint("cancel-", time.Now().UnixNano())
+	for i := range 4 {
+		id := p.export(t, who, 1)
+		time.Sleep(time.Duration(700+150*i) * time.Millisecond)
+		if res, e := p.rpc(t, who, "tasks/cancel", id, `{"taskId":"`+id+`","_meta":`+taskMeta+`}`); e != nil || res["resultType"] != "complete" {
+			t.Fatalf("cancel: %v %v", res, e)
+		}
+		first := p.poll(t, who, id, 20*time.Second)
+		if s := first["status"]; s != "completed" && s != "cancelled" {
+			t.Fatalf("ended %v", first)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		if again, _ := p.get(t, who, id); again["status"] != first["status"] || again["lastUpdatedAt"] != first["lastUpdatedAt"] {
+			t.Fatalf("terminal state changed: %v then %v", first, again)
+		}
+		t.Logf("race %d: %v", i, first["status"])
+	}
+	id := p.export(t, who, 60)
+	time.Sleep(time.Second)
+	p.rpc(t, who, "tasks/cancel", id, `{"taskId":"`+id+`","_meta":`+taskMeta+`}`)
+	start := time.Now()
+	p.invoke.Wait()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("the cancelled export's worker ran on for %v", took)
+	}
+}
+
+// TestTaskExpires: past its TTL a task answers as an unknown one.
+func TestTaskExpires(t *testing.T) {
+	p := newTaskPath(t, false, envTaskTTL+"=3s")
+	who := fmt.Sprint("expiry-", time.Now().UnixNano())
+	id := p.export(t, who, 0)
+	if res, _ := p.get(t, who, id); res["ttlMs"] != float64(3000) {
+		t.Fatalf("ttlMs %v", res["ttlMs"])
+	}
+	time.Sleep(3200 * time.Millisecond)
+	if _, e := p.get(t, who, id); e == nil || e["code"] != float64(-32602) {
+		t.Fatalf("expired task: %v", e)
+	}
+}
