@@ -8,12 +8,16 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks/taskstest"
@@ -155,4 +159,42 @@ func TestConcurrentGetsDuringUpdates(t *testing.T) {
 	var states []string
 	seen.Range(func(k, _ any) bool { states = append(states, k.(string)); return true })
 	t.Logf("states seen by the racing gets: %v", states)
+}
+
+// TestTaskCost: what a task costs in DynamoDB operations, as the README
+// states it: creating it one PutItem; its worker one GetItem and one
+// PutItem to take it, one GetItem per CancelCheck while the handler runs,
+// and one GetItem and one PutItem to record the outcome; each tasks/get
+// one strongly consistent GetItem. And one worker invocation.
+func TestTaskCost(t *testing.T) {
+	c := &opcount.Counter{}
+	store := &tasks.DynamoDB{Client: local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) }), Table: sortedTable, SortKey: "sk"}
+	var ids []string
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{
+		Store: store, CancelCheck: time.Hour, // no cancel check within the run: each would be one GetItem
+		Dispatch: func(ctx context.Context, id string) error { ids = append(ids, id); return nil }}})
+	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
+		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil
+		})
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`
+	h := func(method, name string) http.Header {
+		return http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json"}, "Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {method}, "Mcp-Name": {name}}
+	}
+	resp := srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost, Header: h("tools/call", "work"), Principal: "p",
+		Body: []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"work",` + meta + `}}`)})
+	if ops := c.Take(); len(ids) != 1 || ops["PutItem"] != 1 || len(ops) != 1 {
+		t.Fatalf("creating: %v, %d dispatches (%s)", ops, len(ids), resp.Body)
+	}
+	if err := srv.RunTask(context.Background(), ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if ops := c.Take(); ops["PutItem"] != 2 || ops["GetItem"] != 2 || len(ops) != 2 {
+		t.Fatalf("the worker: %v; want 2 PutItem and 2 GetItem", ops)
+	}
+	resp = srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost, Header: h("tasks/get", ids[0]), Principal: "p",
+		Body: []byte(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + ids[0] + `",` + meta + `}}`)})
+	if ops := c.Take(); ops["GetItem"] != 1 || len(ops) != 1 || !strings.Contains(string(resp.Body), `"status":"completed"`) {
+		t.Fatalf("tasks/get: %v %s", ops, resp.Body)
+	}
 }
