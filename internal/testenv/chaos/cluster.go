@@ -26,10 +26,14 @@ import (
 // from, as sam local would configure it.
 const envFunction = "McpFunction"
 
-// functionTimeout is the template's Timeout for the function (seconds):
-// the emulator gives each invocation this deadline, which the function's
-// claim leases and answers follow.
-const functionTimeout = "28"
+// functionTimeout is the template's Timeout for the function (seconds, a
+// task worker's), and requestTimeout its MCP_REQUEST_TIMEOUT: the deadline
+// of a gateway request, which the function's claim leases and answers
+// follow.
+const (
+	functionTimeout = "900"
+	requestTimeout  = "28s"
+)
 
 // ClusterOptions configure StartCluster.
 type ClusterOptions struct {
@@ -127,6 +131,7 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	env := samlocal.SAMDefaults(envFunction)
 	maps.Copy(env, fileEnv)
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = functionTimeout
+	env["MCP_REQUEST_TIMEOUT"] = requestTimeout
 	maps.Copy(env, o.ExtraEnv)
 	if env, err = samlocal.WithEndpoint(env, samlocal.EnvKMSEndpoint, strings.TrimPrefix(c.KMS.Endpoint, "http://")); err != nil {
 		return nil, err
