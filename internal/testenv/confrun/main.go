@@ -146,6 +146,13 @@ func run(tools, riePath, out string) error {
 	if err := node(ctx, tools, nil, "smoke.mjs", lambdaURL); err != nil {
 		failed = append(failed, "TypeScript client: "+err.Error())
 	}
+	// The tasks extension's own TypeScript client, on both paths.
+	fmt.Printf("\n=== the tasks extension's client (ext-tasks 0.2.2), local and through the Lambda path ===\n")
+	for _, u := range []string{localURL, lambdaURL} {
+		if err := node(ctx, tools, nil, "tasks.mjs", u); err != nil {
+			failed = append(failed, "ext-tasks client: "+err.Error())
+		}
+	}
 	// Idempotency outcomes, over HTTP (where a duplicate in flight is
 	// refused) and through the Lambda path (where the emulator runs one
 	// invocation at a time).
