@@ -216,7 +216,7 @@ fmt:
 
 ## fuzz: every fuzz target for FUZZTIME each
 fuzz:
-	@set -e; for pkg in ./pkg/stateless ./pkg/reqstate ./pkg/apigw ./pkg/observe ./pkg/auth ./internal/canon ./internal/jsonscan; do \
+	@set -e; for pkg in ./pkg/stateless ./pkg/reqstate ./pkg/apigw ./pkg/observe ./pkg/auth ./pkg/tasks ./internal/canon ./internal/jsonscan; do \
 		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 			echo "== $$pkg $$f"; \
 			$(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=5s $$pkg; \
