@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestExportLocal: in local mode the export runs as a task in this
+// process: refused -32021 to a client without the extension, polled to
+// completion by one with it, with the caller's notes only; an
+// out-of-range duration is the task's tool error.
+func TestExportLocal(t *testing.T) {
+	srv := newDemoServer(t)
+	alice := &demoClient{t: t, srv: srv, principal: "alice"}
+	alice.add("alice's note")
+	(&demoClient{t: t, srv: srv, principal: "bob"}).add("bob's note")
+	if r := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":0}`); fmt.Sprint(r["error"]) == "<nil>" ||
+		r["error"].(map[string]any)["code"] != float64(-32021) {
+		t.Fatalf("without the extension: %v", r)
+	}
+	alice.caps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	poll := func(id string) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st := alice.call("tasks/get", id, `"taskId":"`+id+`"`)
+			if st["status"] != "working" || time.Now().After(deadline) {
+				return st
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	r := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":601}`)
+	if id, _ := r["taskId"].(string); id == "" {
+		t.Fatalf("no task: %v", r)
+	} else if st := poll(id); st["status"] != "completed" || st["result"].(map[string]any)["isError"] != true {
+		t.Fatalf("601 seconds: %v", st)
+	}
+	r = alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":1}`)
+	id, _ := r["taskId"].(string)
+	if r["resultType"] != "task" || id == "" {
+		t.Fatalf("with the extension: %v", r)
+	}
+	st := poll(id)
+	res, _ := st["result"].(map[string]any)
+	md := fmt.Sprint(structured(res)["markdown"])
+	if st["status"] != "completed" || !strings.Contains(md, "alice's note") || strings.Contains(md, "bob's note") {
+		t.Fatalf("ended %v", st)
+	}
+}
