@@ -32,6 +32,7 @@ type Call struct {
 	progressToken  json.RawMessage
 	logLevel       LoggingLevel
 	notes          []json.RawMessage // buffered notifications, in order
+	live           *liveStream       // sends notifications as they happen (HandleStream)
 	legacy         bool
 }
 
@@ -99,6 +100,15 @@ func (c *Call) Progress(progress, total float64, message string) {
 		b = appendString(b, message)
 	}
 	b = append(b, "}}"...)
+	c.note(b)
+}
+
+// note sends a notification at once on a live stream, or keeps it for the
+// answer.
+func (c *Call) note(b []byte) {
+	if c.live != nil && c.live.event(b) {
+		return
+	}
 	c.notes = append(c.notes, b)
 }
 
@@ -122,7 +132,7 @@ func (c *Call) Log(level LoggingLevel, logger string, data any) {
 	if err != nil {
 		return
 	}
-	c.notes = append(c.notes, b)
+	c.note(b)
 }
 
 // Legacy reports whether the client speaks a revision before 2026-07-28.

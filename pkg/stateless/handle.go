@@ -48,6 +48,12 @@ const Anonymous = "anonymous"
 // Handle answers one request. It never panics and never returns nil: every
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
+	return s.handleRequest(ctx, r, nil)
+}
+
+// handleRequest answers r; live, when set, takes its notifications as
+// they happen (HandleStream).
+func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream) *Response {
 	start := time.Now()
 	// The request's deadline: its context's (a Lambda invocation's), or
 	// RequestTimeout from now. A context that lacks one is given it only
@@ -66,7 +72,7 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = s.handle(ctx, r, o, deadline)
+		resp = s.handle(ctx, r, o, deadline, live)
 		allowCORS(s, r, resp)
 	}
 	o.Status = resp.Status
@@ -181,7 +187,7 @@ func bounded(x *exchange, ctx context.Context) context.Context {
 // handle answers one request that is not a CORS preflight, never
 // panicking: transport checks, decoding, authentication, then the
 // protocol (request).
-func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline time.Time) (resp *Response) {
+func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
 	defer func() {
 		if x.stop != nil {
@@ -204,6 +210,9 @@ func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline ti
 	}()
 	if e := x.transportChecks(); e != nil {
 		return x.refuse(nil, e)
+	}
+	if live != nil && x.acceptsSSE {
+		x.call.live = live
 	}
 	if r.Unidentified {
 		return x.refuse(nil, mcperr.New(mcperr.Unauthorized))

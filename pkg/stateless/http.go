@@ -44,7 +44,28 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Body = body
 	}
-	writeResponse(w, s.Handle(r.Context(), req))
+	s.HandleStream(r.Context(), req, &httpStream{w: w})
+}
+
+// httpStream is a Stream onto a net/http response.
+type httpStream struct {
+	w http.ResponseWriter
+}
+
+func (h *httpStream) Start(status int, header http.Header) error {
+	dst := h.w.Header()
+	for k, v := range header {
+		dst[k] = v
+	}
+	h.w.WriteHeader(status)
+	return nil
+}
+
+func (h *httpStream) Write(p []byte) error {
+	if _, err := h.w.Write(p); err != nil {
+		return err
+	}
+	return http.NewResponseController(h.w).Flush()
 }
 
 // ServeMetadata serves the endpoint's protected-resource metadata (RFC
@@ -60,6 +81,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	(&HTTPHandler{Server: s}).ServeHTTP(w, r)
 }
 
+// writeResponse writes a whole response.
 func writeResponse(w http.ResponseWriter, resp *Response) {
 	h := w.Header()
 	for k, v := range resp.Header {

@@ -1,0 +1,110 @@
+package stateless
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+)
+
+// Stream receives an answer as it is made: its status and headers once,
+// then its body, each write sent on at once (flushed). A transport that
+// can stream — net/http, a Lambda response stream — implements it, and
+// [Server.HandleStream] writes to it.
+type Stream interface {
+	// Start sends the status and the headers. It is called once, before
+	// any Write.
+	Start(status int, header http.Header) error
+	// Write sends p and flushes it. An error means the client is gone.
+	Write(p []byte) error
+}
+
+// HandleStream answers r as Handle does, onto st, with one difference: a
+// request whose client accepts an event stream gets its progress and log
+// notifications as server-sent events the moment the handler emits them,
+// then its answer as the last event. A request that emits none is
+// answered as Handle answers it, as JSON. When a write fails (the client
+// went away) the request's context is cancelled: a tool's handler sees it
+// and its idempotency claim is settled as for any failure, so a retry
+// with the same key neither runs beside it nor runs twice.
+func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	live := &liveStream{st: st, gone: cancel}
+	resp := s.handleRequest(ctx, r, live)
+	live.finish(resp)
+}
+
+// liveStream sends one request's notifications as they happen. It is
+// shared by the request and its tool's handler (which may outlive the
+// answer, abandoned): every use takes the lock, and after the answer
+// nothing more is written.
+type liveStream struct {
+	mu      sync.Mutex
+	st      Stream
+	gone    context.CancelFunc
+	started bool
+	done    bool
+	failed  bool
+}
+
+// eventStreamHeader are the headers of a streamed answer.
+func eventStreamHeader() http.Header {
+	return http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}, "X-Accel-Buffering": {"no"}}
+}
+
+// event sends one notification now, starting the event stream with the
+// first. It reports false when the stream cannot take it (the answer was
+// written), and the caller keeps it as it would without a stream.
+func (l *liveStream) event(msg []byte) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return true // the answer has gone; a late notification has no place
+	}
+	if l.failed {
+		return true
+	}
+	if !l.started {
+		l.started = true
+		if err := l.st.Start(http.StatusOK, eventStreamHeader()); err != nil {
+			l.fail()
+			return true
+		}
+	}
+	if err := l.st.Write(appendEvent(nil, msg)); err != nil {
+		l.fail()
+	}
+	return true
+}
+
+// fail records that the client is gone and cancels the request.
+func (l *liveStream) fail() {
+	l.failed = true
+	l.gone()
+}
+
+// finish writes the answer: the last event of a stream that started, or
+// the whole response of one that did not.
+func (l *liveStream) finish(resp *Response) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.done = true
+	if l.failed {
+		return
+	}
+	if !l.started {
+		h := resp.Header
+		if len(resp.Body) > 2048 {
+			// Announced, not chunked (net/http computes it itself for
+			// a shorter body it buffers whole).
+			h = h.Clone()
+			h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+		}
+		if l.st.Start(resp.Status, h) == nil {
+			_ = l.st.Write(resp.Body)
+		}
+		return
+	}
+	_ = l.st.Write(appendEvent(nil, resp.Body))
+}
