@@ -30,6 +30,7 @@ func newServer(sealer reqstate.Sealer, to *stateless.TaskOptions) *stateless.Ser
 			Tasks: to})
 	tools(srv)
 	taskFixtures(srv)
+	tickFixtures(srv)
 	keyed(srv)
 	inputRequired(srv)
 	resources(srv)

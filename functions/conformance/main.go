@@ -52,7 +52,12 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout, RequestTimeout: requestTimeout})
+	streams, err := runner.StreamEvents(getenv)
+	if err != nil {
+		return err
+	}
+	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
+		RequestTimeout: requestTimeout, StreamKinds: streams})
 }
 
 // newTasks configures the tasks extension: tasks in memory and run in

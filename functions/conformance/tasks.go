@@ -86,6 +86,29 @@ func taskFixtures(srv *stateless.Server) {
 		})
 }
 
+type ticksArgs struct {
+	Count      int `json:"count" jsonschema:"how many progress reports, 1 to 1000"`
+	IntervalMs int `json:"intervalMs" jsonschema:"milliseconds between reports, 0 to 60000"`
+}
+
+// tickFixtures registers a tool that reports progress at a steady pace:
+// the streaming tests measure when each report reaches the client.
+func tickFixtures(srv *stateless.Server) {
+	stateless.AddTool(srv, &stateless.Tool{Name: "ticks", Description: "Reports progress count times, intervalMs apart, then answers.", MaxDuration: 15 * time.Minute},
+		func(ctx context.Context, req *stateless.ToolRequest, in ticksArgs) (*stateless.CallToolResult, any, error) {
+			if in.Count < 1 || in.Count > 1000 || in.IntervalMs < 0 || in.IntervalMs > 60000 {
+				return nil, nil, errors.New("count must be 1 to 1000 and intervalMs 0 to 60000")
+			}
+			for i := 1; i <= in.Count; i++ {
+				if err := sleep(ctx, time.Duration(in.IntervalMs)*time.Millisecond); err != nil {
+					return nil, nil, err
+				}
+				req.Progress(float64(i), float64(in.Count), "")
+			}
+			return text(fmt.Sprintf("%d ticks", in.Count)), nil, nil
+		})
+}
+
 // sleep waits for d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
 	"github.com/serverless-mcp/mcp-lambda/internal/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -74,6 +75,10 @@ type Config struct {
 	// invocation's deadline (MCP_REQUEST_TIMEOUT; template.yaml: 28s, as
 	// the function's own timeout is a task worker's 15 minutes).
 	RequestTimeout time.Duration
+	// StreamKinds are the gateway event kinds the function is invoked for
+	// as a response stream (MCP_STREAM_EVENTS: rest, function-url): their
+	// notifications stream as they happen (docs/streaming.md).
+	StreamKinds []apigw.Kind
 	// TaskTTL is how long a task of the tasks extension is kept
 	// (MCP_TASK_TTL, a Go duration from 1s to 30 days; default one hour).
 	TaskTTL time.Duration
@@ -140,6 +145,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if c.RequestTimeout, err = runner.RequestTimeout(getenv); err != nil {
+		return nil, err
+	}
+	if c.StreamKinds, err = runner.StreamEvents(getenv); err != nil {
 		return nil, err
 	}
 	if v := getenv(envDeadlineMargin); v != "" {

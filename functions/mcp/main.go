@@ -46,7 +46,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: logger, Stdout: stdout, RequestTimeout: cfg.RequestTimeout}
+	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: logger, Stdout: stdout, RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds}
 	if err := runner.Run(ctx, srv, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", envAddr, cfg.Addr, err)
 	}

@@ -46,6 +46,11 @@ type Options struct {
 	// the invocation's own deadline: the function's timeout is a task
 	// worker's (minutes), a gateway's integration ends at 29 seconds.
 	RequestTimeout time.Duration
+	// StreamKinds are the kinds of gateway event the function is invoked
+	// for as a response stream (MCP_STREAM_EVENTS): their answers stream,
+	// notifications as they happen. A streamed request is bounded by the
+	// invocation, not RequestTimeout.
+	StreamKinds []apigw.Kind
 }
 
 // EnvRequestTimeout names the variable of Options.RequestTimeout.
@@ -68,7 +73,14 @@ func RequestTimeout(getenv func(string) string) (time.Duration, error) {
 // Run serves srv until ctx ends (locally) or forever (on Lambda).
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
-		lambda.StartWithOptions(&Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout}, lambda.WithContext(ctx))
+		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds}
+		if len(h.StreamKinds) > 0 {
+			// Only a handler function may return a stream: aws-lambda-go
+			// sends a returned reader as it is read.
+			lambda.StartWithOptions(h.streamInvoke, lambda.WithContext(ctx))
+			return nil
+		}
+		lambda.StartWithOptions(h, lambda.WithContext(ctx))
 		return nil
 	}
 	ln, err := net.Listen("tcp", o.Addr)
@@ -120,6 +132,9 @@ type Invocations struct {
 	// RequestTimeout, if set, bounds each gateway request (see
 	// Options.RequestTimeout); a worker has the whole invocation.
 	RequestTimeout time.Duration
+	// StreamKinds are the event kinds invoked for a response stream
+	// (Options.StreamKinds).
+	StreamKinds []apigw.Kind
 }
 
 // Invoke implements lambda.Handler. A worker's error fails the

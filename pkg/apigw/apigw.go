@@ -411,6 +411,70 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
 }
 
+// InvokeStream answers an event as Invoke does, onto st: a protocol
+// request through [stateless.Server.HandleStream], its notifications
+// sent as they happen; every other answer (the metadata, a refusal of an
+// unreadable event) as one whole response. For the Lambda invocations of
+// a response stream: a REST API integration in STREAM mode, a function
+// URL in RESPONSE_STREAM mode.
+func (h *Handler) InvokeStream(ctx context.Context, payload []byte, st stateless.Stream) error {
+	r, err := Decode(payload)
+	if err != nil {
+		if errors.Is(err, ErrNotHTTP) || r == nil {
+			return err
+		}
+		writeWhole(st, h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
+		return nil
+	}
+	ctx = withRequest(ctx, r)
+	if resource, ok := metadataRequest(r); ok {
+		if h.Endpoint != "" {
+			resource = h.Endpoint
+		}
+		writeWhole(st, h.Server.ProtectedResourceMetadata(resource))
+		return nil
+	}
+	if h.Endpoint != "" {
+		r.Endpoint = h.Endpoint
+	}
+	h.Server.HandleStream(ctx, r.Request, st)
+	return nil
+}
+
+func writeWhole(st stateless.Stream, resp *stateless.Response) {
+	if st.Start(resp.Status, resp.Header) == nil {
+		_ = st.Write(resp.Body)
+	}
+}
+
+// KindOf returns the shape of an event, reading no more of it than that
+// needs; ok is false for a payload that is not a gateway event.
+func KindOf(payload []byte) (k Kind, ok bool) {
+	var ev struct {
+		Version        string `json:"version"`
+		HTTPMethod     string `json:"httpMethod"`
+		RequestContext struct {
+			DomainName string `json:"domainName"`
+			HTTP       struct {
+				Method string `json:"method"`
+			} `json:"http"`
+		} `json:"requestContext"`
+	}
+	if jsonv2.Unmarshal(payload, &ev, eventOptions) != nil {
+		return 0, false
+	}
+	switch {
+	case ev.Version == "2.0" && ev.RequestContext.HTTP.Method != "":
+		if strings.Contains(ev.RequestContext.DomainName, ".lambda-url.") {
+			return FunctionURL, true
+		}
+		return HTTPAPI, true
+	case ev.HTTPMethod != "":
+		return REST, true
+	}
+	return 0, false
+}
+
 type requestIDKey struct{}
 
 // WithRequestID returns a context carrying the gateway's request id.

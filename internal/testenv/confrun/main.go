@@ -25,6 +25,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 )
 
 func main() {
@@ -109,13 +110,32 @@ func run(tools, riePath, out string) error {
 	defer front.Close()
 	lambdaURL := "http://" + ln.Addr().String() + "/mcp"
 
+	// The streaming door: the same bootstrap invoked for a response
+	// stream, through a Runtime API that passes it on as it is written.
+	streamRT, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bootstrap, Timeout: 5 * time.Minute, Env: append(env, "MCP_STREAM_EVENTS=function-url")})
+	if err != nil {
+		return err
+	}
+	defer streamRT.Stop()
+	streamLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	streamFront := &http.Server{Handler: &rie.StreamFront{Function: streamRT}, ReadHeaderTimeout: 10 * time.Second}
+	go streamFront.Serve(streamLn)
+	defer streamFront.Close()
+	streamURL := "http://" + streamLn.Addr().String() + "/mcp"
+
 	baseline, err := filepath.Abs("functions/conformance/baseline-2025-11-25.yml")
 	if err != nil {
 		return err
 	}
 	var failed []string
-	for _, target := range []struct{ name, url string }{{"local HTTP", localURL}, {"Lambda (emulator + API Gateway front)", lambdaURL}} {
+	for _, target := range []struct{ name, url string }{{"local HTTP", localURL}, {"Lambda (emulator + API Gateway front)", lambdaURL}, {"Streaming (response stream + prelude front)", streamURL}} {
 		for _, rev := range []string{"2026-07-28", "2025-11-25"} {
+			if rev == "2025-11-25" && target.url == streamURL {
+				continue // the same answers as the Lambda path's, streamed
+			}
 			args := []string{"server", "--url", target.url, "--requirements", rev}
 			if rev == "2025-11-25" {
 				args = append(args, "--expected-failures", baseline)
@@ -180,7 +200,7 @@ func run(tools, riePath, out string) error {
 		}
 		return errors.New("failing runs:\n  " + strings.Join(failed, "\n  "))
 	}
-	fmt.Println("\nconformance: all four suite runs and the Node clients passed")
+	fmt.Println("\nconformance: all five suite runs and the Node clients passed")
 	return nil
 }
 

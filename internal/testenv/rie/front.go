@@ -99,6 +99,9 @@ type EventOptions struct {
 	// as a gateway with an authorizer does. Empty: no authorizer, the
 	// anonymous caller.
 	Principal string
+	// DomainName, if set, is requestContext.domainName (a function URL's
+	// makes the event a function URL's); empty: the request's Host.
+	DomainName string
 }
 
 // NewEvent turns an HTTP request whose body was read into an API Gateway
@@ -119,6 +122,9 @@ func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 		ev.RequestContext.Authorizer = &v2Authorizer{Lambda: map[string]string{"principalId": o.Principal}}
 	}
 	ev.RequestContext.DomainName = r.Host
+	if o.DomainName != "" {
+		ev.RequestContext.DomainName = o.DomainName
+	}
 	ev.RequestContext.Stage = "$default"
 	ev.RequestContext.HTTP.Method = r.Method
 	ev.RequestContext.HTTP.Path = r.URL.Path

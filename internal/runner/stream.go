@@ -1,0 +1,135 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+)
+
+// EnvStreamEvents names the event kinds a function is invoked for as a
+// response stream: "rest" (a REST API integration whose response transfer
+// mode is STREAM), "function-url" (a function URL whose invoke mode is
+// RESPONSE_STREAM), or both, comma-separated. Unset: every answer is
+// buffered.
+const EnvStreamEvents = "MCP_STREAM_EVENTS"
+
+// StreamEvents reads MCP_STREAM_EVENTS.
+func StreamEvents(getenv func(string) string) ([]apigw.Kind, error) {
+	v := getenv(EnvStreamEvents)
+	if v == "" {
+		return nil, nil
+	}
+	var kinds []apigw.Kind
+	for _, s := range strings.Split(v, ",") {
+		switch strings.TrimSpace(s) {
+		case "rest":
+			kinds = append(kinds, apigw.REST)
+		case "function-url":
+			kinds = append(kinds, apigw.FunctionURL)
+		default:
+			return nil, errors.New(EnvStreamEvents + `: want "rest", "function-url" or both, comma-separated`)
+		}
+	}
+	return kinds, nil
+}
+
+// rawEvent is an invocation's payload, kept as it came.
+type rawEvent []byte
+
+func (r *rawEvent) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
+
+// streamInvoke serves a function some of whose invocations are response
+// streams: events of a kind in StreamKinds are answered with the HTTP
+// integration response format Lambda streams (a JSON prelude with the
+// status and headers, eight NUL bytes, then the body as it is written:
+// each notification the moment it is emitted); everything else as
+// Invoke answers it.
+func (h *Invocations) streamInvoke(ctx context.Context, ev rawEvent) (io.Reader, error) {
+	payload := []byte(ev)
+	// A worker's event is no gateway's: KindOf refuses it, and Invoke
+	// runs it.
+	if k, ok := apigw.KindOf(payload); !ok || !h.streams(k) {
+		b, err := h.Invoke(ctx, payload)
+		if err != nil {
+			return nil, err
+		}
+		return &buffered{bytes.NewReader(b)}, nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(h.Gateway.InvokeStream(ctx, payload, &preludeStream{w: pw}))
+	}()
+	return &streamed{pr}, nil
+}
+
+func (h *Invocations) streams(k apigw.Kind) bool {
+	for _, s := range h.StreamKinds {
+		if s == k {
+			return true
+		}
+	}
+	return false
+}
+
+// buffered is a whole answer; its content type tells Lambda so.
+type buffered struct{ *bytes.Reader }
+
+func (*buffered) ContentType() string { return "application/json" }
+
+// MarshalJSON refuses, so that the runtime sends the reader as it is.
+func (*buffered) MarshalJSON() ([]byte, error) { return nil, errors.New("runner: a raw answer") }
+
+// streamed is a response stream in the HTTP integration response format.
+type streamed struct{ *io.PipeReader }
+
+func (*streamed) ContentType() string { return "application/vnd.awslambda.http-integration-response" }
+
+// MarshalJSON refuses, so that the runtime streams the reader.
+func (*streamed) MarshalJSON() ([]byte, error) { return nil, errors.New("runner: a response stream") }
+
+// preludeStream writes a stateless.Stream in the HTTP integration
+// response format.
+type preludeStream struct {
+	w io.Writer
+}
+
+func (p *preludeStream) Start(status int, header http.Header) error {
+	b := append(make([]byte, 0, 256), `{"statusCode":`...)
+	b = strconv.AppendInt(b, int64(status), 10)
+	if len(header) > 0 {
+		names := make([]string, 0, len(header))
+		for n := range header {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		b = append(b, `,"headers":{`...)
+		for i, n := range names {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonscan.AppendString(b, n)
+			b = append(b, ':')
+			b = jsonscan.AppendString(b, strings.Join(header[n], ", "))
+		}
+		b = append(b, '}')
+	}
+	b = append(b, '}', 0, 0, 0, 0, 0, 0, 0, 0)
+	_, err := p.w.Write(b)
+	return err
+}
+
+func (p *preludeStream) Write(b []byte) error {
+	_, err := p.w.Write(b)
+	return err
+}

@@ -1,0 +1,166 @@
+package rie
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// InvokeStream sends one invocation payload and returns the function's
+// response body as the emulator passes it on, not waiting for its end.
+// The emulator is held until the body is closed.
+func (e *Emulator) InvokeStream(ctx context.Context, payload []byte) (io.ReadCloser, error) {
+	e.mu.Lock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(payload))
+	if err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("rie: invoke: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		e.mu.Unlock()
+		return nil, fmt.Errorf("rie: invoke answered %d: %s", resp.StatusCode, body)
+	}
+	return &heldBody{ReadCloser: resp.Body, release: e.mu.Unlock}, nil
+}
+
+type heldBody struct {
+	io.ReadCloser
+	release func()
+	once    bool
+}
+
+func (h *heldBody) Close() error {
+	err := h.ReadCloser.Close()
+	if !h.once {
+		h.once = true
+		h.release()
+	}
+	return err
+}
+
+// StreamFront is a loopback front for a function invoked as a response
+// stream, as a function URL in RESPONSE_STREAM mode invokes it: each HTTP
+// request becomes a function URL event; the function's answer, in the
+// HTTP integration response format (a JSON prelude with the status and
+// headers, eight NUL bytes, the body), is passed on as it comes, each
+// piece flushed. An answer without the prelude (a buffered one) is
+// answered as Front answers it. It is a test tool.
+type StreamFront struct {
+	Function Streamer
+	// Buffered, if set, answers each request as the buffered door does
+	// (MCP_REQUEST_TIMEOUT's bound included, when the function has it):
+	// the event is an HTTP API's and the answer is read whole.
+	Buffered bool
+}
+
+// Streamer invokes a function and returns its response as it is written:
+// an Emulator (which buffers it whole) or a runtimeapi.Runtime (which
+// does not).
+type Streamer interface {
+	InvokeStream(ctx context.Context, payload []byte) (io.ReadCloser, error)
+}
+
+// StreamDomain is the domain name of StreamFront's events: a function
+// URL's.
+const StreamDomain = "stream.lambda-url.us-east-1.on.aws"
+
+// ServeHTTP implements http.Handler.
+func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
+	if err != nil {
+		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+		return
+	}
+	o := EventOptions{DomainName: StreamDomain}
+	if f.Buffered {
+		o = EventOptions{}
+	}
+	payload, err := NewEvent(r, body, o)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	// The invocation runs to its end even if the client goes away (the
+	// emulator serves one at a time); its output is then discarded.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Minute)
+	defer cancel()
+	out, err := f.Function.InvokeStream(ctx, payload)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer out.Close()
+	br := bufio.NewReader(out)
+	head, err := readPrelude(br)
+	if err != nil {
+		rest, _ := io.ReadAll(br)
+		WriteResponse(w, append(head, rest...))
+		return
+	}
+	var prelude struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(head, &prelude); err != nil || prelude.StatusCode == 0 {
+		http.Error(w, "front: a malformed prelude", http.StatusBadGateway)
+		return
+	}
+	for k, v := range prelude.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(prelude.StatusCode)
+	rc := http.NewResponseController(w)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := br.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return // the client went away; the invocation runs on
+			}
+			rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readPrelude reads up to the eight NUL bytes that end a prelude; it
+// returns what it read and an error when the answer has none (a buffered
+// answer, JSON, has no NUL byte).
+func readPrelude(br *bufio.Reader) ([]byte, error) {
+	var head []byte
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return head, err
+		}
+		if b == 0 {
+			for i := 1; i < 8; i++ {
+				if c, err := br.ReadByte(); err != nil || c != 0 {
+					return head, fmt.Errorf("front: a prelude's end is eight NUL bytes")
+				}
+			}
+			return head, nil
+		}
+		head = append(head, b)
+		if len(head) == 1 && b != '{' {
+			return head, fmt.Errorf("front: no prelude")
+		}
+		if len(head) > 64<<10 {
+			return head, fmt.Errorf("front: no prelude within 64 KiB")
+		}
+	}
+}
