@@ -182,4 +182,3 @@ func TestLongCallThroughLambda(t *testing.T) {
 	}
 	t.Logf("streaming door: result after %v; buffered door: timeout refusal after %v", streamed[35].at, buffered[len(buffered)-1].at)
 }
-
