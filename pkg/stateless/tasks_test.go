@@ -488,3 +488,27 @@ func TestTaskFailsClosed(t *testing.T) {
 		t.Fatalf("no worker: %+v", out.Error)
 	}
 }
+
+// TestTimeoutSaysRunAsTask: a task tool called in its request (the
+// client did not declare the extension) that outlasts it is refused with
+// a retryable timeout naming the extension; a tool that cannot run as a
+// task says only that it needed longer.
+func TestTimeoutSaysRunAsTask(t *testing.T) {
+	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	slow := func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	}
+	stateless.AddTool(srv, &stateless.Tool{Name: "optional", TaskSupport: stateless.TaskOptional, MaxDuration: 50 * time.Millisecond}, slow)
+	stateless.AddTool(srv, &stateless.Tool{Name: "plain", MaxDuration: 50 * time.Millisecond}, slow)
+	for tool, want := range map[string]string{
+		"optional": `"longerThanRequest":true,"retryable":true,"runAsTask":"io.modelcontextprotocol/tasks","type":"timeout"`,
+		"plain":    `"longerThanRequest":true,"retryable":true,"type":"timeout"`,
+	} {
+		resp := call(t, srv, http.MethodPost, modernHeaders("tools/call", tool),
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"text":"x"},"_meta":`+metaJSON(`{}`)+`}}`)
+		if e := decodeRPC(t, resp.Body).Error; e == nil || !strings.Contains(string(e.Data), want) {
+			t.Errorf("%s: %s", tool, resp.Body)
+		}
+	}
+}

@@ -73,7 +73,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		deadline = rd
 	}
 	if !deadline.After(claimStart) {
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline")))
+		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline"))))
 	}
 	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
 		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
@@ -140,8 +140,8 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		// single-use state stays held the same way, until its lease ends.
 		ticket = nil
 		x.redemption = nil
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second,
-			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond))))
+		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second,
+			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
 	}
 	if r.panic != nil {
 		// The deferred release gives the claim up.
@@ -152,7 +152,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	if err != nil && hctx.Err() != nil && ctx.Err() == nil && errors.Is(err, hctx.Err()) {
 		// The handler gave up at its own deadline, before the request's.
 		x.o.ErrFromTool = true
-		return x.refuse(d.id, mcperr.Wrap(mcperr.Timeout, err))
+		return x.refuse(d.id, tooLong(x, t, mcperr.Wrap(mcperr.Timeout, err)))
 	}
 	var resp *Response
 	if asTask && err == errStartTask {
@@ -173,4 +173,15 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	// retryable refusal, and then the state is released for the retry.
 	finishState(x, ctx)
 	return resp
+}
+
+// tooLong adds to a timeout refusal what a client can do about a tool
+// that needs longer than one request can run: call it as a task, when the
+// tool runs as one and the server serves the extension (the request did
+// not declare it), or nothing, when it does not.
+func tooLong(x *exchange, t *registeredTool, e *mcperr.Error) *mcperr.Error {
+	if t.def.TaskSupport != TaskForbidden && x.s.tasks != nil {
+		return e.WithData(map[string]any{"longerThanRequest": true, "runAsTask": ExtensionTasks})
+	}
+	return e.WithData(map[string]any{"longerThanRequest": true})
 }

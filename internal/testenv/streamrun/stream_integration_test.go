@@ -177,7 +177,7 @@ func TestLongCallThroughLambda(t *testing.T) {
 	last := buffered[len(buffered)-1].msg
 	e, _ := last["error"].(map[string]any)
 	data, _ := e["data"].(map[string]any)
-	if e == nil || data["type"] != "timeout" || data["retryable"] != true || buffered[len(buffered)-1].at > 29*time.Second {
+	if e == nil || data["type"] != "timeout" || data["retryable"] != true || data["longerThanRequest"] != true || buffered[len(buffered)-1].at > 29*time.Second {
 		t.Fatalf("buffered door: %v after %v", last, buffered[len(buffered)-1].at)
 	}
 	t.Logf("streaming door: result after %v; buffered door: timeout refusal after %v", streamed[35].at, buffered[len(buffered)-1].at)
