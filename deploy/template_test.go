@@ -32,20 +32,26 @@ const templatePath = "../template.yaml"
 func parse(t *testing.T) *cloudformation.Template {
 	t.Helper()
 	root := raw(t)
-	drop := func(m *yaml.Node) {
+	// Properties newer than goformation's schema (v7.14.9 is its latest):
+	// a function's LoggingConfig, a REST integration's
+	// ResponseTransferMode. cfn-lint checks them (make template).
+	drop := func(m *yaml.Node, key string) {
 		if m == nil || m.Kind != yaml.MappingNode {
 			return
 		}
 		for i := 0; i+1 < len(m.Content); i += 2 {
-			if m.Content[i].Value == "LoggingConfig" {
+			if m.Content[i].Value == key {
 				m.Content = slices.Delete(m.Content, i, i+2)
 				return
 			}
 		}
 	}
-	drop(find(root, "Globals", "Function"))
+	drop(find(root, "Globals", "Function"), "LoggingConfig")
 	for _, name := range resourcesOfType(t, root, "AWS::Serverless::Function") {
-		drop(find(root, "Resources", name, "Properties"))
+		drop(find(root, "Resources", name, "Properties"), "LoggingConfig")
+	}
+	for _, name := range resourcesOfType(t, root, "AWS::ApiGateway::Method") {
+		drop(find(root, "Resources", name, "Properties", "Integration"), "ResponseTransferMode")
 	}
 	b, err := yaml.Marshal(root)
 	if err != nil {
@@ -1024,4 +1030,39 @@ Resources:
 	if got := reaches(deps, "Table"); !got["Other"] || len(got) != 1 {
 		t.Errorf("Table reaches %v", got)
 	}
+}
+
+// TestStreamingDoor: the optional REST API streams the function's
+// response (STREAM transfer mode, the response-streaming invocation path)
+// for as long as the function may run, the function answers its events
+// as a stream, and with an issuer the protected-resource metadata is a
+// mock integration: API Gateway answers it without the function.
+func TestStreamingDoor(t *testing.T) {
+	r := raw(t)
+	res := at(t, r, "Resources")
+	integ := at(t, res, "StreamMcpMethod", "Properties", "Integration")
+	want(t, at(t, integ, "Type"), "AWS_PROXY", "stream integration Type")
+	want(t, at(t, integ, "ResponseTransferMode"), "STREAM", "ResponseTransferMode")
+	if uri := at(t, integ, "Uri"); uri.Tag != "!Sub" || !strings.Contains(uri.Value, "/2021-11-15/functions/${McpFunction.Arn}/response-streaming-invocations") {
+		t.Errorf("stream integration Uri %s", show(uri))
+	}
+	var timeoutMs, fnTimeout int
+	fmt.Sscan(at(t, integ, "TimeoutInMillis").Value, &timeoutMs)
+	fmt.Sscan(at(t, r, "Globals", "Function", "Timeout").Value, &fnTimeout)
+	if timeoutMs != fnTimeout*1000 {
+		t.Errorf("stream integration timeout %d ms, the function's %d s", timeoutMs, fnTimeout)
+	}
+	want(t, env(t, r, "McpFunction")["MCP_STREAM_EVENTS"], "rest", "MCP_STREAM_EVENTS")
+	for _, name := range []string{"StreamApi", "StreamMcpResource", "StreamMcpMethod", "StreamStage", "StreamInvokePermission"} {
+		want(t, find(res, name, "Condition"), "DeployStreaming", name+" Condition")
+	}
+	for _, name := range []string{"StreamMetadataMethod", "StreamMetadataMcpMethod"} {
+		want(t, find(res, name, "Condition"), "StreamingMetadata", name+" Condition")
+		want(t, at(t, res, name, "Properties", "Integration", "Type"), "MOCK", name+" integration")
+		want(t, at(t, res, name, "Properties", "HttpMethod"), "GET", name+" HttpMethod")
+	}
+	want(t, at(t, res, "StreamMetadataResource", "Properties", "PathPart"), "oauth-protected-resource", "metadata path")
+	want(t, at(t, res, "StreamWellKnownResource", "Properties", "PathPart"), ".well-known", "well-known path")
+	want(t, at(t, res, "StreamInvokePermission", "Properties", "SourceArn"),
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/*/*/mcp", "stream permission")
 }
