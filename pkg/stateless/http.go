@@ -47,9 +47,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.HandleStream(r.Context(), req, &httpStream{w: w})
 }
 
-// httpStream is a Stream onto a net/http response.
+// httpStream is a Stream onto a net/http response. Only an event stream
+// is flushed write by write; a whole answer goes out when the handler
+// returns, as net/http sends it.
 type httpStream struct {
-	w http.ResponseWriter
+	w     http.ResponseWriter
+	flush bool
 }
 
 func (h *httpStream) Start(status int, header http.Header) error {
@@ -57,6 +60,7 @@ func (h *httpStream) Start(status int, header http.Header) error {
 	for k, v := range header {
 		dst[k] = v
 	}
+	h.flush = header.Get("Content-Type") == "text/event-stream"
 	h.w.WriteHeader(status)
 	return nil
 }
@@ -64,6 +68,9 @@ func (h *httpStream) Start(status int, header http.Header) error {
 func (h *httpStream) Write(p []byte) error {
 	if _, err := h.w.Write(p); err != nil {
 		return err
+	}
+	if !h.flush {
+		return nil
 	}
 	return http.NewResponseController(h.w).Flush()
 }

@@ -23,14 +23,14 @@ type Stream interface {
 // request whose client accepts an event stream gets its progress and log
 // notifications as server-sent events the moment the handler emits them,
 // then its answer as the last event. A request that emits none is
-// answered as Handle answers it, as JSON. When a write fails (the client
-// went away) the request's context is cancelled: a tool's handler sees it
-// and its idempotency claim is settled as for any failure, so a retry
-// with the same key neither runs beside it nor runs twice.
+// answered as Handle answers it, as JSON. After a write fails (the client
+// went away) nothing more is written; the transport ends the request's
+// context when it knows the client is gone (net/http does), and a tool's
+// handler sees that and its idempotency claim is settled as for any
+// failure, so a retry with the same key neither runs beside it nor runs
+// twice.
 func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	live := &liveStream{st: st, gone: cancel}
+	live := &liveStream{st: st}
 	resp := s.handleRequest(ctx, r, live)
 	live.finish(resp)
 }
@@ -42,7 +42,6 @@ func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
 type liveStream struct {
 	mu      sync.Mutex
 	st      Stream
-	gone    context.CancelFunc
 	started bool
 	done    bool
 	failed  bool
@@ -78,11 +77,8 @@ func (l *liveStream) event(msg []byte) bool {
 	return true
 }
 
-// fail records that the client is gone and cancels the request.
-func (l *liveStream) fail() {
-	l.failed = true
-	l.gone()
-}
+// fail records that the stream is broken: nothing more is written.
+func (l *liveStream) fail() { l.failed = true }
 
 // finish writes the answer: the last event of a stream that started, or
 // the whole response of one that did not.
