@@ -3,7 +3,8 @@
 // allocs/op of every request and implementation, with the ratios
 // peer/ours and ours/floor), the same requests as Lambda events, binary
 // sizes, cold start and warm latency under the Lambda runtime emulator
-// (../coldstart), and the performance targets, each marked met or missed.
+// (../coldstart), live progress per front door (../firstevent), and the
+// performance targets, each marked met or missed.
 // `make bench` runs it.
 //
 // Run it from the bench module:
@@ -60,6 +61,8 @@ func main() {
 	warm := flag.Int("warm", 200, "warm invocations per subject (coldstart -warm)")
 	coldIn := flag.String("coldin", "", "read this saved coldstart -json output instead of running it")
 	noCold := flag.Bool("nocold", false, "skip binary sizes, cold start and warm latency")
+	noLive := flag.Bool("nolive", false, "skip live progress (firstevent)")
+	liveIn := flag.String("livein", "", "read this saved firstevent -json output instead of running it")
 	doc := flag.String("doc", "", "write the report here (default: docs/performance.md of the main module; - prints only)")
 	flag.Parse()
 	log.SetFlags(0)
@@ -112,8 +115,20 @@ func main() {
 		log.Fatal(err)
 	}
 
+	var live *liveReport
+	liveArgs := []string{"run", "./firstevent"}
+	switch {
+	case *liveIn != "":
+		live, err = readLive(*liveIn)
+	case !*noLive:
+		live, err = runLive(benchDir, liveArgs)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+
 	m := &meta{date: time.Now().UTC().Format("2006-01-02"), testCmd: shellCmd(args),
-		coldCmd: shellCmd(coldArgs), cpus: runtime.NumCPU()}
+		coldCmd: shellCmd(coldArgs), liveCmd: shellCmd(liveArgs), cpus: runtime.NumCPU(), live: live}
 	m.goVersion, m.goos, m.goarch = goEnv("GOVERSION"), goEnv("GOOS"), goEnv("GOARCH")
 	m.peers = modVersions(benchDir, "github.com/modelcontextprotocol/go-sdk", "github.com/mark3labs/mcp-go", "github.com/aws/aws-lambda-go")
 
@@ -332,9 +347,10 @@ func median(ss []sample) sample {
 // meta describes the run.
 type meta struct {
 	date, goVersion, goos, goarch string
-	testCmd, coldCmd              string
+	testCmd, coldCmd, liveCmd     string
 	cpus                          int
 	peers                         []string
+	live                          *liveReport
 }
 
 // medians are the medians by benchmark then implementation.
@@ -383,6 +399,9 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 	if cs != nil {
 		writeCold(w, cs)
 	}
+	if m.live != nil {
+		writeLive(w, m.live)
+	}
 
 	fmt.Fprintf(w, "\n## AWS calls per request\n\nCounted with SDK middleware against DynamoDB Local and local-kms, and asserted, by the "+
 		"integration tests (`make integration`: pkg/claims TestRoundTrips, pkg/reqstate TestKMSAcrossInstances, "+
@@ -402,8 +421,8 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 	}
 
 	fmt.Fprintf(w, "\n## Reproducing\n\n```sh\nmake tools   # once: the pinned aws-lambda-rie, among others\nmake bench   # runs everything below and rewrites this file\n```\n\n")
-	fmt.Fprintf(w, "or, in `bench/`, the parts alone:\n\n```sh\n%s   # in process and Lambda events\n%s     # sizes, cold start, warm latency\n```\n\n",
-		m.testCmd, m.coldCmd)
+	fmt.Fprintf(w, "or, in `bench/`, the parts alone:\n\n```sh\n%s   # in process and Lambda events\n%s     # sizes, cold start, warm latency\n%s   # live progress\n```\n\n",
+		m.testCmd, m.coldCmd, m.liveCmd)
 	fmt.Fprintf(w, "`go run ./report -raw out.txt` keeps the raw benchmark output for benchstat "+
 		"(`benchstat -col /impl out.txt`); `go run ./report -in out.txt -coldin cold.json`, with cold.json from "+
 		"`go run ./coldstart -json cold.json`, rebuilds this file from saved outputs. "+
@@ -720,4 +739,58 @@ func times(a, b float64) string {
 		return "–"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64) + "x"
+}
+
+// liveReport mirrors the JSON that firstevent -json writes.
+type liveReport struct {
+	Runs    int
+	Results []struct {
+		Door                              string
+		FirstEvent, Result, FirstEventP90 float64
+	}
+}
+
+// runLive runs the live-progress program and reads its JSON.
+func runLive(dir string, args []string) (*liveReport, error) {
+	f, err := os.CreateTemp("", "firstevent-*.json")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	cmd := exec.Command("go", append(args, "-json", f.Name())...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	fmt.Fprintf(os.Stderr, "running go %s in %s\n", strings.Join(cmd.Args[1:], " "), dir)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("firstevent: %v", err)
+	}
+	return readLive(f.Name())
+}
+
+func readLive(path string) (*liveReport, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r liveReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return &r, nil
+}
+
+// writeLive writes the live-progress table: when the first progress
+// report and the result of a call reach the client, per front door.
+func writeLive(w io.Writer, r *liveReport) {
+	fmt.Fprintf(w, "\n## Live progress\n\nTime from a tools/call to its first progress notification and to its result, "+
+		"at the client, median of %d calls per door after one warm-up (bench/firstevent). The tool (the conformance "+
+		"fixture's `ticks`) reports 10 times, 100 ms apart: its first report exists 100 ms after the call and its result "+
+		"1 s after; what a door adds is the rest. The Lambda doors are the bootstrap under a loopback Runtime API that "+
+		"passes a response on as it is written (the runtime interface emulator buffers it whole): the streaming door "+
+		"invoked for a response stream behind a front that reads the prelude, the buffered door with an HTTP API event "+
+		"answered whole (docs/streaming.md).\n\n| door | first event | first event, p90 | result |\n|---|---:|---:|---:|\n", r.Runs)
+	for _, d := range r.Results {
+		fmt.Fprintf(w, "| %s | %.1f ms | %.1f ms | %.1f ms |\n", d.Door, d.FirstEvent, d.FirstEventP90, d.Result)
+	}
 }
