@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+func TestStreamEvents(t *testing.T) {
+	for v, want := range map[string][]apigw.Kind{"": nil, "rest": {apigw.REST}, "rest, function-url": {apigw.REST, apigw.FunctionURL}} {
+		got, err := StreamEvents(func(string) string { return v })
+		if err != nil || len(got) != len(want) || len(want) > 0 && got[0] != want[0] {
+			t.Errorf("%q: %v %v", v, got, err)
+		}
+	}
+	if _, err := StreamEvents(func(string) string { return "http" }); err == nil {
+		t.Error("an HTTP API cannot stream, and was accepted")
+	}
+}
+
+// TestStreamInvoke: a REST event, when REST streams, is answered in the
+// HTTP integration response format (a JSON prelude, eight NULs, the
+// body); an HTTP API event in the same function is answered whole, as
+// ever.
+func TestStreamInvoke(t *testing.T) {
+	srv := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, nil)
+	stateless.AddTool(srv, &stateless.Tool{Name: "echo"}, func(ctx context.Context, req *stateless.ToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*stateless.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, StreamKinds: []apigw.Kind{apigw.REST}}
+	read := func(name string) (string, []byte) {
+		t.Helper()
+		payload, err := os.ReadFile("../../events/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := h.streamInvoke(context.Background(), rawEvent(payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := io.ReadAll(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.(interface{ ContentType() string }).ContentType(), out
+	}
+	ct, out := read("rest-v1-tools-list.json")
+	head, body, ok := bytes.Cut(out, make([]byte, 8))
+	var prelude struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	if ct != "application/vnd.awslambda.http-integration-response" || !ok || json.Unmarshal(head, &prelude) != nil ||
+		prelude.StatusCode != 200 || prelude.Headers["Content-Type"] != "application/json" || !strings.Contains(string(body), `"tools":[`) {
+		t.Fatalf("REST, streamed: %s %q", ct, out)
+	}
+	ct, out = read("tools-list.json")
+	var whole struct {
+		StatusCode int    `json:"statusCode"`
+		Body       string `json:"body"`
+	}
+	if ct != "application/json" || json.Unmarshal(out, &whole) != nil || whole.StatusCode != 200 || !strings.Contains(whole.Body, `"tools":[`) {
+		t.Fatalf("HTTP API, buffered: %s %q", ct, out)
+	}
+}
