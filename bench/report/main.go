@@ -107,9 +107,11 @@ func main() {
 	coldArgs := []string{"run", "./coldstart", "-cold", strconv.Itoa(*cold), "-warm", strconv.Itoa(*warm)}
 	switch {
 	case *coldIn != "":
-		cs, err = readCold(*coldIn)
+		cs = &coldReport{}
+		err = readJSON(*coldIn, cs)
 	case !*noCold:
-		cs, err = runCold(benchDir, coldArgs)
+		cs = &coldReport{}
+		err = runJSON(benchDir, coldArgs, cs)
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -119,9 +121,11 @@ func main() {
 	liveArgs := []string{"run", "./firstevent"}
 	switch {
 	case *liveIn != "":
-		live, err = readLive(*liveIn)
+		live = &liveReport{}
+		err = readJSON(*liveIn, live)
 	case !*noLive:
-		live, err = runLive(benchDir, liveArgs)
+		live = &liveReport{}
+		err = runJSON(benchDir, liveArgs, live)
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -229,12 +233,12 @@ type stats struct {
 	Median, Min, Max, P90 float64
 }
 
-// runCold runs the cold-start program with its table on stderr and reads
-// its JSON.
-func runCold(dir string, args []string) (*coldReport, error) {
-	f, err := os.CreateTemp("", "coldstart-*.json")
+// runJSON runs one of the bench module's programs (go run args), its
+// table on stderr, and reads the JSON it writes with -json into out.
+func runJSON(dir string, args []string, out any) error {
+	f, err := os.CreateTemp("", "bench-*.json")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	f.Close()
 	defer os.Remove(f.Name())
@@ -243,21 +247,21 @@ func runCold(dir string, args []string) (*coldReport, error) {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	fmt.Fprintf(os.Stderr, "running go %s in %s\n", strings.Join(cmd.Args[1:], " "), dir)
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("coldstart: %v", err)
+		return fmt.Errorf("go %s: %v", strings.Join(args, " "), err)
 	}
-	return readCold(f.Name())
+	return readJSON(f.Name(), out)
 }
 
-func readCold(path string) (*coldReport, error) {
+// readJSON reads a saved -json output into out.
+func readJSON(path string, out any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var r coldReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s: %v", path, err)
 	}
-	return &r, nil
+	return nil
 }
 
 func (r *coldReport) get(name string) *coldResult {
@@ -748,36 +752,6 @@ type liveReport struct {
 		Door                              string
 		FirstEvent, Result, FirstEventP90 float64
 	}
-}
-
-// runLive runs the live-progress program and reads its JSON.
-func runLive(dir string, args []string) (*liveReport, error) {
-	f, err := os.CreateTemp("", "firstevent-*.json")
-	if err != nil {
-		return nil, err
-	}
-	f.Close()
-	defer os.Remove(f.Name())
-	cmd := exec.Command("go", append(args, "-json", f.Name())...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	fmt.Fprintf(os.Stderr, "running go %s in %s\n", strings.Join(cmd.Args[1:], " "), dir)
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("firstevent: %v", err)
-	}
-	return readLive(f.Name())
-}
-
-func readLive(path string) (*liveReport, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r liveReport
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	return &r, nil
 }
 
 // writeLive writes the live-progress table: when the first progress

@@ -6,11 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 )
 
@@ -105,27 +102,7 @@ type preludeStream struct {
 }
 
 func (p *preludeStream) Start(status int, header http.Header) error {
-	b := append(make([]byte, 0, 256), `{"statusCode":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
-	if len(header) > 0 {
-		names := make([]string, 0, len(header))
-		for n := range header {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		b = append(b, `,"headers":{`...)
-		for i, n := range names {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonscan.AppendString(b, n)
-			b = append(b, ':')
-			b = jsonscan.AppendString(b, strings.Join(header[n], ", "))
-		}
-		b = append(b, '}')
-	}
-	b = append(b, '}', 0, 0, 0, 0, 0, 0, 0, 0)
-	_, err := p.w.Write(b)
+	_, err := p.w.Write(apigw.AppendPrelude(make([]byte, 0, 256), status, header))
 	return err
 }
 

@@ -336,19 +336,8 @@ func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
 	}
 	slices.Sort(names)
 	out := make([]byte, 0, len(resp.Body)+len(resp.Body)/8+128)
-	out = append(out, `{"statusCode":`...)
-	out = strconv.AppendInt(out, int64(resp.Status), 10)
+	out = appendStatusAndHeaders(out, resp.Status, names, resp.Header)
 	if len(names) > 0 {
-		out = append(out, `,"headers":{`...)
-		for i, name := range names {
-			if i > 0 {
-				out = append(out, ',')
-			}
-			out = jsonscan.AppendString(out, name)
-			out = append(out, ':')
-			out = jsonscan.AppendString(out, strings.Join(resp.Header[name], ", "))
-		}
-		out = append(out, '}')
 		if k == REST {
 			// REST APIs read multiValueHeaders as well; the 2.0 shapes
 			// ignore it.
@@ -373,6 +362,41 @@ func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
 	out = append(out, `,"body":`...)
 	out = jsonscan.AppendString(out, string(resp.Body))
 	return append(out, `,"isBase64Encoded":false}`...), nil
+}
+
+// appendStatusAndHeaders appends `{"statusCode":N` and, when there are
+// names, `,"headers":{...}` with each header's values joined, leaving the
+// object open.
+func appendStatusAndHeaders(out []byte, status int, names []string, h http.Header) []byte {
+	out = append(out, `{"statusCode":`...)
+	out = strconv.AppendInt(out, int64(status), 10)
+	if len(names) == 0 {
+		return out
+	}
+	out = append(out, `,"headers":{`...)
+	for i, name := range names {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = jsonscan.AppendString(out, name)
+		out = append(out, ':')
+		out = jsonscan.AppendString(out, strings.Join(h[name], ", "))
+	}
+	return append(out, '}')
+}
+
+// AppendPrelude appends the prelude of a Lambda response stream in the
+// HTTP integration response format that function URLs and REST API
+// streaming integrations read: the status and the headers as a JSON
+// object, then eight NUL bytes; the body follows as it is written.
+func AppendPrelude(dst []byte, status int, h http.Header) []byte {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	dst = appendStatusAndHeaders(dst, status, names, h)
+	return append(dst, '}', 0, 0, 0, 0, 0, 0, 0, 0)
 }
 
 // Handler serves a stateless.Server to Lambda. It implements

@@ -45,19 +45,9 @@ func TestMain(m *testing.M) {
 	}
 	ctx := context.Background()
 	var err error
-	local, err = dynamolocal.Start(ctx)
+	local, err = dynamolocal.StartWithTables(ctx, dynamolocal.Table{Name: table}, dynamolocal.Table{Name: sortedTable, SortKey: "sk"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := dynamolocal.CreateHashTable(ctx, local.Client(), table); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the table:", err)
-		local.Stop()
-		os.Exit(1)
-	}
-	if err := dynamolocal.CreateTableWith(ctx, local.Client(), sortedTable, "sk"); err != nil {
-		fmt.Fprintln(os.Stderr, "creating the table with a sort key:", err)
-		local.Stop()
 		os.Exit(1)
 	}
 	code := m.Run()

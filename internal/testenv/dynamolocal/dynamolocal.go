@@ -261,3 +261,26 @@ func CreateTableWith(ctx context.Context, c *dynamodb.Client, name, sortKey stri
 	})
 	return err
 }
+
+// Table names a table to create: its string partition key is "pk", its
+// sort key SortKey unless empty, its TTL attribute "expires_at".
+type Table struct {
+	Name, SortKey string
+}
+
+// StartWithTables starts DynamoDB Local and creates the tables, for a
+// test binary's TestMain; it stops the server when a table cannot be
+// made.
+func StartWithTables(ctx context.Context, tables ...Table) (*Server, error) {
+	s, err := Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tables {
+		if err := CreateTableWith(ctx, s.Client(), t.Name, t.SortKey); err != nil {
+			s.Stop()
+			return nil, fmt.Errorf("creating the table %s: %w", t.Name, err)
+		}
+	}
+	return s, nil
+}
