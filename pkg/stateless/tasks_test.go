@@ -232,9 +232,13 @@ func TestTaskNeedsExtension(t *testing.T) {
 	if e := decodeRPC(t, resp.Body).Error; e == nil || e.Code != -32601 {
 		t.Fatalf("tasks/get on a server without tasks: %s", resp.Body)
 	}
-	// Unknown ids, removed methods, and Mcp-Name that is not the task id.
-	if _, out := r.task(t, "alice", "tasks/get", "no-such-task", ""); out.Error == nil || out.Error.Code != -32602 {
-		t.Fatalf("unknown id: %+v", out.Error)
+	// Unknown ids (of this server's shape or not: the store is not asked
+	// about the second), removed methods, and Mcp-Name that is not the
+	// task id.
+	for _, id := range []string{"no-such-task", strings.Repeat("x", 129), "a b", "\u00e9"} {
+		if _, out := r.task(t, "alice", "tasks/get", id, ""); out.Error == nil || out.Error.Code != -32602 || !strings.Contains(string(out.Error.Data), "unknown_task") {
+			t.Fatalf("unknown id %q: %+v", id, out.Error)
+		}
 	}
 	_, out = r.do(t, "alice", "tasks/list", "", `{"_meta":`+metaJSON(tasksCaps)+`}`)
 	if out.Error == nil || out.Error.Code != -32601 {

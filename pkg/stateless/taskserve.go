@@ -53,6 +53,11 @@ func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
 	if id == nil {
 		return nil, mcperr.New(mcperr.MalformedParams)
 	}
+	if !taskIDShaped(*id) {
+		// Never this server's: not worth a read, and a store that
+		// refuses an odd key must not count as a fault.
+		return nil, mcperr.New(mcperr.UnknownTask)
+	}
 	rec, err := x.s.tasks.Store.Load(ctx, *id)
 	switch {
 	case errors.Is(err, ErrNoTask):
@@ -64,6 +69,20 @@ func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
 	}
 	x.o.Target = rec.Tool
 	return rec, nil
+}
+
+// taskIDShaped reports whether id could be one of this server's task ids
+// (newTaskID's base64url), up to 128 characters for ids of a store's own.
+func taskIDShaped(id string) bool {
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // serveGetTask answers tasks/get with the task as it stands. A working
