@@ -29,6 +29,13 @@ func runsAsTask(x *exchange, t *registeredTool) (bool, *mcperr.Error) {
 	return false, nil
 }
 
+// A task is one store item (DynamoDB's are at most 400 KB): the call it
+// keeps and the result it records are bounded so that the item fits.
+const (
+	maxTaskCall   = 64 << 10  // arguments, state and answers, when created
+	maxTaskResult = 200 << 10 // the result object
+)
+
 // errStartTask is what the request's part of a task call returns when the
 // task is to be created: BeforeTask, if any, let it through.
 var errStartTask = errors.New("stateless: start the task")
@@ -53,6 +60,13 @@ func beforeTask(t *registeredTool) ToolHandler {
 func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) *Response {
 	to := x.s.tasks
 	ctx = bounded(x, ctx)
+	size := len(args) + len(x.call.state)
+	for _, v := range x.call.inputResponses {
+		size += len(v)
+	}
+	if size > maxTaskCall {
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a call of %d bytes is too large to run as a task (at most %d)", size, maxTaskCall)))
+	}
 	now := time.Now()
 	rec := &TaskRecord{
 		ID: newTaskID(), Version: 1, Principal: x.call.Principal, Tool: t.def.Name, Status: TaskWorking,
@@ -210,6 +224,10 @@ func (s *Server) runTask(ctx context.Context, o *Outcome, rec *TaskRecord, end t
 			failTask(r, mcperr.New(mcperr.Internal), "The task failed.")
 			r.Error = msg.Error
 		}
+	}
+	if len(x.res.obj) > maxTaskResult {
+		return failWith(o, mcperr.Wrap(mcperr.Internal, fmt.Errorf("the task's result is %d bytes, more than a task keeps (%d)", len(x.res.obj), maxTaskResult)),
+			"The task's result is too large to keep.")
 	}
 	result := slices.Clone(x.res.obj)
 	return func(r *TaskRecord) {

@@ -422,6 +422,18 @@ func TestTaskInput(t *testing.T) {
 			}
 		})
 	}
+	// Answers beyond what a task may keep are refused, and change nothing.
+	id := r.create(t, "alice", "ask", `{"text":"plain"}`)
+	if err := r.work(t); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"a":{"action":"accept","content":{"name":"` + strings.Repeat("x", 130<<10) + `"}}}`
+	if _, out := r.task(t, "alice", "tasks/update", id, `,"inputResponses":`+big); out.Error == nil || out.Error.Code != -32602 {
+		t.Fatalf("oversized answers: %+v", out.Error)
+	}
+	if st := r.status(t, "alice", id); len(st["inputRequests"].(map[string]any)) != 2 {
+		t.Fatalf("after oversized answers: %v", st)
+	}
 	_, out := r.task(t, "alice", "tasks/update", "x", `,"inputResponses":[1]`)
 	if out.Error == nil || out.Error.Code != -32602 {
 		t.Fatalf("malformed inputResponses: %+v", out.Error)
@@ -514,5 +526,26 @@ func TestTimeoutSaysRunAsTask(t *testing.T) {
 		if e := decodeRPC(t, resp.Body).Error; e == nil || !strings.Contains(string(e.Data), want) {
 			t.Errorf("%s: %s", tool, resp.Body)
 		}
+	}
+}
+
+// TestTaskSizeLimits: a call too large to keep as a task is refused
+// before anything is stored; a result too large to keep fails its task.
+func TestTaskSizeLimits(t *testing.T) {
+	r := newTaskRig(t, tasks.NewMemory(), nil)
+	stateless.AddTool(r.srv, &stateless.Tool{Name: "big", TaskSupport: stateless.TaskRequired},
+		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
+			return text(strings.Repeat("y", 250<<10)), nil, nil
+		})
+	out := r.callTool(t, "alice", "quick", `{"text":"`+strings.Repeat("x", 70<<10)+`"}`, tasksCaps)
+	if out.Error == nil || out.Error.Code != -32602 || len(r.dispatched) != 0 {
+		t.Fatalf("a call too large: %+v", out.Error)
+	}
+	id := r.create(t, "alice", "big", `{"text":"x"}`)
+	if err := r.work(t); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.status(t, "alice", id); st["status"] != "failed" || st["result"] != nil {
+		t.Fatalf("a result too large: %v", st["status"])
 	}
 }

@@ -147,10 +147,23 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 		return x.refuse(x.d.id, e)
 	}
 	to := x.s.tasks
-	wake := false
+	wake, tooLarge := false, false
 	_, err = mutateTask(ctx, to.Store, rec.ID, func(r *TaskRecord, now time.Time) bool {
-		wake = false
+		wake, tooLarge = false, false
 		if r.Status != TaskInputRequired {
+			return false
+		}
+		size := 0
+		for _, v := range r.Responses {
+			size += len(v)
+		}
+		for k, v := range responses {
+			if _, ok := r.Requests[k]; ok {
+				size += len(v)
+			}
+		}
+		if size > maxTaskAnswers {
+			tooLarge = true
 			return false
 		}
 		changed := false
@@ -173,6 +186,9 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 	})
 	if err != nil {
 		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
+	}
+	if tooLarge {
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxTaskAnswers)))
 	}
 	if wake {
 		if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
@@ -203,6 +219,10 @@ func serveCancelTask(x *exchange, ctx context.Context) *Response {
 	}
 	return x.result(preEncoded("{}"), &resultFields{})
 }
+
+// maxTaskAnswers bounds the answers a task keeps, in all: a task is one
+// store item (DynamoDB's are at most 400 KB), and its result needs room.
+const maxTaskAnswers = 128 << 10
 
 // maxTaskRetries bounds the read-modify-write rounds of one transition
 // that lose to concurrent writers.

@@ -35,8 +35,8 @@ type DynamoAPI interface {
 //
 // Every read is strongly consistent, so a task is found the moment its
 // creation returns, as the extension requires. A record is at most
-// DynamoDB's 400 KB item: a result larger than about 350 KB fails the
-// write, and the task's worker fails the task instead.
+// DynamoDB's 400 KB item, which the server's bounds on a task's call,
+// answers and result (64, 128 and 200 KB) keep it within.
 type DynamoDB struct {
 	Client DynamoAPI
 	Table  string
