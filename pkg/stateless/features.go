@@ -78,7 +78,7 @@ func (s *Server) AddResource(r *Resource, h ResourceHandler) {
 	}
 	rr := &registeredResource{def: *r, handler: h}
 	rr.encoded = mustMarshal(&rr.def)
-	s.update(func(reg *registry) {
+	update(s, func(reg *registry) {
 		var ok bool
 		reg.resources, ok = insertSorted(reg.resources, rr, func(r *registeredResource) string { return r.def.URI })
 		if !ok {
@@ -103,7 +103,7 @@ func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
 	}
 	rt := &registeredTemplate{def: *t, handler: h, tmpl: tmpl, re: tmpl.Regexp()}
 	rt.encoded = mustMarshal(&rt.def)
-	s.update(func(reg *registry) {
+	update(s, func(reg *registry) {
 		reg.templates = append(reg.templates, rt)
 		if t.Visible != nil {
 			reg.resourcesHidden = true
@@ -167,7 +167,7 @@ func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
 	}
 	rp := &registeredPrompt{def: *p, handler: h}
 	rp.encoded = mustMarshal(&rp.def)
-	s.update(func(reg *registry) {
+	update(s, func(reg *registry) {
 		var ok bool
 		reg.prompts, ok = insertSorted(reg.prompts, rp, func(p *registeredPrompt) string { return p.def.Name })
 		if !ok {
@@ -197,7 +197,7 @@ type CompletionHandler func(ctx context.Context, req *CompleteRequest) (*Complet
 // SetCompletionHandler sets the handler for completion/complete and
 // advertises the completions capability.
 func (s *Server) SetCompletionHandler(h CompletionHandler) {
-	s.update(func(reg *registry) { reg.complete = h })
+	update(s, func(reg *registry) { reg.complete = h })
 }
 
 func mustMarshal(v any) []byte {

@@ -48,12 +48,12 @@ const Anonymous = "anonymous"
 // Handle answers one request. It never panics and never returns nil: every
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
-	return s.handleRequest(ctx, r, nil)
+	return handleRequest(s, ctx, r, nil)
 }
 
 // handleRequest answers r; live, when set, takes its notifications as
 // they happen (HandleStream).
-func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream) *Response {
+func handleRequest(s *Server, ctx context.Context, r *Request, live *liveStream) *Response {
 	start := time.Now()
 	// The request's deadline: its context's (a Lambda invocation's), or
 	// RequestTimeout from now. A context that lacks one is given it only
@@ -72,18 +72,18 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = s.handle(ctx, r, o, deadline, live)
+		resp = serveRequest(s, ctx, r, o, deadline, live)
 		allowCORS(s, r, resp)
 	}
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
-	s.report(ctx, o)
+	report(s, ctx, o)
 	return resp
 }
 
 // report logs a request that was refused or failed, and hands its outcome
 // to Options.Observe.
-func (s *Server) report(ctx context.Context, o *Outcome) {
+func report(s *Server, ctx context.Context, o *Outcome) {
 	if o.Err != nil || o.Code != 0 || o.Fault {
 		level := slog.LevelInfo
 		if o.Fault {
@@ -184,10 +184,10 @@ func bounded(x *exchange, ctx context.Context) context.Context {
 	return x.bound
 }
 
-// handle answers one request that is not a CORS preflight, never
+// serveRequest answers one request that is not a CORS preflight, never
 // panicking: transport checks, decoding, authentication, then the
 // protocol (request).
-func (s *Server) handle(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
+func serveRequest(s *Server, ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
 	defer func() {
 		if x.stop != nil {

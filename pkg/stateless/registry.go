@@ -32,7 +32,7 @@ func (r *registry) clone() *registry {
 	return &c
 }
 
-func (s *Server) update(f func(r *registry)) {
+func update(s *Server, f func(r *registry)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.reg.Load().clone()

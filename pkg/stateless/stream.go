@@ -31,7 +31,7 @@ type Stream interface {
 // twice.
 func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
 	live := &liveStream{st: st}
-	resp := s.handleRequest(ctx, r, live)
+	resp := handleRequest(s, ctx, r, live)
 	live.finish(resp)
 }
 

@@ -29,13 +29,6 @@ func runsAsTask(x *exchange, t *registeredTool) (bool, *mcperr.Error) {
 	return false, nil
 }
 
-// A task is one store item (DynamoDB's are at most 400 KB): the call it
-// keeps and the result it records are bounded so that the item fits.
-const (
-	maxTaskCall   = 64 << 10  // arguments, state and answers, when created
-	maxTaskResult = 200 << 10 // the result object
-)
-
 // errStartTask is what the request's part of a task call returns when the
 // task is to be created: BeforeTask, if any, let it through.
 var errStartTask = errors.New("stateless: start the task")
@@ -78,7 +71,7 @@ func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.R
 	if err := to.Store.Create(ctx, rec); err != nil {
 		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
 	}
-	if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
+	if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
 		_, _ = mutateTask(context.WithoutCancel(ctx), to.Store, rec.ID, func(r *TaskRecord, _ time.Time) bool {
 			if r.Status.Terminal() {
 				return false
@@ -94,7 +87,7 @@ func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.R
 
 // dispatchTask hands the task to a worker: TaskOptions.Dispatch, or a
 // goroutine of this process.
-func (s *Server) dispatchTask(ctx context.Context, id string) error {
+func dispatchTask(s *Server, ctx context.Context, id string) error {
 	if d := s.tasks.Dispatch; d != nil {
 		return d(ctx, id)
 	}
@@ -128,7 +121,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 	o := &Outcome{Method: "tasks/run", Version: Version20260728}
 	defer func() {
 		o.Duration = time.Since(start)
-		s.report(ctx, o)
+		report(s, ctx, o)
 	}()
 	end := start.Add(to.MaxRun)
 	if d, ok := ctx.Deadline(); ok && d.Add(-s.opts.DeadlineMargin).Before(end) {
@@ -157,7 +150,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 		return nil
 	}
 	o.Target = rec.Tool
-	finish := s.runTask(ctx, o, rec, end)
+	finish := runTaskHandler(s, ctx, o, rec, end)
 	_, err = mutateTask(context.WithoutCancel(ctx), to.Store, id, func(r *TaskRecord, now time.Time) bool {
 		if r.Status != TaskWorking || r.Owner != owner {
 			return false // cancelled meanwhile, or taken over: its outcome stands
@@ -172,9 +165,9 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 	return nil
 }
 
-// runTask runs the handler of the task rec, which this worker holds, and
+// runTaskHandler runs the handler of the task rec, which this worker holds, and
 // returns how its outcome changes the record.
-func (s *Server) runTask(ctx context.Context, o *Outcome, rec *TaskRecord, end time.Time) func(*TaskRecord) {
+func runTaskHandler(s *Server, ctx context.Context, o *Outcome, rec *TaskRecord, end time.Time) func(*TaskRecord) {
 	t := s.reg.Load().tool(rec.Tool)
 	if t == nil {
 		return failWith(o, mcperr.Wrap(mcperr.Internal, errors.New("the task's tool is no longer registered")), "The task's tool is gone.")
@@ -188,7 +181,7 @@ func (s *Server) runTask(ctx context.Context, o *Outcome, rec *TaskRecord, end t
 	hctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var cancelled atomic.Bool
-	go s.watchTask(hctx, rec.ID, rec.Owner, &cancelled, cancel)
+	go watchTask(s, hctx, rec.ID, rec.Owner, &cancelled, cancel)
 	run := &TaskRun{ID: rec.ID, Attempt: rec.Attempts}
 	h := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
 		req.Task = run
@@ -272,39 +265,5 @@ func inputRound(x *exchange, o *Outcome, ir *InputRequired) func(*TaskRecord) {
 		r.Asked = append(r.Asked, sortedKeys(reqs)...)
 		r.State, r.HasState = ir.State, ir.State != nil
 		r.Attempts = 0 // the run ended: the next is a new round's
-	}
-}
-
-// failWith records e on the outcome and returns the change that fails the
-// task with it.
-func failWith(o *Outcome, e *mcperr.Error, message string) func(*TaskRecord) {
-	o.Code, o.Kind = e.Code(), e.Kind().String()
-	if e.ServerFault() {
-		o.Fault = true
-	}
-	if o.Err == nil {
-		o.Err = e.Unwrap()
-	}
-	return func(r *TaskRecord) { failTask(r, e, message) }
-}
-
-// watchTask reads the task every CancelCheck while its handler runs, and
-// cancels the handler when the task was cancelled or is no longer this
-// worker's.
-func (s *Server) watchTask(ctx context.Context, id, owner string, cancelled *atomic.Bool, cancel context.CancelFunc) {
-	tick := time.NewTicker(s.tasks.CancelCheck)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		r, err := s.tasks.Store.Load(ctx, id)
-		if errors.Is(err, ErrNoTask) || err == nil && (r.Status != TaskWorking || r.Owner != owner) {
-			cancelled.Store(true)
-			cancel()
-			return
-		}
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -71,20 +69,6 @@ func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
 	return rec, nil
 }
 
-// taskIDShaped reports whether id could be one of this server's task ids
-// (newTaskID's base64url), up to 128 characters for ids of a store's own.
-func taskIDShaped(id string) bool {
-	if len(id) == 0 || len(id) > 128 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		if c := id[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
-}
-
 // serveGetTask answers tasks/get with the task as it stands. A working
 // task whose worker never came or died (its lease lapsed) is dispatched
 // again first, or failed once it has used its attempts.
@@ -126,7 +110,7 @@ func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
 		return rec, err
 	}
 	if dispatch {
-		if err := s.dispatchTask(ctx, id); err != nil {
+		if err := dispatchTask(s, ctx, id); err != nil {
 			return rec, fmt.Errorf("dispatching task again: %w", err)
 		}
 	}
@@ -191,7 +175,7 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxTaskAnswers)))
 	}
 	if wake {
-		if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
+		if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
 			// Stored: the next tasks/get dispatches it after the grace.
 			x.o.Fault, x.o.Err = true, fmt.Errorf("dispatching the task after its input: %w", err)
 		}
@@ -218,101 +202,4 @@ func serveCancelTask(x *exchange, ctx context.Context) *Response {
 		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
 	}
 	return x.result(preEncoded("{}"), &resultFields{})
-}
-
-// maxTaskAnswers bounds the answers a task keeps, in all: a task is one
-// store item (DynamoDB's are at most 400 KB), and its result needs room.
-const maxTaskAnswers = 128 << 10
-
-// maxTaskRetries bounds the read-modify-write rounds of one transition
-// that lose to concurrent writers.
-const maxTaskRetries = 16
-
-// mutateTask applies change to the task with id, read-modify-write with
-// the store's version check, retrying when another writer came between.
-// change reports whether it changed the record (it is then written, with
-// the version and UpdatedAt advanced); it must only read the record. It
-// returns the record as written or as read when unchanged.
-func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *TaskRecord, now time.Time) bool) (*TaskRecord, error) {
-	for range maxTaskRetries {
-		rec, err := store.Load(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		now := time.Now()
-		prev := rec.Version
-		if !change(rec, now) {
-			return rec, nil
-		}
-		rec.Version = prev + 1
-		if !now.After(rec.UpdatedAt) {
-			now = rec.UpdatedAt.Add(time.Millisecond)
-		}
-		rec.UpdatedAt = now
-		switch err := store.Replace(ctx, rec, prev); {
-		case err == nil:
-			return rec, nil
-		case !errors.Is(err, ErrTaskConflict):
-			return nil, err
-		}
-	}
-	return nil, fmt.Errorf("updating a task: %d writers in a row came between a read and its write", maxTaskRetries)
-}
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
-
-// failTask makes r failed with the JSON-RPC error of e; message is its
-// statusMessage, for people.
-func failTask(r *TaskRecord, e *mcperr.Error, message string) {
-	b, err := json.Marshal(e.Wire())
-	if err != nil {
-		b = []byte(`{"code":-32603,"message":"Internal error"}`)
-	}
-	r.Status, r.Error, r.Result, r.Requests, r.Owner, r.Message = TaskFailed, b, nil, nil, "", message
-}
-
-// appendTask appends the task as the wire has it: the Task members, and
-// with detailed the status's own (inputRequests, result or error), as
-// tasks/get answers; without, as a CreateTaskResult.
-func appendTask(dst []byte, to *TaskOptions, r *TaskRecord, detailed bool) []byte {
-	dst = append(dst, `{"taskId":`...)
-	dst = appendString(dst, r.ID)
-	dst = append(dst, `,"status":`...)
-	dst = appendString(dst, string(r.Status))
-	if r.Message != "" {
-		dst = append(dst, `,"statusMessage":`...)
-		dst = appendString(dst, r.Message)
-	}
-	dst = append(dst, `,"createdAt":"`...)
-	dst = r.CreatedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
-	dst = append(dst, `","lastUpdatedAt":"`...)
-	dst = r.UpdatedAt.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
-	dst = append(dst, `","ttlMs":`...)
-	dst = strconv.AppendInt(dst, r.ExpiresAt.Sub(r.CreatedAt).Milliseconds(), 10)
-	dst = append(dst, `,"pollIntervalMs":`...)
-	dst = strconv.AppendInt(dst, max(1, to.PollInterval.Milliseconds()), 10)
-	if detailed {
-		switch r.Status {
-		case TaskInputRequired:
-			dst = append(dst, `,"inputRequests":{`...)
-			first := true
-			for _, k := range sortedKeys(r.Requests) {
-				if !first {
-					dst = append(dst, ',')
-				}
-				first = false
-				dst = appendString(dst, k)
-				dst = append(dst, ':')
-				dst = append(dst, r.Requests[k]...)
-			}
-			dst = append(dst, '}')
-		case TaskCompleted:
-			dst = append(dst, `,"result":`...)
-			dst = append(dst, r.Result...)
-		case TaskFailed:
-			dst = append(dst, `,"error":`...)
-			dst = append(dst, r.Error...)
-		}
-	}
-	return append(dst, '}')
 }

@@ -138,16 +138,16 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 	if err != nil {
 		panic(err)
 	}
-	s.addTool(rt)
+	addTool(s, rt)
 }
 
-func (s *Server) addTool(rt *registeredTool) {
+func addTool(s *Server, rt *registeredTool) {
 	// Tell clients that this tool's calls take an idempotency key.
 	rt.idem = s.opts.Idempotency != nil && !rt.def.ReadOnly()
 	if rt.def.TaskSupport != TaskForbidden && s.tasks == nil {
 		panic(fmt.Sprintf("stateless: tool %q runs as a task but the server has no Options.Tasks", rt.def.Name))
 	}
-	s.update(func(r *registry) {
+	update(s, func(r *registry) {
 		var ok bool
 		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })
 		if !ok {
@@ -228,7 +228,7 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	if err != nil {
 		panic(err)
 	}
-	s.addTool(rt)
+	addTool(s, rt)
 }
 
 // newRegisteredTool checks what is cheap to check at once (the name, the
