@@ -31,8 +31,9 @@ type decoded struct {
 	// params are the method's params (its row's type; a *baseParams for
 	// a method not in the table), decoded as far as they would go.
 	params    paramsOf
-	paramsErr error // params present but not of the method's shape
-	metaErr   error // params._meta present but not of its shape
+	row       *methodInfo // the method's row; nil for a method not in the table
+	paramsErr error       // params present but not of the method's shape
+	metaErr   error       // params._meta present but not of its shape
 	hasParams bool
 }
 
@@ -108,8 +109,8 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		return d, mcperr.New(mcperr.InvalidRequest)
 	}
 	d.method = *m.Method
-	if row := methods[d.method]; row != nil {
-		d.params = row.params()
+	if d.row = methods[d.method]; d.row != nil {
+		d.params = d.row.params()
 	}
 	if p := m.Params; len(p) > 0 && string(p) != "null" {
 		d.hasParams = true

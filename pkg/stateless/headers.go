@@ -101,7 +101,7 @@ func (x *exchange) headersAgree(required bool) bool {
 	if m, present, ok := headerValue(hdr, headerMethod); (present || required) && (!ok || m != d.method) {
 		return false
 	}
-	if m := methods[d.method]; m != nil && m.named {
+	if m := d.row; m != nil && m.named {
 		n, present, ok := headerValue(hdr, headerName)
 		if !present && !required || d.paramsErr != nil {
 			return true

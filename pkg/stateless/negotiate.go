@@ -117,7 +117,7 @@ func progressToken(raw json.RawMessage) json.RawMessage {
 // server does not advertise are unknown.
 func (x *exchange) dispatch(ctx context.Context) *Response {
 	d := x.d
-	m := x.served(d.method)
+	m := x.served()
 	if m == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.UnknownMethod))
 	}

@@ -171,11 +171,11 @@ var methods = map[string]*methodInfo{
 	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: serveCancelTask},
 }
 
-// served returns the row of method when the server serves it to a
-// request of this era (legacy or not): known, of the era, and of a
-// feature the server advertises. nil means unknown.
-func (x *exchange) served(method string) *methodInfo {
-	m := methods[method]
+// served returns the request's row when the server serves it to a
+// request of this era (legacy or not): known, of the era, and of a feature
+// the server advertises. nil means unknown.
+func (x *exchange) served() *methodInfo {
+	m := x.d.row
 	if m == nil {
 		return nil
 	}

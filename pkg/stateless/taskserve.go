@@ -46,8 +46,7 @@ func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
 	if !declaresTasks(&x.call) {
 		return nil, missingTasksExtension()
 	}
-	p := x.d.params.(interface{ target() *string })
-	id := p.target()
+	id := x.d.params.target()
 	if id == nil {
 		return nil, mcperr.New(mcperr.MalformedParams)
 	}
