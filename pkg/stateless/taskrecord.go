@@ -65,6 +65,17 @@ func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
+// failIfOutOfRuns fails r when its workers have started MaxAttempts runs
+// (each one's lease lapsed, or it would not be asked): whoever finds it so
+// — a worker taking it, tasks/get re-driving it — ends it the same way.
+func failIfOutOfRuns(r *TaskRecord, to *TaskOptions) bool {
+	if r.Attempts < to.MaxAttempts {
+		return false
+	}
+	failTask(r, mcperr.Wrap(mcperr.Internal, nil), "The task's worker stopped "+strconv.Itoa(r.Attempts)+" times.")
+	return true
+}
+
 // failTask makes r failed with the JSON-RPC error of e; message is its
 // statusMessage, for people.
 func failTask(r *TaskRecord, e *mcperr.Error, message string) {

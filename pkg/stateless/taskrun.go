@@ -132,8 +132,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 		if r.Status != TaskWorking || r.Owner != "" && now.Before(r.LeaseUntil) {
 			return false
 		}
-		if r.Attempts >= to.MaxAttempts {
-			failTask(r, mcperr.Wrap(mcperr.Internal, nil), "The task's worker stopped too many times.")
+		if failIfOutOfRuns(r, to) {
 			return true
 		}
 		r.Owner, r.Attempts, r.LeaseUntil = owner, r.Attempts+1, end.Add(s.opts.DeadlineMargin)

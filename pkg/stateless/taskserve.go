@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -97,8 +96,7 @@ func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
 			return false
 		}
 		r.Owner = ""
-		if r.Attempts >= to.MaxAttempts {
-			failTask(r, mcperr.Wrap(mcperr.Internal, nil), "the task's worker stopped "+strconv.Itoa(r.Attempts)+" times")
+		if failIfOutOfRuns(r, to) {
 			return true
 		}
 		r.LeaseUntil = now.Add(to.DispatchGrace)
