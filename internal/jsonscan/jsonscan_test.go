@@ -2,6 +2,7 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 )
@@ -37,6 +38,33 @@ func FuzzStrings(f *testing.F) {
 		}
 		if utf8.ValidString(s) && back != s {
 			t.Fatalf("AppendString(%q) came back as %q", s, back)
+		}
+	})
+}
+
+// FuzzQuoted: for any JSON string literal (the fuzzed text between
+// quotes, when encoding/json accepts it), ScanString finds its end and
+// whether it has escapes, and AppendUnquoted reads it as encoding/json
+// does, escapes, surrogate pairs and invalid UTF-8 included.
+func FuzzQuoted(f *testing.F) {
+	for _, s := range []string{``, `plain`, `a\"b\\c\/d`, `\\`, `\\\"`, `\u0041\u00e9`, `\ud834\udd1e`, `\ud834\ud834\udd1e`, `\udd1e\ud834`, `\ud834x`, "bad \xff \\n \xe2\x82", `\b\f\n\r\t`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if len(s) > maxFuzzString {
+			return
+		}
+		q := []byte(`"` + s + `"`)
+		var want string
+		if json.Unmarshal(q, &want) != nil {
+			return
+		}
+		end, escaped := ScanString(append(q, `,"x"`...), 0)
+		if end != len(q) || escaped != strings.Contains(s, `\`) {
+			t.Fatalf("ScanString(%s) = %d, %v; want %d, %v", q, end, escaped, len(q), !escaped)
+		}
+		if got := string(AppendUnquoted(nil, q)); got != want {
+			t.Fatalf("AppendUnquoted(%s) = %q, encoding/json reads %q", q, got, want)
 		}
 	})
 }

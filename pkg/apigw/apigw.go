@@ -19,19 +19,20 @@
 package apigw
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
-	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -142,7 +143,7 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 			c.ambiguous = c.ambiguous || seen[i]
 			seen[i] = true
 			if string(value) != "null" {
-				*field = value
+				*field = bytes.Clone(value) // value is the tokenizer's, reused
 			}
 		default:
 			if strings.EqualFold(string(name), "authorizer") || strings.EqualFold(string(name), "identity") {
@@ -198,12 +199,117 @@ type Request struct {
 // the invocation rather than guessing.
 var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function URL event")
 
-// eventOptions read an event as encoding/json would accept it (a
-// duplicate name, invalid UTF-8 in a value a client sent, the event's
-// member names in any case, as strings.EqualFold matches them), one pass
-// over it: the body inside is read strictly, later, by the server.
-var eventOptions = jsonv2.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true),
-	jsonv2.MatchCaseInsensitiveNames(true), jsonv1.MatchCaseSensitiveDelimiter(true))
+// eventOptions read an event as encoding/json would accept it: a
+// duplicate name and invalid UTF-8 in a string a client sent are accepted
+// (the body inside is read strictly, later, by the server).
+var eventOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
+
+// errEventType is the error for an event member of the wrong type.
+var errEventType = errors.New("apigw: event member of the wrong type")
+
+// eventReader is a reusable tokenizer over an event payload; one is taken
+// from eventReaders per event.
+type eventReader struct {
+	buf  bytes.Buffer // a jsontext.Decoder reads a *bytes.Buffer in place
+	dec  jsontext.Decoder
+	name []byte // an escaped member name, unquoted
+}
+
+// eventReaders holds idle eventReaders (a tokenizer's buffers are worth
+// keeping: every invocation reads an event).
+var eventReaders = sync.Pool{New: func() any { return new(eventReader) }}
+
+// decodeEvent reads an event's members into ev in one validating pass
+// over its top level, matching their names as encoding/json matches a
+// struct's (in any case, as strings.EqualFold compares them; of members
+// that match one field, the last wins). Only the fields the endpoint
+// reads are kept: an event's other members (route keys, stage variables,
+// a REST event's multi-value query) are tokenized and skipped.
+func decodeEvent(payload []byte, ev *event) error {
+	er := eventReaders.Get().(*eventReader)
+	defer func() {
+		er.buf = bytes.Buffer{} // keep no reference to the payload
+		er.dec.Reset(&er.buf)
+		eventReaders.Put(er)
+	}()
+	er.buf = *bytes.NewBuffer(payload)
+	dec := &er.dec
+	dec.Reset(&er.buf, eventOptions...)
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return err
+	}
+	switch tok.Kind() {
+	case 'n':
+		// null: an event with no members, refused by its caller
+	case '{':
+		for dec.PeekKind() == '"' {
+			raw, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			name := raw[1 : len(raw)-1]
+			if bytes.IndexByte(name, '\\') >= 0 {
+				er.name, _ = jsontext.AppendUnquote(er.name[:0], raw)
+				name = er.name
+			}
+			value, err := dec.ReadValue()
+			if err != nil {
+				return err
+			}
+			if err := ev.set(name, value); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.ReadToken(); err != nil {
+			return err
+		}
+	default:
+		return errors.New("apigw: event is not a JSON object")
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return errors.New("apigw: data after the event")
+	}
+	return nil
+}
+
+// set reads value into the field that the member name selects, if any.
+// value is only valid until the next read: every field copies what it
+// keeps.
+func (ev *event) set(name, value []byte) error {
+	switch {
+	case fieldIs(name, "version"):
+		return setString(&ev.Version, value)
+	case fieldIs(name, "httpMethod"):
+		return setString(&ev.HTTPMethod, value)
+	case fieldIs(name, "multiValueHeaders"):
+		return ev.MultiValueHeaders.UnmarshalJSON(value)
+	case fieldIs(name, "headers"):
+		return ev.Headers.UnmarshalJSON(value)
+	case fieldIs(name, "cookies"):
+		ev.Cookies = nil
+		return json.Unmarshal(value, &ev.Cookies)
+	case fieldIs(name, "body"):
+		return ev.Body.UnmarshalJSON(value)
+	case fieldIs(name, "isBase64Encoded"):
+		switch string(value) {
+		case "true", "false":
+			ev.IsBase64Encoded = value[0] == 't'
+		case "null":
+		default:
+			return errEventType
+		}
+	case fieldIs(name, "requestContext"):
+		return ev.RequestContext.UnmarshalJSON(value)
+	}
+	return nil
+}
+
+// fieldIs reports whether a member name selects the field named field, as
+// encoding/json selects it.
+func fieldIs(name []byte, field string) bool {
+	return len(name) >= len(field) && strings.EqualFold(string(name), field)
+}
 
 // Decode turns an event payload into a request. A gateway event whose
 // body cannot be read comes back with an error and with the request as far
@@ -214,7 +320,7 @@ func Decode(payload []byte) (*Request, error) {
 	// (see protocolHeaders); multiValueHeaders win over headers, which
 	// hold only the last of repeated values.
 	ev := event{MultiValueHeaders: &headerObject{h: h, multi: true}, Headers: &headerObject{h: h}}
-	if err := jsonv2.Unmarshal(payload, &ev, eventOptions); err != nil {
+	if err := decodeEvent(payload, &ev); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotHTTP, err)
 	}
 	r := &Request{Request: &stateless.Request{}}
@@ -474,17 +580,9 @@ func writeWhole(st stateless.Stream, resp *stateless.Response) {
 // KindOf returns the shape of an event, reading no more of it than that
 // needs; ok is false for a payload that is not a gateway event.
 func KindOf(payload []byte) (k Kind, ok bool) {
-	var ev struct {
-		Version        string `json:"version"`
-		HTTPMethod     string `json:"httpMethod"`
-		RequestContext struct {
-			DomainName string `json:"domainName"`
-			HTTP       struct {
-				Method string `json:"method"`
-			} `json:"http"`
-		} `json:"requestContext"`
-	}
-	if jsonv2.Unmarshal(payload, &ev, eventOptions) != nil {
+	// Headers are skipped: objects that keep nothing.
+	ev := event{MultiValueHeaders: &headerObject{multi: true, skip: true}, Headers: &headerObject{skip: true}}
+	if decodeEvent(payload, &ev) != nil {
 		return 0, false
 	}
 	switch {

@@ -25,10 +25,14 @@ type Content struct {
 }
 
 // MarshalJSON writes the members each block type has: "text" on a text
-// block even when empty, "data" on image and audio blocks. It is written
-// by hand because content blocks are on every tool result's path.
+// block even when empty, "data" on image and audio blocks.
 func (c Content) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 32+len(c.Text)+len(c.Data)*4/3)
+	return appendContent(make([]byte, 0, 32+len(c.Text)+len(c.Data)*4/3), &c)
+}
+
+// appendContent appends c as JSON to b. It is written by hand because
+// content blocks are on every tool result's path.
+func appendContent(b []byte, c *Content) ([]byte, error) {
 	b = append(b, `{"type":`...)
 	b = appendString(b, c.Type)
 	switch c.Type {
@@ -76,7 +80,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		if !f.ok {
 			continue
 		}
-		v, err := json.Marshal(f.v)
+		v, err := marshalCompact(f.v)
 		if err != nil {
 			return nil, err
 		}
@@ -84,6 +88,38 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		b = append(b, f.k...)
 		b = append(b, '"', ':')
 		b = append(b, v...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendCallToolResult appends r as JSON to b, as encoding/json would
+// write it (members in declaration order, no HTML escaping), without its
+// reflection and its second pass over each block.
+func appendCallToolResult(b []byte, r *CallToolResult) ([]byte, error) {
+	b = append(b, `{"content":[`...)
+	for i := range r.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendContent(b, &r.Content[i]); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, ']')
+	if r.StructuredContent != nil {
+		raw, ok := r.StructuredContent.(json.RawMessage)
+		if !ok {
+			var err error
+			if raw, err = marshalCompact(r.StructuredContent); err != nil {
+				return nil, err
+			}
+		}
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, raw...)
+	}
+	if r.IsError {
+		b = append(b, `,"isError":true`...)
 	}
 	return append(b, '}'), nil
 }

@@ -16,6 +16,8 @@ import (
 type buffer struct {
 	b   bytes.Buffer
 	enc *json.Encoder
+	// raw holds a result encoded by hand (appendCallToolResult).
+	raw []byte
 }
 
 func getBuffer(s *Server) *buffer {
@@ -29,7 +31,7 @@ func getBuffer(s *Server) *buffer {
 }
 
 func putBuffer(s *Server, buf *buffer) {
-	if buf.b.Cap() <= 1<<20 {
+	if buf.b.Cap() <= 1<<20 && cap(buf.raw) <= 1<<20 {
 		s.bufs.Put(buf)
 	}
 }
@@ -59,8 +61,17 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 	buf := getBuffer(s)
 	defer putBuffer(s, buf)
 	r := encodedResult{metaAt: -1}
-	body, pre := v.(preEncoded)
-	if !pre {
+	var body []byte
+	switch v := v.(type) {
+	case preEncoded:
+		body = v
+	case *CallToolResult:
+		var err error
+		if buf.raw, err = appendCallToolResult(buf.raw[:0], v); err != nil {
+			return dst, r, err
+		}
+		body = buf.raw
+	default:
 		if err := buf.enc.Encode(v); err != nil {
 			return dst, r, err
 		}
