@@ -2,6 +2,7 @@ package stateless
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
@@ -52,4 +53,49 @@ func FuzzAppendString(f *testing.F) {
 			t.Fatalf("%q came back as %q", s, back)
 		}
 	})
+}
+
+// The server's info and a tool result, written by hand, read back as
+// encoding/json writes them.
+func TestHandWrittenEncodingsAsEncodingJSON(t *testing.T) {
+	size, prio := int64(7), 0.5
+	for _, v := range []any{
+		&Implementation{Name: "n", Version: "1"},
+		&Implementation{Name: "n \"q\" <&> \u2028", Title: "t", Version: "1.0", Description: "d", WebsiteURL: "https://x/"},
+		&Implementation{Name: "n", Version: "1", Icons: []Icon{{Src: "https://x/i.png"}}},
+		&CallToolResult{Content: []Content{}},
+		&CallToolResult{Content: []Content{Text(""), Image([]byte{1, 2}, "image/png"), ResourceLink("file:///a", "a", ""),
+			{Type: "resource_link", URI: "u", Size: &size, Annotations: &Annotations{Priority: &prio}, Meta: Meta{"k": "<v>"}},
+			Embedded(ResourceContents{URI: "u", Blob: []byte("b")})},
+			StructuredContent: json.RawMessage(`{"a":[1,"x"]}`), IsError: true},
+		&CallToolResult{Content: []Content{Text("x")}, StructuredContent: map[string]int{"n": 1}},
+	} {
+		var got []byte
+		var err error
+		switch v := v.(type) {
+		case *Implementation:
+			got, err = appendImplementation(nil, v)
+		case *CallToolResult:
+			got, err = appendCallToolResult(nil, v)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatalf("%s: %v", got, err)
+		}
+		json.Unmarshal(want, &w)
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("wrote %s\nencoding/json writes %s", got, want)
+		}
+	}
+	// No content is the empty array the schema requires, never null.
+	if got, _ := appendCallToolResult(nil, &CallToolResult{}); string(got) != `{"content":[]}` {
+		t.Errorf("no content: %s", got)
+	}
 }

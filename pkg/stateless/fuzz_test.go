@@ -613,7 +613,7 @@ func FuzzHandle(f *testing.F) {
 	args := json.RawMessage(`{"ask":true}`)
 	// A state as the server seals it: its flags byte, then the handler's.
 	b := stateKey{Anonymous, "tools/call", "echo", args, ""}.binding()
-	tok, err := s.sealer.Seal(context.Background(), b, append([]byte{stateMultiUse}, "round-1"...))
+	tok, err := stateSealer(s).Seal(context.Background(), b, append([]byte{stateMultiUse}, "round-1"...))
 	if err != nil {
 		f.Fatal(err)
 	}

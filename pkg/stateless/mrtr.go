@@ -181,7 +181,7 @@ func sealInputRequired(s *Server, ctx context.Context, c *Call, k stateKey, ir *
 			}
 			flag = stateSingleUse
 		}
-		tok, err := s.sealer.Seal(ctx, k.binding(), append([]byte{flag}, ir.State...))
+		tok, err := stateSealer(s).Seal(ctx, k.binding(), append([]byte{flag}, ir.State...))
 		if err != nil {
 			if reqstate.IsInvalid(err) {
 				return nil, mcperr.Wrap(mcperr.Internal, err)
@@ -213,7 +213,7 @@ func openSealedState(s *Server, ctx context.Context, c *Call, k stateKey, token 
 	if token == nil {
 		return "", nil
 	}
-	st, err := s.sealer.Open(ctx, k.binding(), *token)
+	st, err := stateSealer(s).Open(ctx, k.binding(), *token)
 	if err != nil {
 		if reqstate.IsInvalid(err) {
 			return "", mcperr.Wrap(mcperr.TamperedState, err)
