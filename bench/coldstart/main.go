@@ -24,7 +24,7 @@
 //
 // Run from the bench module (go run ./report runs it too):
 //
-//	go run ./coldstart [-cold 50] [-warm 200] [-json out.json]
+//	go run ./coldstart [-cold 150] [-warm 200] [-json out.json]
 package main
 
 import (
@@ -79,6 +79,11 @@ type Result struct {
 	// bootstrap's exec and init and the first invocation; Init the
 	// emulator's own INIT REPORT (exec to the runtime's first /next).
 	Cold, Ready, First, Init Stats
+	// ColdOverBare, FirstOverBare and InitOverBare are the paired
+	// differences: in each round, this subject's figure less bare's of the
+	// same round. Their median is what the subject adds over bare, with
+	// the machine's drift between rounds cancelled. Empty for bare.
+	ColdOverBare, FirstOverBare, InitOverBare Stats `json:",omitzero"`
 	// Warm is the round trip of one warm invocation through the
 	// emulator; WarmFunc the emulator's INVOKE RTDONE duration of it
 	// (invocation handed over to response posted).
@@ -99,7 +104,7 @@ const buildFlags = "-tags lambda.norpc -trimpath -ldflags='-s -w'"
 
 func main() {
 	riePath := flag.String("rie", "", "path of aws-lambda-rie (default: the main module's .tools/bin/aws-lambda-rie)")
-	cold := flag.Int("cold", 50, "fresh processes per subject")
+	cold := flag.Int("cold", 150, "fresh processes per subject")
 	warm := flag.Int("warm", 200, "warm invocations per subject, in one process")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	arches := flag.String("arch", "amd64,arm64", "GOARCHes to build for sizes (the host's is also run)")
@@ -238,6 +243,9 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 			}
 		}
 		r.Cold, r.Ready, r.First, r.Init = stats(c), stats(rd), stats(f), stats(in)
+		if s.Name != "bare" {
+			r.ColdOverBare, r.FirstOverBare, r.InitOverBare = overBare(samples, len(subjects), s)
+		}
 		fmt.Fprintf(os.Stderr, "coldstart: %d warm invocations of %s\n", warm, s.Name)
 		w, wf, err := warmRun(ctx, riePath, s, bins[s.Name], warm)
 		if err != nil {
@@ -278,6 +286,30 @@ type coldSample struct {
 	subject            *Subject
 	cold, ready, first time.Duration
 	init               float64 // ms, from the emulator's log
+}
+
+// overBare returns s's paired differences over bare: samples holds whole
+// rounds of n, one sample of each subject per round.
+func overBare(samples []coldSample, n int, s *Subject) (cold, first, init Stats) {
+	var c, f, in []float64
+	for round := range slices.Chunk(samples, n) {
+		var mine, bare *coldSample
+		for k := range round {
+			switch round[k].subject.Name {
+			case s.Name:
+				mine = &round[k]
+			case "bare":
+				bare = &round[k]
+			}
+		}
+		if mine == nil || bare == nil {
+			continue
+		}
+		c = append(c, ms(mine.cold)-ms(bare.cold))
+		f = append(f, ms(mine.first)-ms(bare.first))
+		in = append(in, mine.init-bare.init)
+	}
+	return stats(c), stats(f), stats(in)
 }
 
 // coldOnce starts a fresh emulator with the bootstrap, invokes it once,

@@ -63,7 +63,7 @@ func main() {
 	benchtime := flag.String("benchtime", "500ms", "go test -benchtime (\"\" for go test's default of 1s)")
 	in := flag.String("in", "", "parse this saved go test output instead of running the benchmarks")
 	raw := flag.String("raw", "", "write the raw go test output to this file")
-	cold := flag.Int("cold", 50, "cold starts per subject (coldstart -cold)")
+	cold := flag.Int("cold", 150, "cold starts per subject (coldstart -cold)")
 	warm := flag.Int("warm", 200, "warm invocations per subject (coldstart -warm)")
 	coldIn := flag.String("coldin", "", "read this saved coldstart -json output instead of running it")
 	noCold := flag.Bool("nocold", false, "skip binary sizes, cold start and warm latency")
@@ -232,6 +232,31 @@ type coldResult struct {
 	Size                         map[string]int64
 	Cold, Ready, First, Init     stats
 	Warm, WarmFunc               stats
+	// Paired differences over bare (see coldstart's Result); N is 0 in
+	// output saved before they were measured.
+	ColdOverBare, FirstOverBare, InitOverBare stats
+}
+
+// over returns what r adds over bare by one figure: the median of the
+// paired differences when they were measured, else the difference of the
+// medians.
+func over(r, bare *coldResult, paired func(*coldResult) stats, median func(*coldResult) float64) float64 {
+	if p := paired(r); p.N > 0 {
+		return p.Median
+	}
+	return median(r) - median(bare)
+}
+
+func coldOver(r, bare *coldResult) float64 {
+	return over(r, bare, func(x *coldResult) stats { return x.ColdOverBare }, func(x *coldResult) float64 { return x.Cold.Median })
+}
+
+func firstOver(r, bare *coldResult) float64 {
+	return over(r, bare, func(x *coldResult) stats { return x.FirstOverBare }, func(x *coldResult) float64 { return x.First.Median })
+}
+
+func initOver(r, bare *coldResult) float64 {
+	return over(r, bare, func(x *coldResult) stats { return x.InitOverBare }, func(x *coldResult) float64 { return x.Init.Median })
 }
 
 type stats struct {
@@ -508,9 +533,9 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 			// Judged on the total, as defined; the parts that exclude
 			// the emulator's own start are shown too, since a margin
 			// smaller than their disagreement is noise.
-			ao, ag := o.Cold.Median-b.Cold.Median, g.Cold.Median-b.Cold.Median
-			fo, fg := o.First.Median-b.First.Median, g.First.Median-b.First.Median
-			ino, ing := o.Init.Median-b.Init.Median, g.Init.Median-b.Init.Median
+			ao, ag := coldOver(o, b), coldOver(g, b)
+			fo, fg := firstOver(o, b), firstOver(g, b)
+			ino, ing := initOver(o, b), initOver(g, b)
 			fmt.Fprintf(w, "| cold start added over bare ≤ gosdk's (median, tools/call echo) | ours %+.2f ms, gosdk %+.2f ms "+
 				"(first invoke: ours %+.2f, gosdk %+.2f; emulator init: ours %+.2f, gosdk %+.2f) | | %s |\n",
 				ao, ag, fo, fg, ino, ing, verdictOf(true, ao <= ag))
@@ -690,21 +715,20 @@ func writeCold(w io.Writer, cs *coldReport) {
 		"processes each, started round-robin across subjects after one unmeasured round. The total includes the emulator's "+
 		"own start (about the same for every subject, waited for by polling every 20 ms); *first invoke* is the rest "+
 		"(exec, Go runtime and package init, main, the first invocation); *emulator init* is the emulator's `INIT REPORT` "+
-		"(exec until the runtime asks for its first event). The binaries are in the page cache, unlike a real Lambda cold start, "+
+		"(exec until the runtime asks for its first event). *Added over bare* is the median of the paired differences: in each "+
+		"round, the subject's figure less bare's in the same round, so that the machine's drift between rounds cancels. The binaries are in the page cache, unlike a real Lambda cold start, "+
 		"which also fetches the code.\n\n", cs.ColdRuns)
 	fmt.Fprintf(w, "| subject | request | cold ms (median) | min | max | added over bare | first invoke ms | added over bare | emulator init ms | added over bare |\n"+
 		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range cs.Results {
-		add := func(get func(*coldResult) float64) string {
+		add := func(get func(r, bare *coldResult) float64) string {
 			if bare == nil || r == bare {
 				return "–"
 			}
-			return fmt.Sprintf("%+.2f", get(r)-get(bare))
+			return fmt.Sprintf("%+.2f", get(r, bare))
 		}
 		fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %.2f | %s | %.2f | %s | %.2f | %s |\n", r.Name, r.Request,
-			r.Cold.Median, r.Cold.Min, r.Cold.Max, add(func(x *coldResult) float64 { return x.Cold.Median }),
-			r.First.Median, add(func(x *coldResult) float64 { return x.First.Median }),
-			r.Init.Median, add(func(x *coldResult) float64 { return x.Init.Median }))
+			r.Cold.Median, r.Cold.Min, r.Cold.Max, add(coldOver), r.First.Median, add(firstOver), r.Init.Median, add(initOver))
 	}
 
 	fmt.Fprintf(w, "\n### Warm invocations\n\n%d sequential invocations in one process after its cold one. *Round trip* is "+
