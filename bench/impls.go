@@ -41,6 +41,7 @@ type Impl struct {
 // Impls lists the implementations, ours first.
 var Impls = []Impl{
 	{"ours", NewOurs},
+	{"ours-inline", NewOursInline},
 	{"gosdk", NewGoSDK},
 	{"mcpgo", NewMCPGo},
 	{"floor", NewFloor},
@@ -48,6 +49,11 @@ var Impls = []Impl{
 
 // NewOurs returns this project's stateless server (bench/impl/ours).
 func NewOurs() http.Handler { return ours.New() }
+
+// NewOursInline returns our server with its tools declared Inline
+// (stateless.Tool.Inline): handlers on the request's goroutine, as the
+// peers run theirs.
+func NewOursInline() http.Handler { return ours.NewInline() }
 
 // NewGoSDK returns the official Go SDK's server, served statelessly with
 // JSON responses (bench/impl/gosdk).

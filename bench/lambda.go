@@ -36,6 +36,7 @@ type LambdaImpl struct {
 // is what a peer's user would have to write.
 var LambdaImpls = []LambdaImpl{
 	{"ours", func() LambdaHandler { return &apigw.Handler{Server: ours.NewServer()} }},
+	{"ours-inline", func() LambdaHandler { return &apigw.Handler{Server: ours.NewInlineServer()} }},
 	{"ours-nethttp", func() LambdaHandler { return lambdahttp.New(ours.New()) }},
 	{"gosdk", func() LambdaHandler { return lambdahttp.New(gosdk.New()) }},
 	{"mcpgo", func() LambdaHandler { return lambdahttp.New(mcpgo.New()) }},

@@ -523,6 +523,7 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 		}
 		fmt.Fprintf(w, " %s |\n", verdictOf(measured, all))
 	}
+	writeInlineRow(w, med, "", fmt.Sprintf("time mcpgo/ours-inline ≥ %.0fx (tools declared Inline, handlers on the request's goroutine as the peers run theirs)", targetMCPGo), targetMCPGo, true)
 	if cs == nil {
 		fmt.Fprintf(w, "| cold start added over bare ≤ gosdk's | not measured | | not measured |\n")
 	} else {
@@ -575,15 +576,43 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 			fmt.Fprintf(w, " %s |", s)
 			all = all && met
 		}
-		switch {
-		case !measured:
-			fmt.Fprintf(w, " not measured |\n")
-		case all:
-			fmt.Fprintf(w, " yes |\n")
-		default:
-			fmt.Fprintf(w, " no |\n")
-		}
+		fmt.Fprintf(w, " %s |\n", yesNo(measured, all))
 	}
+	writeInlineRow(w, med, "Lambda", "time mcpgo/ours-inline (tools declared Inline)", targetLambdaMCPGo, false)
+}
+
+// writeInlineRow prints mcp-go's time over ours-inline's for both tool
+// calls, judged against target: a verdict in the targets table, yes or
+// no in the Lambda one.
+func writeInlineRow(w io.Writer, med medians, prefix, name string, target float64, verdict bool) {
+	fmt.Fprintf(w, "| %s |", name)
+	all, measured := true, true
+	for _, c := range toolCalls {
+		o, ok1 := med.get(prefix+c.Name, "ours-inline")
+		mg, ok2 := med.get(prefix+c.Name, "mcpgo")
+		if !ok1 || !ok2 {
+			fmt.Fprintf(w, " not measured |")
+			measured = false
+			continue
+		}
+		fmt.Fprintf(w, " %s |", times(mg.ns, o.ns))
+		all = all && mg.ns/o.ns >= target
+	}
+	if verdict {
+		fmt.Fprintf(w, " %s |\n", verdictOf(measured, all))
+	} else {
+		fmt.Fprintf(w, " %s |\n", yesNo(measured, all))
+	}
+}
+
+func yesNo(measured, met bool) string {
+	switch {
+	case !measured:
+		return "not measured"
+	case met:
+		return "yes"
+	}
+	return "no"
 }
 
 func verdictOf(measured, met bool) string {
@@ -600,7 +629,11 @@ func verdictOf(measured, met bool) string {
 // implementation through its http.Handler.
 func writeInProcess(w io.Writer, med medians) {
 	fmt.Fprintf(w, "\n## In process (http.Handler)\n\nEach implementation's http.Handler with a fresh *http.Request and "+
-		"httptest.ResponseRecorder per call (bench/bench_test.go).\n\n")
+		"httptest.ResponseRecorder per call (bench/bench_test.go). `ours` runs each tool handler apart from the request, "+
+		"as by default, so that one ignoring its context can be abandoned at the deadline and the call still answered; "+
+		"`ours-inline` is the same server with its tools declared Inline (stateless.Tool.Inline), handlers on the request's "+
+		"goroutine, as the peers run theirs. The difference is the hand-off to another goroutine and back, which wakes an idle "+
+		"processor.\n\n")
 	names := make([]string, len(bench.Impls))
 	for i, im := range bench.Impls {
 		names[i] = im.Name
@@ -610,7 +643,7 @@ func writeInProcess(w io.Writer, med medians) {
 		fmt.Fprintf(w, "\nThe harness alone (fresh request and recorder, no server) costs %s ns/op, %s B/op, %s allocs/op; every row includes it.\n",
 			num(h.ns), num(h.bytes), num(h.allocs))
 	}
-	writeRatios(w, med, "", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours", "floor"}})
+	writeRatios(w, med, "", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours", "floor"}, {"mcpgo", "ours-inline"}, {"ours", "ours-inline"}})
 
 	fmt.Fprintf(w, "\n### Construction\n\nBuilding the handler with its two tools (BenchmarkNew), which every cold start pays once:\n\n"+
 		"| impl | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")
@@ -627,13 +660,13 @@ func writeLambda(w io.Writer, med medians) {
 		"payload to the response payload, as the Lambda runtime hands them over (no emulator, no network). `ours` is our "+
 		"production path, pkg/apigw.Handler, with no net/http; `ours-nethttp` and the peers go through one minimal adapter "+
 		"(bench/impl/lambdahttp: decode the event, build an *http.Request, serve it into an httptest.ResponseRecorder, "+
-		"encode the response), what a peer's user would write.\n\n")
+		"encode the response), what a peer's user would write. `ours-inline` is ours with its tools declared Inline, as in process.\n\n")
 	names := make([]string, len(bench.LambdaImpls))
 	for i, im := range bench.LambdaImpls {
 		names[i] = im.Name
 	}
 	writeTable(w, med, "Lambda", names)
-	writeRatios(w, med, "Lambda", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours-nethttp", "ours"}})
+	writeRatios(w, med, "Lambda", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours-nethttp", "ours"}, {"mcpgo", "ours-inline"}, {"ours", "ours-inline"}})
 
 	fmt.Fprintf(w, "\nOurs on the Lambda path against ours in process (the event's decoding and the response payload's "+
 		"encoding, less the in-process harness):\n\n| request | Δ ns/op | Δ B/op | Δ allocs/op |\n|---|---:|---:|---:|\n")

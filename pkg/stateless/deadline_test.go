@@ -1,6 +1,7 @@
 package stateless_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime"
@@ -288,4 +289,88 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 	if n := effects.Load(); n != 1 {
 		t.Errorf("the effect happened %d times, want 1", n)
 	}
+}
+
+// TestInlineToolIsAnsweredWhenItReturns: an Inline tool runs on the
+// request's goroutine, with the same context and answer as one that runs
+// apart; one that ignores its deadline is answered when it returns, with
+// its result, and the overrun is a fault in the request's outcome; a panic
+// is recovered as from any handler.
+func TestInlineToolIsAnsweredWhenItReturns(t *testing.T) {
+	var outcomes []*stateless.Outcome
+	var calledOn, handledOn atomic.Int64
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
+		Observe: func(_ context.Context, o *stateless.Outcome) { outcomes = append(outcomes, o) },
+	})
+	release := make(chan struct{})
+	for _, inline := range []bool{true, false} {
+		name := "apart"
+		if inline {
+			name = "inline"
+		}
+		srv.AddTool(&stateless.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`), Inline: inline},
+			func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+				handledOn.Store(goroutineID())
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil
+			})
+	}
+	srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), Inline: true},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			<-release // ignores its context
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("late")}}, nil
+		})
+	srv.AddTool(&stateless.Tool{Name: "panics", InputSchema: json.RawMessage(`{"type":"object"}`), Inline: true},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) { panic("inline") })
+	call := func(ctx context.Context, name string) *stateless.Response {
+		calledOn.Store(goroutineID())
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{},"_meta":` + metaJSON(`{}`) + `}}`
+		return srv.Handle(ctx, &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
+	}
+
+	inline, apart := call(context.Background(), "inline"), call(context.Background(), "apart")
+	if string(inline.Body) != string(apart.Body) || inline.Status != 200 {
+		t.Errorf("inline %d %s\napart %d %s", inline.Status, inline.Body, apart.Status, apart.Body)
+	}
+	call(context.Background(), "inline")
+	if handledOn.Load() != calledOn.Load() {
+		t.Errorf("the inline handler ran on goroutine %d, the request on %d", handledOn.Load(), calledOn.Load())
+	}
+	call(context.Background(), "apart")
+	if handledOn.Load() == calledOn.Load() {
+		t.Errorf("the default handler ran on the request's goroutine")
+	}
+
+	time.AfterFunc(1500*time.Millisecond, func() { close(release) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	resp := call(ctx, "stubborn")
+	if elapsed := time.Since(start); elapsed < 1400*time.Millisecond {
+		t.Errorf("answered after %v, before the handler returned", elapsed)
+	}
+	if r := decodeRPC(t, resp.Body); r.Error != nil || r.Result["isError"] == true {
+		t.Errorf("late answer: %s", resp.Body)
+	}
+	if o := outcomes[len(outcomes)-1]; !o.Fault || o.Err == nil {
+		t.Errorf("the overrun is not a fault: %+v", o)
+	}
+
+	if r := decodeRPC(t, call(context.Background(), "panics").Body); r.Error == nil || r.Error.Code != -32603 {
+		t.Errorf("a panicking inline handler: %+v", r)
+	}
+	if o := outcomes[len(outcomes)-1]; o.Panic == nil {
+		t.Errorf("the panic is not in the outcome: %+v", o)
+	}
+}
+
+// goroutineID is the calling goroutine's id, from its stack's header.
+func goroutineID() int64 {
+	var buf [32]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	b = b[len("goroutine "):]
+	id, _ := strconv.ParseInt(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
+	return id
 }

@@ -52,6 +52,15 @@ type Tool struct {
 	// DefaultMaxDuration; keep it well under the function's timeout.
 	MaxDuration time.Duration `json:"-"`
 
+	// Inline runs the handler on the request's goroutine. By default it
+	// runs apart, so that one ignoring its context can be abandoned at the
+	// deadline and the call answered in-band; the hand-off costs a few
+	// microseconds (waking an idle processor), much of a call without
+	// I/O. Set it for a handler that returns once its context is done, as
+	// AWS SDK, net/http and database/sql calls do: one that returns after
+	// its deadline is answered then, the overrun logged as a fault.
+	Inline bool `json:"-"`
+
 	// TaskSupport says whether the tool's calls run as tasks of the tasks
 	// extension (Options.Tasks): answered at once with a task handle, the
 	// handler run by a worker for up to TaskOptions.MaxRun. Default
@@ -68,13 +77,6 @@ type Tool struct {
 
 // DefaultMaxDuration is the MaxDuration of a tool that declares none.
 const DefaultMaxDuration = 10 * time.Second
-
-func (t *Tool) maxDuration() time.Duration {
-	if t.MaxDuration > 0 {
-		return t.MaxDuration
-	}
-	return DefaultMaxDuration
-}
 
 // ReadOnly reports whether the tool declares it changes nothing.
 func (t *Tool) ReadOnly() bool { return t.Annotations != nil && t.Annotations.ReadOnlyHint }

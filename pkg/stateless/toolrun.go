@@ -49,13 +49,17 @@ type toolRun struct {
 	call  Call
 }
 
-// runTool runs h, t's handler or what stands for it, in its own goroutine and waits for it until
+// runTool runs h, t's handler or what stands for it, in its own goroutine
+// (an Inline tool's on the calling one: runInline) and waits for it until
 // ctx, the handler's context, is done (and a short grace after). It
 // reports false when the handler has not returned by then: the handler is abandoned, its eventual result
 // discarded, and it is counted in the server's overdue handlers until it
 // returns. The handler works on a copy of the request's Call, so that one
 // left running cannot touch the answered exchange.
 func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (toolRun, bool) {
+	if t.def.Inline {
+		return runInline(x, ctx, t, args, h), true
+	}
 	const running, returned, abandoned = 0, 1, 2
 	// One allocation holds the handler's copy of the Call and what it
 	// returns; done only signals. The exchange reads run after done, or
@@ -105,6 +109,36 @@ func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawM
 	<-sh.done
 	x.call = sh.run.call
 	return sh.run, true
+}
+
+// maxDuration is the longest t runs (Tool.MaxDuration).
+func (t *Tool) maxDuration() time.Duration {
+	if t.MaxDuration > 0 {
+		return t.MaxDuration
+	}
+	return DefaultMaxDuration
+}
+
+// runInline runs h, t's handler or what stands for it, on the calling
+// goroutine (Tool.Inline). A handler that returns after its deadline (and
+// the fifth of the margin runTool waits) is answered as it returned, and
+// the outcome records the overrun as a fault.
+func runInline(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (run toolRun) {
+	run.call = x.call
+	defer func() {
+		if p := recover(); p != nil {
+			run.panic = &Panic{Value: p, Stack: debug.Stack()}
+		}
+		x.call = run.call
+		if end, ok := ctx.Deadline(); ok {
+			if late := time.Since(end); late > x.s.opts.DeadlineMargin/5 {
+				x.o.Fault = true
+				x.o.Err = fmt.Errorf("inline tool %s returned %v after its deadline", t.def.Name, late.Round(time.Millisecond))
+			}
+		}
+	}()
+	run.res, run.err = h(ctx, &ToolRequest{Call: &run.call, Name: t.def.Name, Arguments: args})
+	return run
 }
 
 // finishClaim completes or releases a claim, f retrying a failing store
