@@ -8,6 +8,9 @@
 //
 //	bare     bench/cmd/bare: aws-lambda-go answering a fixed response
 //	ours     bench/cmd/ours: the bench server on pkg/apigw.Handler
+//	bare-jsonschema, bare-jsonv2
+//	         bench/cmd/bare-*: bare linking one library the core links
+//	         (google/jsonschema-go, go-json-experiment/json), unused
 //	product  functions/mcp, built in the main module: the deployed product
 //	gosdk    bench/cmd/gosdk: go-sdk behind bench/impl/lambdahttp
 //	mcpgo    bench/cmd/mcpgo: mcp-go behind bench/impl/lambdahttp
@@ -167,6 +170,10 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 		{Name: "bare", Dir: benchDir, Pkg: "./cmd/bare", Case: bench.ToolsCallEcho,
 			Note: "answers a fixed 200 response without reading the request"},
 		{Name: "ours", Dir: benchDir, Pkg: "./cmd/ours", Case: bench.ToolsCallEcho},
+		{Name: "bare-jsonschema", Dir: benchDir, Pkg: "./cmd/bare-jsonschema", Case: bench.ToolsCallEcho,
+			Note: "bare linking google/jsonschema-go, unused: its package init alone"},
+		{Name: "bare-jsonv2", Dir: benchDir, Pkg: "./cmd/bare-jsonv2", Case: bench.ToolsCallEcho,
+			Note: "bare linking go-json-experiment/json, unused: its package init alone"},
 		{Name: "product", Dir: mainDir, Pkg: "./functions/mcp", Case: bench.ProductSearch,
 			// A KMS key is configured so that the KMS sealer is built as in
 			// the deployed template; no claims table, so that notes are in
@@ -381,7 +388,7 @@ func check(s *Subject, out []byte) error {
 	if err != nil {
 		return err
 	}
-	if s.Name == "bare" {
+	if strings.HasPrefix(s.Name, "bare") {
 		if a.Status != 200 {
 			return fmt.Errorf("status %d", a.Status)
 		}
