@@ -15,7 +15,11 @@
 // harness costs the same for all of them. The Lambda* benchmarks send the
 // same requests as API Gateway HTTP API (payload 2.0) events: ours through
 // pkg/apigw.Handler, our production path, and ours and the peers through
-// one minimal net/http adapter (impl/lambdahttp). The answers are verified
+// one minimal net/http adapter (impl/lambdahttp). Ours is measured twice:
+// as by default, each tool handler in a goroutine of its own (abandoned at
+// the deadline if it ignores its context), and as ours-inline, its tools
+// declared stateless.Tool.Inline, handlers on the request's goroutine as
+// the peers run theirs. The answers are verified
 // by the TestAnswers* and TestLambda* tests, and again before each
 // benchmark is timed; an answer that a peer gets wrong is recorded as a
 // finding (see findings.go) and its benchmark is skipped.
