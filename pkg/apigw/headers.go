@@ -54,7 +54,6 @@ func canonicalProtocolHeader(name []byte) string {
 type headerObject struct {
 	h     http.Header
 	multi bool
-	skip  bool // keep nothing (KindOf)
 	// text is the object as one string, made once: single values are
 	// substrings of it. vals backs every single-value header's []string.
 	// A request's headers then cost two allocations, not two each.
@@ -65,9 +64,6 @@ type headerObject struct {
 // UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
 // that b is valid JSON.
 func (o *headerObject) UnmarshalJSON(b []byte) error {
-	if o.skip {
-		return nil
-	}
 	o.text = ""
 	var err error
 	jsonscan.Members(b, func(name, value []byte) bool {
