@@ -9,8 +9,9 @@
 //	bare     bench/cmd/bare: aws-lambda-go answering a fixed response
 //	ours     bench/cmd/ours: the bench server on pkg/apigw.Handler
 //	bare-jsonschema, bare-jsonv2
-//	         bench/cmd/bare-*: bare linking one library the core links
-//	         (google/jsonschema-go, go-json-experiment/json), unused
+//	         bench/cmd/bare built with a tag that links one library the
+//	         core links (google/jsonschema-go, go-json-experiment/json),
+//	         unused
 //	product  functions/mcp, built in the main module: the deployed product
 //	gosdk    bench/cmd/gosdk: go-sdk behind bench/impl/lambdahttp
 //	mcpgo    bench/cmd/mcpgo: mcp-go behind bench/impl/lambdahttp
@@ -58,6 +59,8 @@ type Subject struct {
 	Name string
 	// Dir is the module directory the build runs in; Pkg the package.
 	Dir, Pkg string
+	// Tag is a build tag added to lambda.norpc, if any.
+	Tag string
 	// Env is added to the emulator's (and so the function's) environment.
 	Env []string
 	// Case is the invocation sent; Note says why, when it is not echo.
@@ -170,9 +173,9 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 		{Name: "bare", Dir: benchDir, Pkg: "./cmd/bare", Case: bench.ToolsCallEcho,
 			Note: "answers a fixed 200 response without reading the request"},
 		{Name: "ours", Dir: benchDir, Pkg: "./cmd/ours", Case: bench.ToolsCallEcho},
-		{Name: "bare-jsonschema", Dir: benchDir, Pkg: "./cmd/bare-jsonschema", Case: bench.ToolsCallEcho,
+		{Name: "bare-jsonschema", Dir: benchDir, Pkg: "./cmd/bare", Tag: "bench_link_jsonschema", Case: bench.ToolsCallEcho,
 			Note: "bare linking google/jsonschema-go, unused: its package init alone"},
-		{Name: "bare-jsonv2", Dir: benchDir, Pkg: "./cmd/bare-jsonv2", Case: bench.ToolsCallEcho,
+		{Name: "bare-jsonv2", Dir: benchDir, Pkg: "./cmd/bare", Tag: "bench_link_jsonv2", Case: bench.ToolsCallEcho,
 			Note: "bare linking go-json-experiment/json, unused: its package init alone"},
 		{Name: "product", Dir: mainDir, Pkg: "./functions/mcp", Case: bench.ProductSearch,
 			// A KMS key is configured so that the KMS sealer is built as in
@@ -208,7 +211,7 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 		for _, arch := range arches {
 			out := filepath.Join(work, s.Name+"-"+arch, "bootstrap")
 			fmt.Fprintf(os.Stderr, "coldstart: building %s for linux/%s\n", s.Name, arch)
-			if err := build(ctx, s.Dir, s.Pkg, arch, out); err != nil {
+			if err := build(ctx, s.Dir, s.Pkg, s.Tag, arch, out); err != nil {
 				return nil, err
 			}
 			fi, err := os.Stat(out)
@@ -279,8 +282,12 @@ func moduleVersion(bin string) string {
 }
 
 // build builds pkg in dir as Lambda builds a Go function.
-func build(ctx context.Context, dir, pkg, goarch, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+func build(ctx context.Context, dir, pkg, tag, goarch, out string) error {
+	tags := "lambda.norpc"
+	if tag != "" {
+		tags += "," + tag
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", tags, "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
