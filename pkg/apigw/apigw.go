@@ -62,16 +62,17 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
-// event is the union of the three request shapes, decoded in one pass.
+// event is the union of the three request shapes, read in one pass by
+// decodeEvent (event.set names the members each field is read from).
 type event struct {
-	Version           string         `json:"version"`
-	HTTPMethod        string         `json:"httpMethod"`        // 1.0
-	MultiValueHeaders *headerObject  `json:"multiValueHeaders"` // 1.0, decoded first
-	Headers           *headerObject  `json:"headers"`
-	Cookies           []string       `json:"cookies"` // 2.0
-	Body              body           `json:"body"`
-	IsBase64Encoded   bool           `json:"isBase64Encoded"`
-	RequestContext    requestContext `json:"requestContext"`
+	Version           string
+	HTTPMethod        string        // 1.0
+	MultiValueHeaders *headerObject // 1.0; its values win over Headers' in any order
+	Headers           *headerObject
+	Cookies           []string // 2.0
+	Body              body
+	IsBase64Encoded   bool
+	RequestContext    requestContext
 	// kindOnly skips what the event's kind does not need: its headers,
 	// cookies and body are validated, not read (KindOf).
 	kindOnly bool
@@ -102,8 +103,8 @@ type requestContext struct {
 // type.
 var errContextType = errors.New("apigw: request context member of the wrong type")
 
-// UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
-// that b is valid JSON.
+// UnmarshalJSON reads a request context. b is valid JSON: decodeEvent's
+// tokenizer has read it.
 func (c *requestContext) UnmarshalJSON(b []byte) error {
 	if !isObject(b) {
 		if string(b) == "null" {
@@ -175,7 +176,7 @@ func setString(dst *string, value []byte) error {
 // into bytes (one copy, where a string and a conversion would make two).
 type body []byte
 
-// UnmarshalJSON implements json.Unmarshaler.
+// UnmarshalJSON reads the body's JSON string (or null).
 func (b *body) UnmarshalJSON(q []byte) error {
 	if len(q) == 0 || q[0] != '"' {
 		if string(q) == "null" {

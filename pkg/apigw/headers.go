@@ -61,8 +61,8 @@ type headerObject struct {
 	vals []string
 }
 
-// UnmarshalJSON implements json.Unmarshaler. encoding/json has checked
-// that b is valid JSON.
+// UnmarshalJSON reads a headers or multiValueHeaders object. b is valid
+// JSON: decodeEvent's tokenizer has read it.
 func (o *headerObject) UnmarshalJSON(b []byte) error {
 	o.text = ""
 	var err error
