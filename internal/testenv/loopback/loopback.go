@@ -39,6 +39,28 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
+// FreePorts returns n distinct loopback ports that were free: each is
+// held open until all are found, so that the kernel cannot hand the same
+// one out twice (two FreePort calls in a row can).
+func FreePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	held := make([]net.Listener, 0, n)
+	defer func() {
+		for _, l := range held {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		held = append(held, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
 // Addr is 127.0.0.1:port.
 func Addr(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 

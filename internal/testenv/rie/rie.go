@@ -8,7 +8,6 @@ package rie
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -58,18 +57,11 @@ type Options struct {
 // Start starts the emulator on two free loopback ports and waits until it
 // accepts connections.
 func Start(ctx context.Context, o Options) (*Emulator, error) {
-	p1, err := loopback.FreePort()
+	ports, err := loopback.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
-	p2, err := loopback.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	if p2 == p1 {
-		return nil, errors.New("rie: no two free ports")
-	}
-	api, runtimeAPI := loopback.Addr(p1), loopback.Addr(p2)
+	api, runtimeAPI := loopback.Addr(ports[0]), loopback.Addr(ports[1])
 	cmd := exec.Command(o.RIE, "--runtime-interface-emulator-address", api, "--runtime-api-address", runtimeAPI, o.Bootstrap)
 	cmd.Env = append(os.Environ(), o.Env...)
 	if o.OwnGroup {
