@@ -374,3 +374,36 @@ func goroutineID() int64 {
 	id, _ := strconv.ParseInt(string(b[:bytes.IndexByte(b, ' ')]), 10, 64)
 	return id
 }
+
+// ctxStore is a claims store that, as DynamoDB's client does, fails a
+// completion whose context is done.
+type ctxStore struct{ claims.Store }
+
+func (c ctxStore) Complete(ctx context.Context, key, owner string, response []byte, oversize bool, expiresAt time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return c.Store.Complete(ctx, key, owner, response, oversize, expiresAt)
+}
+
+// TestLateInlineResultIsReplayed: a keyed call of an Inline tool that
+// returns after its deadline still records its result with its claim, so
+// a retry of the key replays it instead of running the tool again.
+func TestLateInlineResultIsReplayed(t *testing.T) {
+	guard := claims.New(ctxStore{claims.NewMemory()}, &claims.Options{LeaseMargin: 3 * time.Second})
+	s := newStubborn(t, guard, &stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), Inline: true, MaxDuration: 5 * time.Second})
+	time.AfterFunc(1300*time.Millisecond, func() { close(s.release) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if r := decodeRPC(t, s.call(ctx, "stubborn", "k1").Body); r.Error != nil || r.Result["isError"] == true {
+		t.Fatalf("late answer: %+v", r)
+	}
+	s.fast.Store(true)
+	r := decodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body)
+	if meta, _ := r.Result["_meta"].(map[string]any); meta == nil || meta[stateless.MetaReplay] != true {
+		t.Errorf("the retry is not a replay: %+v", r)
+	}
+	if n := s.runs.Load(); n != 1 {
+		t.Errorf("ran %d times, want 1", n)
+	}
+}

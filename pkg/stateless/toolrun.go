@@ -165,10 +165,14 @@ const maxFinish = 10 * time.Second
 // settled: not cancelled with the request (the result exists and must be
 // recorded, or the claim freed), and ending a fifth of the DeadlineMargin
 // before the request's deadline — the invocation's, on Lambda — so that
-// the answer still leaves in time, and at most maxFinish from now.
+// the answer still leaves in time, and at most maxFinish from now. An
+// Inline handler that returned after that point is answered late anyway:
+// its result gets maxFinish to be recorded, so that a keyed retry replays
+// it rather than running the tool again.
 func finishContext(x *exchange, ctx context.Context) (context.Context, context.CancelFunc) {
-	end := time.Now().Add(maxFinish)
-	if d := x.deadline.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) {
+	now := time.Now()
+	end := now.Add(maxFinish)
+	if d := x.deadline.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) && d.After(now) {
 		end = d
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), end)
