@@ -395,7 +395,7 @@ func check(s *Subject, out []byte) error {
 	if err != nil {
 		return err
 	}
-	if strings.HasPrefix(s.Name, "bare") {
+	if s.Pkg == "./cmd/bare" { // answers a fixed response: only its status is checked
 		if a.Status != 200 {
 			return fmt.Errorf("status %d", a.Status)
 		}

@@ -237,26 +237,14 @@ type coldResult struct {
 	ColdOverBare, FirstOverBare, InitOverBare stats
 }
 
-// over returns what r adds over bare by one figure: the median of the
+// added is what a subject adds over bare by one figure: the median of its
 // paired differences when they were measured, else the difference of the
 // medians.
-func over(r, bare *coldResult, paired func(*coldResult) stats, median func(*coldResult) float64) float64 {
-	if p := paired(r); p.N > 0 {
-		return p.Median
+func added(paired stats, mine, bare float64) float64 {
+	if paired.N > 0 {
+		return paired.Median
 	}
-	return median(r) - median(bare)
-}
-
-func coldOver(r, bare *coldResult) float64 {
-	return over(r, bare, func(x *coldResult) stats { return x.ColdOverBare }, func(x *coldResult) float64 { return x.Cold.Median })
-}
-
-func firstOver(r, bare *coldResult) float64 {
-	return over(r, bare, func(x *coldResult) stats { return x.FirstOverBare }, func(x *coldResult) float64 { return x.First.Median })
-}
-
-func initOver(r, bare *coldResult) float64 {
-	return over(r, bare, func(x *coldResult) stats { return x.InitOverBare }, func(x *coldResult) float64 { return x.Init.Median })
+	return mine - bare
 }
 
 type stats struct {
@@ -534,9 +522,9 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 			// Judged on the total, as defined; the parts that exclude
 			// the emulator's own start are shown too, since a margin
 			// smaller than their disagreement is noise.
-			ao, ag := coldOver(o, b), coldOver(g, b)
-			fo, fg := firstOver(o, b), firstOver(g, b)
-			ino, ing := initOver(o, b), initOver(g, b)
+			ao, ag := added(o.ColdOverBare, o.Cold.Median, b.Cold.Median), added(g.ColdOverBare, g.Cold.Median, b.Cold.Median)
+			fo, fg := added(o.FirstOverBare, o.First.Median, b.First.Median), added(g.FirstOverBare, g.First.Median, b.First.Median)
+			ino, ing := added(o.InitOverBare, o.Init.Median, b.Init.Median), added(g.InitOverBare, g.Init.Median, b.Init.Median)
 			fmt.Fprintf(w, "| cold start added over bare ≤ gosdk's (median, tools/call echo) | ours %+.2f ms, gosdk %+.2f ms "+
 				"(first invoke: ours %+.2f, gosdk %+.2f; emulator init: ours %+.2f, gosdk %+.2f) | | %s |\n",
 				ao, ag, fo, fg, ino, ing, verdictOf(true, ao <= ag))
@@ -755,14 +743,16 @@ func writeCold(w io.Writer, cs *coldReport) {
 	fmt.Fprintf(w, "| subject | request | cold ms (median) | min | max | added over bare | first invoke ms | added over bare | emulator init ms | added over bare |\n"+
 		"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range cs.Results {
-		add := func(get func(r, bare *coldResult) float64) string {
+		add := func(paired stats, mine float64, bareOf func(*coldResult) float64) string {
 			if bare == nil || r == bare {
 				return "–"
 			}
-			return fmt.Sprintf("%+.2f", get(r, bare))
+			return fmt.Sprintf("%+.2f", added(paired, mine, bareOf(bare)))
 		}
 		fmt.Fprintf(w, "| %s | %s | %.2f | %.2f | %.2f | %s | %.2f | %s | %.2f | %s |\n", r.Name, r.Request,
-			r.Cold.Median, r.Cold.Min, r.Cold.Max, add(coldOver), r.First.Median, add(firstOver), r.Init.Median, add(initOver))
+			r.Cold.Median, r.Cold.Min, r.Cold.Max, add(r.ColdOverBare, r.Cold.Median, func(x *coldResult) float64 { return x.Cold.Median }),
+			r.First.Median, add(r.FirstOverBare, r.First.Median, func(x *coldResult) float64 { return x.First.Median }),
+			r.Init.Median, add(r.InitOverBare, r.Init.Median, func(x *coldResult) float64 { return x.Init.Median }))
 	}
 
 	fmt.Fprintf(w, "\n### Warm invocations\n\n%d sequential invocations in one process after its cold one. *Round trip* is "+

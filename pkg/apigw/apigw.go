@@ -99,9 +99,9 @@ type requestContext struct {
 	ambiguous bool
 }
 
-// errContextType is the error for a request context member of the wrong
-// type.
-var errContextType = errors.New("apigw: request context member of the wrong type")
+// errMemberType is the error for an event member (at its top level or in
+// its request context) of the wrong type.
+var errMemberType = errors.New("apigw: event member of the wrong type")
 
 // UnmarshalJSON reads a request context. b is valid JSON: decodeEvent's
 // tokenizer has read it.
@@ -110,7 +110,7 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 		if string(b) == "null" {
 			return nil
 		}
-		return errContextType
+		return errMemberType
 	}
 	var err error
 	var seen [2]bool
@@ -137,7 +137,7 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 				}
 				return err == nil
 			}) && err == nil {
-				err = errContextType
+				err = errMemberType
 			}
 		case "authorizer", "identity":
 			i, field := 0, &c.Authorizer
@@ -166,7 +166,7 @@ func setString(dst *string, value []byte) error {
 	}
 	s, ok := stringValue(value)
 	if !ok {
-		return errContextType
+		return errMemberType
 	}
 	*dst = s
 	return nil
@@ -207,9 +207,6 @@ var ErrNotHTTP = errors.New("apigw: payload is not an API Gateway or function UR
 // duplicate name and invalid UTF-8 in a string a client sent are accepted
 // (the body inside is read strictly, later, by the server).
 var eventOptions = []jsontext.Options{jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)}
-
-// errEventType is the error for an event member of the wrong type.
-var errEventType = errors.New("apigw: event member of the wrong type")
 
 // eventReader is a reusable tokenizer over an event payload; one is taken
 // from eventReaders per event.
@@ -281,14 +278,15 @@ func decodeEvent(payload []byte, ev *event) error {
 // value is only valid until the next read: every field copies what it
 // keeps.
 func (ev *event) set(name, value []byte) error {
-	if ev.kindOnly && !fieldIs(name, "version") && !fieldIs(name, "httpMethod") && !fieldIs(name, "requestContext") {
-		return nil
-	}
 	switch {
 	case fieldIs(name, "version"):
 		return setString(&ev.Version, value)
 	case fieldIs(name, "httpMethod"):
 		return setString(&ev.HTTPMethod, value)
+	case fieldIs(name, "requestContext"):
+		return ev.RequestContext.UnmarshalJSON(value)
+	case ev.kindOnly:
+		// The kind is read from the members above only.
 	case fieldIs(name, "multiValueHeaders"):
 		return ev.MultiValueHeaders.UnmarshalJSON(value)
 	case fieldIs(name, "headers"):
@@ -304,10 +302,8 @@ func (ev *event) set(name, value []byte) error {
 			ev.IsBase64Encoded = value[0] == 't'
 		case "null":
 		default:
-			return errEventType
+			return errMemberType
 		}
-	case fieldIs(name, "requestContext"):
-		return ev.RequestContext.UnmarshalJSON(value)
 	}
 	return nil
 }
