@@ -148,10 +148,16 @@ func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error
 			return []byte("{}"), nil
 		}
 	}
+	r, err := apigw.Decode(payload)
+	return h.respond(ctx, r, err)
+}
+
+// respond answers a gateway event Decode has read, within RequestTimeout.
+func (h *Invocations) respond(ctx context.Context, r *apigw.Request, err error) ([]byte, error) {
 	if h.RequestTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
 		defer cancel()
 	}
-	return h.Gateway.Invoke(ctx, payload)
+	return h.Gateway.Respond(ctx, r, err)
 }

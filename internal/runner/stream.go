@@ -54,10 +54,16 @@ func (r *rawEvent) UnmarshalJSON(b []byte) error {
 // Invoke answers it.
 func (h *Invocations) streamInvoke(ctx context.Context, ev rawEvent) (io.Reader, error) {
 	payload := []byte(ev)
-	// A worker's event is no gateway's: KindOf refuses it, and Invoke
-	// runs it.
-	if k, ok := apigw.KindOf(payload); !ok || !h.streams(k) {
-		b, err := h.Invoke(ctx, payload)
+	// The event is read once: its kind decides the answer's form.
+	r, derr := apigw.Decode(payload)
+	if r == nil || !h.streams(r.Kind) {
+		var b []byte
+		var err error
+		if r == nil {
+			b, err = h.Invoke(ctx, payload) // a worker's event is no gateway's
+		} else {
+			b, err = h.respond(ctx, r, derr)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -65,7 +71,7 @@ func (h *Invocations) streamInvoke(ctx context.Context, ev rawEvent) (io.Reader,
 	}
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(h.Gateway.InvokeStream(ctx, payload, &preludeStream{w: pw}))
+		pw.CloseWithError(h.Gateway.RespondStream(ctx, r, derr, &preludeStream{w: pw}))
 	}()
 	return &streamed{pr}, nil
 }

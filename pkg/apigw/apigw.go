@@ -73,9 +73,6 @@ type event struct {
 	Body              body
 	IsBase64Encoded   bool
 	RequestContext    requestContext
-	// kindOnly skips what the event's kind does not need: its headers,
-	// cookies and body are validated, not read (KindOf).
-	kindOnly bool
 }
 
 // requestContext is an event's request context. It is read member by
@@ -285,8 +282,6 @@ func (ev *event) set(name, value []byte) error {
 		return setString(&ev.HTTPMethod, value)
 	case fieldIs(name, "requestContext"):
 		return ev.RequestContext.UnmarshalJSON(value)
-	case ev.kindOnly:
-		// The kind is read from the members above only.
 	case fieldIs(name, "multiValueHeaders"):
 		return ev.MultiValueHeaders.UnmarshalJSON(value)
 	case fieldIs(name, "headers"):
@@ -523,6 +518,12 @@ type Handler struct {
 // deadline, which the request inherits.
 func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	r, err := Decode(payload)
+	return h.Respond(ctx, r, err)
+}
+
+// Respond answers an event Decode has read (its request and error), as
+// Invoke does: for a caller that looked at the request first.
+func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, error) {
 	if err != nil {
 		if errors.Is(err, ErrNotHTTP) || r == nil {
 			return nil, err
@@ -552,6 +553,12 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // URL in RESPONSE_STREAM mode.
 func (h *Handler) InvokeStream(ctx context.Context, payload []byte, st stateless.Stream) error {
 	r, err := Decode(payload)
+	return h.RespondStream(ctx, r, err, st)
+}
+
+// RespondStream answers an event Decode has read onto st, as InvokeStream
+// does.
+func (h *Handler) RespondStream(ctx context.Context, r *Request, err error, st stateless.Stream) error {
 	if err != nil {
 		if errors.Is(err, ErrNotHTTP) || r == nil {
 			return err
@@ -578,25 +585,6 @@ func writeWhole(st stateless.Stream, resp *stateless.Response) {
 	if st.Start(resp.Status, resp.Header) == nil {
 		_ = st.Write(resp.Body)
 	}
-}
-
-// KindOf returns the shape of an event, reading no more of it than that
-// needs; ok is false for a payload that is not a gateway event.
-func KindOf(payload []byte) (k Kind, ok bool) {
-	ev := event{kindOnly: true}
-	if decodeEvent(payload, &ev) != nil {
-		return 0, false
-	}
-	switch {
-	case ev.Version == "2.0" && ev.RequestContext.HTTP.Method != "":
-		if strings.Contains(ev.RequestContext.DomainName, ".lambda-url.") {
-			return FunctionURL, true
-		}
-		return HTTPAPI, true
-	case ev.HTTPMethod != "":
-		return REST, true
-	}
-	return 0, false
 }
 
 type requestIDKey struct{}
