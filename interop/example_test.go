@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 type searchIn struct {
@@ -24,7 +25,7 @@ type searchOut struct {
 // against a server with a notes_search like the demo's on a loopback
 // port.
 func Example_client() {
-	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1"}, nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(srv, &stateless.Tool{Name: "notes_search", Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *stateless.ToolRequest, in searchIn) (*stateless.CallToolResult, searchOut, error) {
 			return nil, searchOut{Notes: []string{"Buy " + in.Query}}, nil

@@ -20,6 +20,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // Identity and instructions of the fixture server.
@@ -135,6 +136,9 @@ func NewFixtureServerWith(opts *stateless.Options) *stateless.Server {
 		o = *opts
 	}
 	o.Instructions = FixtureInstructions
+	if o.SchemaEngine == nil {
+		o.SchemaEngine = toolschema.Engine{} // its tools infer their schemas at run time
+	}
 	srv := stateless.NewServer(stateless.Implementation{Name: FixtureName, Version: FixtureVersion}, &o)
 
 	stateless.AddTool(srv, &stateless.Tool{
@@ -263,7 +267,7 @@ func ToolNames() []string {
 // sequence number, so a replay shows it did not run again.
 func NewKeyedServer() *stateless.Server {
 	srv := stateless.NewServer(stateless.Implementation{Name: "keyed", Version: "1"},
-		&stateless.Options{Idempotency: claims.New(claims.NewMemory(), nil)})
+		&stateless.Options{Idempotency: claims.New(claims.NewMemory(), nil), SchemaEngine: toolschema.Engine{}})
 	var mu sync.Mutex
 	runs := 0
 	type in struct {

@@ -13,6 +13,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // A 1x1 PNG and a minimal WAV, for the image and audio fixtures.
@@ -27,7 +28,7 @@ func newServer(sealer reqstate.Sealer, to *stateless.TaskOptions) *stateless.Ser
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
 		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite.",
-			Tasks: to})
+			Tasks: to, SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
 	tools(srv)
 	taskFixtures(srv)
 	tickFixtures(srv)

@@ -25,6 +25,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // The browser tests load two pages in a real headless Chromium: one from
@@ -53,7 +54,7 @@ func TestBrowserCORSInProcess(t *testing.T) {
 	rig := newBrowserRig(t)
 	notes := newMemoryNotes()
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"},
-		&stateless.Options{AllowedOrigins: []string{rig.appOrigin}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+		&stateless.Options{SchemaEngine: toolschema.Engine{}, AllowedOrigins: []string{rig.appOrigin}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	(&demo{notes: notes}).register(srv)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // demoClient calls the demo server in-process as one principal.
@@ -158,7 +159,7 @@ func toJSON(v any) string {
 
 // newDemoWith serves the demo over notes.
 func newDemoWith(notes NoteStore) *stateless.Server {
-	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	(&demo{notes: notes}).register(srv)
 	return srv
 }

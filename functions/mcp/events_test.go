@@ -20,7 +20,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 )
 
-var update = flag.Bool("update", false, "rewrite the events' expected responses")
+var update = flag.Bool("update", false, "rewrite the events' expected responses (TestEvents) or the generated tool schemas (TestToolSchemas)")
 
 // sampleEvents lists events/*.json, without the expected responses.
 func sampleEvents(t *testing.T) []string {

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,7 +23,19 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
+
+// toolSchemas are the demo tools' schemas, generated from their Go types
+// (TestToolSchemas keeps them true), so that no call infers one.
+//
+//go:embed toolschemas.json
+var toolSchemas []byte
+
+// schemaEngine validates what the server's flat validator does not:
+// notes_search's result, a list of notes. It costs the function about a
+// millisecond of cold start (see package toolschema).
+var schemaEngine = toolschema.Engine{}
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
@@ -98,6 +111,8 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 		Sealer:         sealer,
 		Idempotency:    guard,
 		Redeemer:       guard,
+		ToolSchemas:    toolSchemas,
+		SchemaEngine:   schemaEngine,
 		DeadlineMargin: cfg.DeadlineMargin,
 		Tasks:          taskOpts,
 	}

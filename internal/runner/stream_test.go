@@ -11,6 +11,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 func TestStreamEvents(t *testing.T) {
@@ -30,7 +31,7 @@ func TestStreamEvents(t *testing.T) {
 // body); an HTTP API event in the same function is answered whole, as
 // ever.
 func TestStreamInvoke(t *testing.T) {
-	srv := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(srv, &stateless.Tool{Name: "echo"}, func(ctx context.Context, req *stateless.ToolRequest, in struct {
 		Text string `json:"text"`
 	}) (*stateless.CallToolResult, any, error) {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 func TestDecodeShapesAndPrincipals(t *testing.T) {
@@ -60,7 +61,7 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 }
 
 func TestInvoke(t *testing.T) {
-	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)}
+	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})}
 	// A body marked base64 that is not: a parse error, not a failed invocation.
 	out, err := h.Invoke(context.Background(), []byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"!!"}`))
 	if err != nil {
@@ -151,7 +152,7 @@ func TestEndpointFromTheGateway(t *testing.T) {
 // the document of the endpoint the gateway names; anything else is not
 // taken for it.
 func TestMetadataRoute(t *testing.T) {
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
 		AuthorizationServers: []string{"https://issuer.example.com"},
 	}})
 	h := &Handler{Server: srv}

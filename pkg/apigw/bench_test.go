@@ -7,10 +7,11 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 func BenchmarkInvokeEcho(b *testing.B) {
-	s := stateless.NewServer(stateless.Implementation{Name: "b", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "b", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	type in struct {
 		Text string `json:"text"`
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // TestPreflightEvent checks that a preflight arriving as an event, where
@@ -16,7 +17,7 @@ import (
 // header.
 func TestPreflightEvent(t *testing.T) {
 	const app = "https://app.example"
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{AllowedOrigins: []string{app}})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, AllowedOrigins: []string{app}})
 	h := &Handler{Server: srv}
 	allowed := map[string]string{
 		"Access-Control-Allow-Origin":  app,

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // httpEvent is a payload format 2.0 event with the given authorizer
@@ -157,7 +158,7 @@ func TestPrincipals(t *testing.T) {
 // caller as "anonymous", and every leak shape is answered 401 with a
 // JSON-RPC error, the tool never running.
 func TestInvokePrincipals(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	ran := 0
 	stateless.AddTool(s, &stateless.Tool{Name: "whoami"}, func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct {
 		Principal string `json:"principal"`

@@ -19,6 +19,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/ddbfault"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // completionRig is a server over the sorted table with two side-effecting
@@ -37,7 +38,7 @@ func newCompletionRig(t *testing.T) *completionRig {
 	r := &completionRig{f: &ddbfault.Faults{}}
 	client := local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, r.f.Middleware) })
 	g := claims.New(claims.NewDynamoDBWith(client, sortedTable, claims.DynamoDBOptions{SortKey: "sk"}), nil)
-	r.srv = stateless.NewServer(stateless.Implementation{Name: "completion", Version: "1"}, &stateless.Options{
+	r.srv = stateless.NewServer(stateless.Implementation{Name: "completion", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Idempotency: g, Redeemer: g,
 		Observe: func(_ context.Context, o *stateless.Outcome) {
 			r.mu.Lock()

@@ -28,6 +28,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims/claimstest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // table has the partition key alone (NewDynamoDB); sortedTable has
@@ -105,7 +106,7 @@ func TestSortKeyItems(t *testing.T) {
 // effectServer is a server whose side-effecting tool counts its runs.
 func effectServer(store claims.Store, opts *claims.Options) (*stateless.Server, *atomic.Int32) {
 	var runs atomic.Int32
-	srv := stateless.NewServer(stateless.Implementation{Name: "claims", Version: "1"}, &stateless.Options{Idempotency: claims.New(store, opts)})
+	srv := stateless.NewServer(stateless.Implementation{Name: "claims", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: claims.New(store, opts)})
 	type in struct {
 		N     int    `json:"n"`
 		Sleep string `json:"sleep,omitempty"`
@@ -383,7 +384,7 @@ func BenchmarkClaimPath(b *testing.B) {
 			if tc.store != nil {
 				srv, _ = effectServer(tc.store, nil)
 			} else {
-				srv = stateless.NewServer(stateless.Implementation{Name: "plain", Version: "1"}, nil)
+				srv = stateless.NewServer(stateless.Implementation{Name: "plain", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 				stateless.AddTool(srv, &stateless.Tool{Name: "charge"}, func(ctx context.Context, req *stateless.ToolRequest, a struct {
 					N int `json:"n"`
 				}) (*stateless.CallToolResult, map[string]int, error) {

@@ -15,6 +15,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // eraser is a server with one confirmed, single-use tool, erase, whose
@@ -33,7 +34,7 @@ func newEraser(store claims.Store) *eraser { return newEraserWith(store, nil) }
 
 func newEraserWith(store claims.Store, opts *claims.Options) *eraser {
 	g := claims.New(store, opts)
-	e := &eraser{srv: stateless.NewServer(stateless.Implementation{Name: "erase", Version: "1"}, &stateless.Options{Idempotency: g, Redeemer: g})}
+	e := &eraser{srv: stateless.NewServer(stateless.Implementation{Name: "erase", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g})}
 	e.mode.Store("")
 	e.hang = make(chan struct{})
 	stateless.AddTool(e.srv, &stateless.Tool{Name: "erase", MaxDuration: 300 * time.Millisecond}, func(ctx context.Context, req *stateless.ToolRequest, in struct {

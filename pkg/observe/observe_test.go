@@ -25,6 +25,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // secret stands for argument text: it must never reach a log line unless
@@ -91,7 +92,7 @@ func awsError(msg string) error {
 // its argument where it can.
 func newServer(store claims.Store, sealer reqstate.Sealer, ob *observe.Observer) *stateless.Server {
 	g := claims.New(store, nil)
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Sealer: sealer, Idempotency: g, Redeemer: g, Observe: ob.Observe,
 	})
 	ro := &stateless.ToolAnnotations{ReadOnlyHint: true}

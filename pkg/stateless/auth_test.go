@@ -10,6 +10,7 @@ import (
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 const (
@@ -38,7 +39,7 @@ func (tk tokens) Authenticate(ctx context.Context, token, audience string) (stri
 func newAuthServer(t *testing.T) (*stateless.Server, *[]string) {
 	t.Helper()
 	var principals []string
-	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
 		Authenticator:        tokens{"reader": {"notes:read"}, "writer": {"notes:write"}, "none": nil},
 		AuthorizationServers: []string{"https://issuer.example.com"},
 		ScopesSupported:      []string{"notes:read", "notes:write"},
@@ -184,7 +185,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 	if got, _ := json.Marshal(doc); string(got) != want {
 		t.Errorf("document %s\nwant     %s", got, want)
 	}
-	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)
+	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	if r := open.ProtectedResourceMetadata(endpoint); r.Status != http.StatusNotFound {
 		t.Errorf("an open endpoint serves metadata: %d", r.Status)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 const serverInfo = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"1.0.0"}}`
@@ -26,7 +27,7 @@ func TestDiscover(t *testing.T) {
 }
 
 func TestDiscoverAdvertisesOnlyWhatIsRegistered(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "bare", Version: "0"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "bare", Version: "0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	resp := call(t, s, "POST", modernHeaders("server/discover", ""), req("1", "server/discover", withMeta("")))
 	r := decodeRPC(t, resp.Body)
 	caps := r.Result["capabilities"].(map[string]any)
@@ -72,7 +73,7 @@ func TestToolsList(t *testing.T) {
 }
 
 func TestPagination(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "p", Version: "1"}, &stateless.Options{PageSize: 2})
+	s := stateless.NewServer(stateless.Implementation{Name: "p", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, PageSize: 2})
 	for _, n := range []string{"e", "a", "d", "c", "b"} {
 		stateless.AddTool(s, &stateless.Tool{Name: n}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 			return nil, nil, nil
@@ -352,7 +353,7 @@ func TestObserve(t *testing.T) {
 // TestRegistrationPanics: what registration can check at once — the
 // name, a duplicate, a missing schema — panics there.
 func TestRegistrationPanics(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	noop := func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 		return nil, nil
 	}
@@ -393,7 +394,7 @@ func TestVerifyFindsBadSchemas(t *testing.T) {
 		"remote ref":       `{"type":"object","$ref":"https://example.com/s.json"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
+			s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 			s.AddTool(&stateless.Tool{Name: "good", InputSchema: json.RawMessage(`{"type":"object"}`)}, noop)
 			s.AddTool(&stateless.Tool{Name: "bad", InputSchema: json.RawMessage(schema)}, noop)
 			if err := s.Verify(); err == nil || !strings.Contains(err.Error(), `tool "bad"`) || strings.Contains(err.Error(), `"good"`) {
@@ -406,11 +407,11 @@ func TestVerifyFindsBadSchemas(t *testing.T) {
 		})
 	}
 	// A typed tool whose input is not an object.
-	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(s, &stateless.Tool{Name: "str"}, func(ctx context.Context, req *stateless.ToolRequest, in string) (*stateless.CallToolResult, any, error) {
 		return nil, nil, nil
 	})
-	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), `tool "str": input schema must have type "object"`) {
 		t.Errorf("Verify: %v", err)
 	}
 	if err := newFixture(t, nil).srv.Verify(); err != nil {
@@ -420,7 +421,7 @@ func TestVerifyFindsBadSchemas(t *testing.T) {
 
 func TestJSONSchema202012PassesThrough(t *testing.T) {
 	schema := `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}`
-	s := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	s.AddTool(&stateless.Tool{Name: "contact", InputSchema: json.RawMessage(schema)},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("ok")}}, nil
@@ -536,7 +537,7 @@ func TestCaseVariantArgumentsAreOtherMembers(t *testing.T) {
 			Note string `json:"note"`
 		} `json:"memo"`
 	}
-	s := stateless.NewServer(stateless.Implementation{Name: "pay", Version: "1"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "pay", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	var got []string
 	stateless.AddTool(s, &stateless.Tool{Name: "pay", InputSchema: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"string","maxLength":3}}}`)},
 		func(ctx context.Context, req *stateless.ToolRequest, in payIn) (*stateless.CallToolResult, any, error) {
@@ -566,7 +567,7 @@ func TestCaseVariantArgumentsAreOtherMembers(t *testing.T) {
 
 // TestSingleUseState: a state the handler marks single-use opens once.
 func TestSingleUseState(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "once", Version: "1"}, &stateless.Options{Redeemer: claims.New(claims.NewMemory(), nil)})
+	s := stateless.NewServer(stateless.Implementation{Name: "once", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Redeemer: claims.New(claims.NewMemory(), nil)})
 	ran := 0
 	stateless.AddTool(s, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 		if _, ok := req.State(); !ok {
@@ -587,7 +588,7 @@ func TestSingleUseState(t *testing.T) {
 		t.Errorf("second redemption: %d %s, ran %d", r.Status, r.Body, ran)
 	}
 	// Without a redeemer, a single-use state cannot be issued.
-	s2 := stateless.NewServer(stateless.Implementation{Name: "x", Version: "1"}, nil)
+	s2 := stateless.NewServer(stateless.Implementation{Name: "x", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(s2, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 		return nil, nil, &stateless.InputRequired{Requests: confirmRequest(), State: []byte("ask"), SingleUse: true}
 	})

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // benchServer is the benchmark's server: the trivial echo tool of the
 // comparison with the peers (bench/ module), and nothing else.
 func benchServer() *stateless.Server {
-	s := stateless.NewServer(stateless.Implementation{Name: "bench", Version: "1.0.0"}, nil)
+	s := stateless.NewServer(stateless.Implementation{Name: "bench", Version: "1.0.0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: "Echo text."},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
 			return nil, echoOut(in), nil

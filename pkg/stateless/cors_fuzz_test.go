@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // FuzzPreflight checks, under AllowedOrigins "*" (where every origin
@@ -17,7 +19,7 @@ func FuzzPreflight(f *testing.F) {
 	f.Add("null", "GET", "")
 	f.Add("https://a.example/\r\nSet-Cookie: x", "POST", "content-type\r\nx-evil: 1")
 	f.Add("https://a.example, https://b.example", "post", "mcp-param-,(x)")
-	s := NewServer(Implementation{Name: "fuzz", Version: "1"}, &Options{AllowedOrigins: []string{"*"}})
+	s := NewServer(Implementation{Name: "fuzz", Version: "1"}, &Options{SchemaEngine: toolschema.Engine{}, AllowedOrigins: []string{"*"}})
 	f.Fuzz(func(t *testing.T, origin, method, headers string) {
 		h := http.Header{"Origin": {origin}, "Access-Control-Request-Method": {method}, "Access-Control-Request-Headers": {headers}}
 		resp := s.Handle(context.Background(), &Request{Method: http.MethodOptions, Header: h, Host: "api.example.com"})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // stubborn is a tool that ignores its context: it returns when told to
@@ -26,7 +27,7 @@ type stubborn struct {
 func newStubborn(t *testing.T, guard *claims.Guard, tool *stateless.Tool) *stubborn {
 	t.Helper()
 	s := &stubborn{release: make(chan struct{})}
-	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Idempotency: guard})
+	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: guard})
 	s.srv.AddTool(tool, func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 		s.runs.Add(1)
 		if !s.fast.Load() {
@@ -216,7 +217,7 @@ func TestAbandonedClaimBlocksItsKeyForTheToolsLease(t *testing.T) {
 func TestOverdueHandlersAreBounded(t *testing.T) {
 	before := runtime.NumGoroutine()
 	s := &stubborn{release: make(chan struct{})}
-	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{MaxOverdue: 2})
+	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, MaxOverdue: 2})
 	s.srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 20 * time.Millisecond},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			s.runs.Add(1)
@@ -250,7 +251,7 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: 5 * time.Second})
 	release := make(chan struct{})
 	var effects atomic.Int32
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Idempotency: guard, Redeemer: guard})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: guard, Redeemer: guard})
 	srv.AddTool(&stateless.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 300 * time.Millisecond},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			if _, asked := req.State(); !asked {
@@ -299,7 +300,7 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 func TestInlineToolIsAnsweredWhenItReturns(t *testing.T) {
 	var outcomes []*stateless.Outcome
 	var calledOn, handledOn atomic.Int64
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Observe: func(_ context.Context, o *stateless.Outcome) { outcomes = append(outcomes, o) },
 	})
 	release := make(chan struct{})

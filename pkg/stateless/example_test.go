@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 type EchoIn struct {
@@ -21,7 +22,7 @@ type EchoOut struct {
 // The package documentation's server, called as a 2026-07-28 client
 // calls it: one POST, the protocol version and capabilities in _meta.
 func Example() {
-	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	stateless.AddTool(srv, &stateless.Tool{Name: "echo", Description: "Echo text."},
 		func(ctx context.Context, req *stateless.ToolRequest, in EchoIn) (*stateless.CallToolResult, EchoOut, error) {
 			//lint:ignore S1016 the package documentation's snippet, as written there
@@ -62,7 +63,7 @@ func (d *demo) weather(ctx context.Context, req *stateless.ToolRequest, in weath
 // schemas come from the Go types, and arguments are validated before the
 // handler runs.
 func ExampleAddTool() {
-	srv := stateless.NewServer(stateless.Implementation{Name: "demo", Version: "1"}, nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "demo", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	d := &demo{}
 	// in register:
 	stateless.AddTool(srv, &stateless.Tool{Name: "weather", Description: "Current temperature."}, d.weather)

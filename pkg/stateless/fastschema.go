@@ -1,8 +1,10 @@
 package stateless
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"unicode/utf8"
 
@@ -16,9 +18,10 @@ import (
 // and most validate a structured result, and a general validator that
 // walks decoded maps costs several times the whole rest of the call.
 //
-// A schema that uses anything else is validated by jsonschema-go; the two
-// agree on every schema flatSchema accepts (see the differential fuzz
-// test).
+// It decides every value on its own, so a function whose schemas are all
+// flat links no schema library. A schema that uses anything else needs
+// Options.SchemaEngine; flatSchema and google/jsonschema-go agree on
+// every schema flatSchema accepts (see the differential fuzz test).
 type flatSchema struct {
 	props      map[string]flatProp // at most 64, each with its index
 	required   []string
@@ -157,13 +160,10 @@ func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
 	return p, true
 }
 
-var errFlatFallback = errors.New("flat schema cannot decide")
-
-// validate checks the JSON object in data. It returns errFlatFallback for
-// input it does not decide on its own (a repeated name, strings whose
-// decoded text matters); data must be syntactically valid JSON. Member
-// names are read as every decoder reads them, escapes resolved
-// (jsonscan.Members).
+// validate checks the JSON object in data, which must be syntactically
+// valid JSON. Member names are read as every decoder reads them, escapes
+// resolved (jsonscan.Members); a name given twice is refused, as the
+// server's decoder refuses it in a request.
 func (f *flatSchema) validate(data []byte) error {
 	var seen, seenProps uint64
 	var err error
@@ -171,16 +171,12 @@ func (f *flatSchema) validate(data []byte) error {
 		p, known := f.props[string(key)]
 		if known {
 			if seenProps&(1<<p.index) != 0 {
-				err = errFlatFallback // a repeated name
+				err = errors.New("property " + strconv.Quote(string(key)) + " is given twice")
 				return false
 			}
 			seenProps |= 1 << p.index
 			if e := p.check(value); e != nil {
-				if e == errFlatFallback {
-					err = e
-				} else {
-					err = errors.New("property " + strconv.Quote(string(key)) + ": " + e.Error())
-				}
+				err = errors.New("property " + strconv.Quote(string(key)) + ": " + e.Error())
 				return false
 			}
 		} else if f.closed {
@@ -231,7 +227,8 @@ func (p flatProp) check(v []byte) error {
 			end, escaped := jsonscan.ScanString(v, 0)
 			s := v[1 : end-1]
 			if escaped || !utf8.Valid(s) {
-				return errFlatFallback
+				// Compare the text as encoding/json decodes it.
+				s = jsonscan.AppendUnquoted(nil, v[:end])
 			}
 			for _, e := range p.enum {
 				if e == string(s) {
@@ -251,12 +248,34 @@ func (p flatProp) check(v []byte) error {
 			return errors.New("want a number")
 		}
 		if !finiteLiteral(v) {
-			return errFlatFallback // the decoder refuses what float64 cannot hold
+			return errors.New("number out of range") // as decoders refuse what a float64 cannot hold
 		}
 		if p.kind == 'i' && !isIntegerLiteral(v) {
 			return errors.New("want an integer")
 		}
 		return nil
 	}
-	return errFlatFallback
+	return errors.New("unknown kind")
+}
+
+// isIntegerLiteral reports whether a JSON number is an integer in JSON
+// Schema's sense: its value has no fractional part (so 2.0 is one).
+func isIntegerLiteral(v []byte) bool {
+	for _, c := range v {
+		if c == '.' || c == 'e' || c == 'E' {
+			f, err := strconv.ParseFloat(string(v), 64)
+			return err == nil && f == math.Trunc(f) && !math.IsInf(f, 0)
+		}
+	}
+	return true
+}
+
+// finiteLiteral reports whether a JSON number fits a float64, as decoders
+// into Go values require.
+func finiteLiteral(v []byte) bool {
+	if len(v) <= 300 && bytes.IndexAny(v, "eE") < 0 {
+		return true // fewer digits than the largest float64 has
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
+	return err == nil && !math.IsInf(f, 0)
 }

@@ -12,6 +12,7 @@ import (
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 type echoIn struct {
@@ -41,7 +42,14 @@ type fixture struct {
 func newFixture(t testing.TB, opts *stateless.Options) *fixture {
 	t.Helper()
 	f := &fixture{}
-	f.srv = stateless.NewServer(stateless.Implementation{Name: "fixture", Version: "1.0.0"}, opts)
+	o := stateless.Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.SchemaEngine == nil {
+		o.SchemaEngine = toolschema.Engine{}
+	}
+	f.srv = stateless.NewServer(stateless.Implementation{Name: "fixture", Version: "1.0.0"}, &o)
 	s := f.srv
 	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: "Echo text.",
 		Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},

@@ -18,6 +18,7 @@ import (
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // violated fails t for a broken property, named by id.
@@ -64,7 +65,7 @@ func newFuzzServer() *Server {
 	sealer := reqstate.NewLocal(bytes.Repeat([]byte{7}, 32), &reqstate.LocalOptions{
 		Now: func() time.Time { return fuzzEpoch },
 	})
-	s := NewServer(Implementation{Name: "fuzz", Version: "1.0.0"}, &Options{Sealer: sealer})
+	s := NewServer(Implementation{Name: "fuzz", Version: "1.0.0"}, &Options{SchemaEngine: toolschema.Engine{}, Sealer: sealer})
 	s.AddTool(&Tool{
 		Name: "echo",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{` +

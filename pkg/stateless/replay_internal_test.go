@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // TestReplayForm: the stored form of a result is the result with
 // MetaReplay added to its _meta, for every shape the encoder writes, and
 // a replay sends it without decoding it.
 func TestReplayForm(t *testing.T) {
-	s := NewServer(Implementation{Name: "r", Version: "1"}, nil)
+	s := NewServer(Implementation{Name: "r", Version: "1"}, &Options{SchemaEngine: toolschema.Engine{}})
 	for _, c := range []struct {
 		name string
 		v    any

@@ -97,6 +97,18 @@ type Options struct {
 	// running, tools/call is refused with a retryable Timeout without
 	// running the tool. Default 64.
 	MaxOverdue int
+
+	// ToolSchemas are the schemas of typed tools ([AddTool]) generated
+	// ahead of time by [GenerateToolSchemas], usually embedded
+	// with go:embed: a typed tool that gives no schema takes its own from
+	// here, so the function infers nothing at run time. A test keeps the
+	// file true to the Go types ([CheckToolSchemas]).
+	ToolSchemas []byte
+
+	// SchemaEngine, if set, infers the schemas of typed tools that give
+	// none and are not in ToolSchemas, and validates schemas beyond the
+	// flat ones the server validates itself (see [SchemaEngine]).
+	SchemaEngine SchemaEngine
 }
 
 // Server serves MCP over one stateless endpoint. Register tools,
@@ -128,6 +140,9 @@ type Server struct {
 	// overdue counts the tool handlers still running after their call was
 	// answered (see Options.MaxOverdue).
 	overdue atomic.Int32
+
+	// schemas is Options.ToolSchemas, read on first use.
+	schemas generatedSchemas
 }
 
 // NewServer returns a server that identifies itself as info.
@@ -152,6 +167,7 @@ func NewServer(info Implementation, opts *Options) *Server {
 		s.opts.MaxOverdue = 64
 	}
 	s.sealer = s.opts.Sealer
+	s.schemas.file = s.opts.ToolSchemas
 	s.log = s.opts.Logger
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // ticker is a server with a tool that reports progress every 100 ms for
@@ -30,7 +31,7 @@ type ticker struct {
 func newTicker(t *testing.T) *ticker {
 	k := &ticker{stopped: make(chan error, 8)}
 	g := claims.New(claims.NewMemory(), nil)
-	k.srv = stateless.NewServer(stateless.Implementation{Name: "ticker", Version: "1"}, &stateless.Options{Idempotency: g, Redeemer: g})
+	k.srv = stateless.NewServer(stateless.Implementation{Name: "ticker", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g})
 	stateless.AddTool(k.srv, &stateless.Tool{Name: "ticks"}, func(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, any, error) {
 		k.runs.Add(1)
 		for i := 1; i <= 20; i++ {

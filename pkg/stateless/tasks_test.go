@@ -15,6 +15,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 const tasksCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
@@ -35,7 +36,7 @@ func newTaskRig(t *testing.T, store stateless.TaskStore, mod func(*stateless.Opt
 	t.Helper()
 	r := &taskRig{store: store, dispatched: make(chan string, 64), release: make(chan struct{}), inRun: make(chan struct{}, 64)}
 	r.dispatchOK.Store(true)
-	opts := &stateless.Options{Tasks: &stateless.TaskOptions{Store: store, CancelCheck: 10 * time.Millisecond,
+	opts := &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: store, CancelCheck: 10 * time.Millisecond,
 		Dispatch: func(ctx context.Context, id string) error {
 			if !r.dispatchOK.Load() {
 				return errors.New("no worker")
@@ -510,7 +511,7 @@ func TestTaskFailsClosed(t *testing.T) {
 // a retryable timeout naming the extension; a tool that cannot run as a
 // task says only that it needed longer.
 func TestTimeoutSaysRunAsTask(t *testing.T) {
-	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	slow := func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()

@@ -3,21 +3,20 @@ package stateless
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/google/jsonschema-go/jsonschema"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
 // Tool describes a tool. InputSchema and OutputSchema may be a
-// *jsonschema.Schema, a json.RawMessage, or any value that marshals to a
-// JSON Schema object; [AddTool] infers them from Go types when nil.
+// json.RawMessage or any value that marshals to a JSON Schema object (a
+// *jsonschema.Schema, say); [AddTool] takes them from Options.ToolSchemas
+// or infers them from Go types when nil.
 type Tool struct {
 	Name         string           `json:"name"`
 	Title        string           `json:"title,omitempty"`
@@ -115,6 +114,8 @@ type registeredTool struct {
 	once    sync.Once
 	build   func(rt *registeredTool) error // fills the fields below
 	err     error
+	inType  reflect.Type // a typed tool's In, when its input schema is not given
+	outType reflect.Type // a typed tool's Out, when its output schema is not given
 	input   *schemaValidator
 	output  *schemaValidator // nil: no output schema
 	encoded []byte           // the tool as listed
@@ -136,7 +137,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 	if t.InputSchema == nil {
 		panic(fmt.Sprintf("stateless: tool %q has no input schema", t.Name))
 	}
-	rt, err := newRegisteredTool(t, h, nil)
+	rt, err := newRegisteredTool(s, t, h)
 	if err != nil {
 		panic(err)
 	}
@@ -161,49 +162,13 @@ func addTool(s *Server, rt *registeredTool) {
 	})
 }
 
-// Verify prepares every registered tool now — infers, resolves and
-// compiles its schemas, which registration leaves to the tool's first use
-// so that a cold start pays for none of them — and returns what is wrong
-// with any. A server's tests call it, so that a bad schema fails them
-// rather than a user's first call (which would be refused as an internal
-// error).
-func (s *Server) Verify() error {
-	var errs []error
-	for _, t := range s.reg.Load().tools {
-		if err := t.prepare(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // AddTool registers a typed tool on s. Unless t gives them, the input
-// schema is inferred from In and the output schema from Out (none when Out
-// is any). Arguments are validated against the input schema before h
-// runs; a failure is an isError result the model can correct. The
-// structured result is validated against the output schema.
+// schema is In's and the output schema Out's (none when Out is any), taken
+// from Options.ToolSchemas or else inferred by Options.SchemaEngine; it
+// panics when neither has them. Arguments are validated against the input
+// schema before h runs; a failure is an isError result the model can
+// correct. The structured result is validated against the output schema.
 func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
-	tt := *t
-	infer := func(d *Tool) error {
-		if d.InputSchema == nil {
-			in, err := jsonschema.For[In](nil)
-			if err != nil {
-				return fmt.Errorf("stateless: tool %q: input schema: %v", t.Name, err)
-			}
-			if in.Type != "object" {
-				return fmt.Errorf("stateless: tool %q: input type %T is not a JSON object", t.Name, *new(In))
-			}
-			d.InputSchema = in
-		}
-		if d.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
-			out, err := jsonschema.For[Out](nil)
-			if err != nil {
-				return fmt.Errorf("stateless: tool %q: output schema: %v", t.Name, err)
-			}
-			d.OutputSchema = out
-		}
-		return nil
-	}
 	var rt *registeredTool
 	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
 		// Member names match exactly, as the schema validator matched
@@ -225,18 +190,25 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 		}
 		return res, nil
 	}
-	var err error
-	rt, err = newRegisteredTool(&tt, handler, infer)
+	rt, err := newRegisteredTool(s, t, handler)
 	if err != nil {
 		panic(err)
+	}
+	if t.InputSchema == nil {
+		rt.inType = reflect.TypeFor[In]()
+	}
+	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
+		rt.outType = reflect.TypeFor[Out]()
+	}
+	if (rt.inType != nil || rt.outType != nil) && s.opts.SchemaEngine == nil && !s.schemas.has(t.Name) {
+		panic(fmt.Sprintf("stateless: tool %q gives no schema for its Go types, and the server has neither them generated (Options.ToolSchemas) nor an engine to infer them (Options.SchemaEngine)", t.Name))
 	}
 	addTool(s, rt)
 }
 
 // newRegisteredTool checks what is cheap to check at once (the name, the
-// handler) and leaves the schemas to prepare; infer, when set, first
-// fills in the schemas the tool does not give.
-func newRegisteredTool(t *Tool, h ToolHandler, infer func(*Tool) error) (*registeredTool, error) {
+// handler) and leaves the schemas to prepare.
+func newRegisteredTool(s *Server, t *Tool, h ToolHandler) (*registeredTool, error) {
 	if !validToolName(t.Name) {
 		return nil, fmt.Errorf("stateless: tool name %q: want 1-128 characters of [A-Za-z0-9_.-]", t.Name)
 	}
@@ -245,39 +217,38 @@ func newRegisteredTool(t *Tool, h ToolHandler, infer func(*Tool) error) (*regist
 	}
 	rt := &registeredTool{def: *t, handler: h}
 	rt.build = func(rt *registeredTool) error {
-		if infer != nil {
-			if err := infer(&rt.def); err != nil {
-				return err
-			}
+		if err := rt.compile(s); err != nil {
+			return fmt.Errorf("stateless: tool %q: %w", rt.def.Name, err)
 		}
-		return rt.compile()
+		return nil
 	}
 	return rt, nil
 }
 
-// compile resolves and compiles the tool's schemas and encodes the tool as
-// it is listed.
-func (rt *registeredTool) compile() error {
+// compile finds, compiles and checks the tool's schemas and encodes the
+// tool as it is listed.
+func (rt *registeredTool) compile(s *Server) error {
 	t := &rt.def
-	in, raw, err := resolveSchema(t.InputSchema)
+	raw, err := toolSchema(s, t.Name, t.InputSchema, rt.inType, false)
 	if err != nil {
-		return fmt.Errorf("stateless: tool %q: input schema: %w", t.Name, err)
+		return fmt.Errorf("input schema: %w", err)
 	}
-	if in.Schema().Type != "object" {
-		return fmt.Errorf("stateless: tool %q: input schema must have type \"object\" at its root", t.Name)
+	if rt.params, err = readInputSchema(raw); err != nil {
+		return err
 	}
-	rt.input = newSchemaValidator(in, raw)
-	t.InputSchema = raw
-	if rt.params, err = headerParams(in.Schema()); err != nil {
-		return fmt.Errorf("stateless: tool %q: %w", t.Name, err)
+	if rt.input, err = compileSchema(raw, s.opts.SchemaEngine); err != nil {
+		return fmt.Errorf("input schema: %w", err)
 	}
-	if t.OutputSchema != nil {
-		out, raw, err := resolveSchema(t.OutputSchema)
+	t.InputSchema = json.RawMessage(raw)
+	if t.OutputSchema != nil || rt.outType != nil {
+		raw, err := toolSchema(s, t.Name, t.OutputSchema, rt.outType, true)
 		if err != nil {
-			return fmt.Errorf("stateless: tool %q: output schema: %w", t.Name, err)
+			return fmt.Errorf("output schema: %w", err)
 		}
-		rt.output = newSchemaValidator(out, raw)
-		t.OutputSchema = raw
+		if rt.output, err = compileSchema(raw, s.opts.SchemaEngine); err != nil {
+			return fmt.Errorf("output schema: %w", err)
+		}
+		t.OutputSchema = json.RawMessage(raw)
 	}
 	listed := *t
 	if rt.idem {
@@ -289,7 +260,7 @@ func (rt *registeredTool) compile() error {
 		listed.Meta = meta
 	}
 	if rt.encoded, err = json.Marshal(&listed); err != nil {
-		return fmt.Errorf("stateless: tool %q does not marshal: %w", t.Name, err)
+		return fmt.Errorf("does not marshal: %w", err)
 	}
 	return nil
 }

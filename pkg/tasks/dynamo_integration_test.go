@@ -21,6 +21,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks/taskstest"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // table has the partition key alone; sortedTable has template.yaml's
@@ -61,7 +62,7 @@ func TestDynamoDBContractSortKey(t *testing.T) {
 func TestConcurrentGetsDuringUpdates(t *testing.T) {
 	var srv *stateless.Server
 	var dispatches atomic.Int32
-	srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{
+	srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{
 		Store: &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"},
 		Dispatch: func(ctx context.Context, id string) error {
 			dispatches.Add(1)
@@ -160,7 +161,7 @@ func TestTaskCost(t *testing.T) {
 	c := &opcount.Counter{}
 	store := &tasks.DynamoDB{Client: local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) }), Table: sortedTable, SortKey: "sk"}
 	var ids []string
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Tasks: &stateless.TaskOptions{
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{
 		Store: store, CancelCheck: time.Hour, // no cancel check within the run: each would be one GetItem
 		Dispatch: func(ctx context.Context, id string) error { ids = append(ids, id); return nil }}})
 	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},

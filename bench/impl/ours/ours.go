@@ -1,10 +1,17 @@
 // Package ours builds this project's stateless server with the echo and
 // add tools. It is a package of its own so that bench/cmd/ours links our
 // server and no peer.
+//
+// The tools' schemas are generated from their Go types into
+// toolschemas.json (TestToolSchemas keeps it true) and embedded, and both
+// are flat, so the server needs no schema engine and the binary links no
+// schema library: that is how a function with flat tools is built to
+// start fast.
 package ours
 
 import (
 	"context"
+	_ "embed"
 	"net/http"
 
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/tools"
@@ -14,15 +21,24 @@ import (
 // NewServer returns the server itself, for the Lambda path
 // (apigw.Handler), which does not go through net/http. Its handlers run
 // apart from the request, as by default (see stateless.Tool.Inline).
-func NewServer() *stateless.Server { return build(false) }
+func NewServer() *stateless.Server { return build(false, nil) }
 
 // NewInlineServer is NewServer with both tools declared Inline: their
 // handlers run on the request's goroutine, as every peer runs its
 // handlers.
-func NewInlineServer() *stateless.Server { return build(true) }
+func NewInlineServer() *stateless.Server { return build(true, nil) }
 
-func build(inline bool) *stateless.Server {
-	s := stateless.NewServer(stateless.Implementation{Name: tools.ServerName, Version: tools.ServerVersion}, nil)
+//go:embed toolschemas.json
+var toolSchemas []byte
+
+// build makes the server; engine, for generating the schemas, infers
+// them instead of taking them from toolschemas.json.
+func build(inline bool, engine stateless.SchemaEngine) *stateless.Server {
+	opts := &stateless.Options{ToolSchemas: toolSchemas}
+	if engine != nil {
+		opts = &stateless.Options{SchemaEngine: engine}
+	}
+	s := stateless.NewServer(stateless.Implementation{Name: tools.ServerName, Version: tools.ServerVersion}, opts)
 	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: tools.EchoDesc, Inline: inline},
 		func(_ context.Context, _ *stateless.ToolRequest, in tools.EchoIn) (*stateless.CallToolResult, tools.EchoOut, error) {
 			return nil, tools.EchoOut(in), nil

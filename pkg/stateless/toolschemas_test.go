@@ -1,0 +1,173 @@
+package stateless_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+)
+
+type listItem struct {
+	Name  string   `json:"name"`
+	Words []string `json:"words"`
+}
+
+// schemaServer registers echo and add (flat schemas) and, with list, a
+// tool whose output is a list of objects (not flat).
+func schemaServer(opts *stateless.Options, list bool) *stateless.Server {
+	s := stateless.NewServer(stateless.Implementation{Name: "schemas", Version: "1"}, opts)
+	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: "Echo text."},
+		func(_ context.Context, _ *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
+			return nil, echoOut(in), nil
+		})
+	stateless.AddTool(s, &stateless.Tool{Name: "add"},
+		func(_ context.Context, _ *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, addOut, error) {
+			return nil, addOut{Sum: in.A + in.B}, nil
+		})
+	if list {
+		stateless.AddTool(s, &stateless.Tool{Name: "list"},
+			func(_ context.Context, _ *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, struct {
+				Items []listItem `json:"items"`
+			}, error) {
+				return nil, struct {
+					Items []listItem `json:"items"`
+				}{[]listItem{{Name: in.Text, Words: strings.Fields(in.Text)}}}, nil
+			})
+	}
+	return s
+}
+
+func generate(t *testing.T, list bool) []byte {
+	t.Helper()
+	b, err := stateless.GenerateToolSchemas(schemaServer(&stateless.Options{SchemaEngine: toolschema.Engine{}}, list), toolschema.Engine{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGeneratedSchemasServeAsInferred: a server that takes its typed
+// tools' schemas from a generated file, with no engine, lists the same
+// tools and answers calls — valid and invalid arguments — byte for byte
+// as one that infers them with jsonschema-go.
+func TestGeneratedSchemasServeAsInferred(t *testing.T) {
+	file := generate(t, false)
+	if !json.Valid(file) || !bytes.HasSuffix(file, []byte("\n")) || !bytes.Contains(file, []byte("\n  \"add\": {")) {
+		t.Fatalf("generated file:\n%s", file)
+	}
+	generated := schemaServer(&stateless.Options{ToolSchemas: file}, false)
+	inferred := schemaServer(&stateless.Options{SchemaEngine: toolschema.Engine{}}, false)
+	if err := stateless.CheckToolSchemas(generated, toolschema.Engine{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ method, name, params string }{
+		{"tools/list", "", withMeta("")},
+		{"tools/call", "echo", withMeta(`"name":"echo","arguments":{"text":"hi"}`)},
+		{"tools/call", "echo", withMeta(`"name":"echo","arguments":{"text":5}`)},
+		{"tools/call", "echo", withMeta(`"name":"echo","arguments":{"text":"hi","other":1}`)},
+		{"tools/call", "add", withMeta(`"name":"add","arguments":{"a":1,"b":2.5}`)},
+		{"tools/call", "add", withMeta(`"name":"add","arguments":{"a":1}`)},
+		{"tools/call", "add", withMeta(`"name":"add","arguments":{"a":2,"b":40}`)},
+	} {
+		body := req("1", c.method, c.params)
+		g := call(t, generated, "POST", modernHeaders(c.method, c.name), body)
+		i := call(t, inferred, "POST", modernHeaders(c.method, c.name), body)
+		if g.Status != 200 || !bytes.Equal(g.Body, i.Body) {
+			t.Errorf("%s: generated %d %s\ninferred %d %s", body, g.Status, g.Body, i.Status, i.Body)
+		}
+	}
+	r := decodeRPC(t, call(t, generated, "POST", modernHeaders("tools/call", "add"), req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":1}`))).Body)
+	if r.Result["isError"] != true {
+		t.Errorf("a call missing a required argument: %+v", r)
+	}
+}
+
+// TestCheckToolSchemasFindsStaleFiles: the check a function's test runs
+// names each tool whose generated schemas are not what its Go types give
+// now, is missing from the file or is in it for no tool.
+func TestCheckToolSchemasFindsStaleFiles(t *testing.T) {
+	file := generate(t, false)
+	stale := bytes.Replace(file, []byte(`"a"`), []byte(`"x"`), 1) // the add tool's input, as if A were renamed
+	if bytes.Equal(stale, file) {
+		t.Fatal("no property a in the file")
+	}
+	err := stateless.CheckToolSchemas(schemaServer(&stateless.Options{ToolSchemas: stale}, false), toolschema.Engine{})
+	if err == nil || !strings.Contains(err.Error(), `tool "add": Options.ToolSchemas differs from its Go types`) || strings.Contains(err.Error(), `"echo"`) {
+		t.Errorf("stale add: %v", err)
+	}
+
+	withoutEcho := []byte(`{"add":` + string(mustMember(t, file, "add")) + `}`)
+	err = stateless.CheckToolSchemas(schemaServer(&stateless.Options{ToolSchemas: withoutEcho, SchemaEngine: toolschema.Engine{}}, false), toolschema.Engine{})
+	if err == nil || !strings.Contains(err.Error(), `tool "echo": not in Options.ToolSchemas`) {
+		t.Errorf("missing echo: %v", err)
+	}
+
+	extra := bytes.Replace(file, []byte(`"add":`), []byte(`"gone":{},"add":`), 1)
+	err = stateless.CheckToolSchemas(schemaServer(&stateless.Options{ToolSchemas: extra}, false), toolschema.Engine{})
+	if err == nil || !strings.Contains(err.Error(), `tool "gone": in Options.ToolSchemas but no typed tool`) {
+		t.Errorf("extra entry: %v", err)
+	}
+
+	// A server that infers at run time has no file to keep true.
+	if err := stateless.CheckToolSchemas(schemaServer(&stateless.Options{SchemaEngine: toolschema.Engine{}}, true), toolschema.Engine{}); err != nil {
+		t.Errorf("inferring server: %v", err)
+	}
+
+	// A schema given by hand that only the full engine finds wrong.
+	s := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	s.AddTool(&stateless.Tool{Name: "ref", InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"$ref":"#/$defs/none"}}}`)},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) { return nil, nil })
+	if err := stateless.CheckToolSchemas(s, toolschema.Engine{}); err == nil || !strings.Contains(err.Error(), `tool "ref"`) {
+		t.Errorf("unresolvable reference: %v", err)
+	}
+}
+
+func mustMember(t *testing.T, file []byte, name string) json.RawMessage {
+	t.Helper()
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(file, &m); err != nil || m[name] == nil {
+		t.Fatalf("no %q in %s (%v)", name, file, err)
+	}
+	return m[name]
+}
+
+// TestSchemasBeyondFlatNeedAnEngine: a typed tool whose schemas are
+// neither generated nor inferable is refused at registration, so the
+// function fails to start rather than a user's first call; a schema
+// beyond the flat validator without an engine fails Verify by name and
+// its calls are internal errors; with an engine, a generated non-flat
+// output schema validates the result.
+func TestSchemasBeyondFlatNeedAnEngine(t *testing.T) {
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(p.(string), `tool "echo" gives no schema`) {
+				t.Errorf("registration without schemas: %v", p)
+			}
+		}()
+		schemaServer(nil, false)
+	}()
+
+	file := generate(t, true)
+	noEngine := schemaServer(&stateless.Options{ToolSchemas: file}, true)
+	err := noEngine.Verify()
+	if err == nil || !strings.Contains(err.Error(), `tool "list": output schema: it is not flat`) || strings.Contains(err.Error(), `"echo"`) {
+		t.Errorf("Verify without an engine: %v", err)
+	}
+	body := req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
+	if r := decodeRPC(t, call(t, noEngine, "POST", modernHeaders("tools/call", "list"), body).Body); r.Error == nil || r.Error.Code != -32603 {
+		t.Errorf("calling it: %+v", r)
+	}
+
+	withEngine := schemaServer(&stateless.Options{ToolSchemas: file, SchemaEngine: toolschema.Engine{}}, true)
+	if err := stateless.CheckToolSchemas(withEngine, toolschema.Engine{}); err != nil {
+		t.Fatal(err)
+	}
+	r := decodeRPC(t, call(t, withEngine, "POST", modernHeaders("tools/call", "list"), body).Body)
+	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
+		t.Errorf("list: %+v", r)
+	}
+}
