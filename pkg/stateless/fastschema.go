@@ -273,7 +273,7 @@ func isIntegerLiteral(v []byte) bool {
 // finiteLiteral reports whether a JSON number fits a float64, as decoders
 // into Go values require.
 func finiteLiteral(v []byte) bool {
-	if len(v) <= 300 && bytes.IndexAny(v, "eE") < 0 {
+	if len(v) <= 300 && !bytes.ContainsAny(v, "eE") {
 		return true // fewer digits than the largest float64 has
 	}
 	f, err := strconv.ParseFloat(string(v), 64)
