@@ -9,9 +9,9 @@
 //	bare     bench/cmd/bare: aws-lambda-go answering a fixed response
 //	ours     bench/cmd/ours: the bench server on pkg/apigw.Handler
 //	bare-jsonschema, bare-jsonv2
-//	         bench/cmd/bare built with a tag that links one library the
-//	         core links (google/jsonschema-go, go-json-experiment/json),
-//	         unused
+//	         bench/cmd/bare built with a tag that links, unused, one
+//	         library: google/jsonschema-go (pkg/toolschema's engine) or
+//	         go-json-experiment/json (the core's decoder)
 //	product  functions/mcp, built in the main module: the deployed product
 //	gosdk    bench/cmd/gosdk: go-sdk behind bench/impl/lambdahttp
 //	mcpgo    bench/cmd/mcpgo: mcp-go behind bench/impl/lambdahttp

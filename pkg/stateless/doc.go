@@ -9,12 +9,28 @@
 // [HTTPHandler] (which identifies callers), or [Server.Handle] from any
 // other transport, such as an API Gateway event adapter.
 //
-//	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, nil)
+//	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 //	stateless.AddTool(srv, &stateless.Tool{Name: "echo", Description: "Echo text."},
 //		func(ctx context.Context, req *stateless.ToolRequest, in EchoIn) (*stateless.CallToolResult, EchoOut, error) {
 //			return nil, EchoOut{Text: in.Text}, nil
 //		})
 //	http.Handle("/mcp", srv)
+//
+// # Tool schemas
+//
+// The server validates flat schemas itself: an object of string, number,
+// integer and boolean properties, optionally nullable, with required
+// members, a string enum and perhaps no additional properties. It does
+// so on the JSON bytes, without decoding them. Inferring a schema from Go
+// types, and validating any other schema, takes a [SchemaEngine]
+// (package toolschema, on google/jsonschema-go). The engine is an option
+// because a schema library's package initialization is paid by every
+// cold start, about a millisecond for that one. A function whose typed
+// tools' schemas are generated ahead of time ([GenerateToolSchemas],
+// embedded as [Options.ToolSchemas], kept true by a test calling
+// [CheckToolSchemas]) and flat links no schema library. Schemas are
+// compiled on a tool's first use; [Server.Verify] compiles them all for
+// tests.
 //
 // # The path of one request
 //

@@ -59,9 +59,9 @@ func (d *demo) weather(ctx context.Context, req *stateless.ToolRequest, in weath
 	return nil, weatherOut{TempC: 21.5}, nil
 }
 
-// The README's tool, added as the demo adds its own: input and output
-// schemas come from the Go types, and arguments are validated before the
-// handler runs.
+// The README's tool: input and output schemas come from the Go types,
+// here inferred at run time by the engine, and arguments are validated
+// before the handler runs.
 func ExampleAddTool() {
 	srv := stateless.NewServer(stateless.Implementation{Name: "demo", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	d := &demo{}
@@ -79,4 +79,57 @@ func ExampleAddTool() {
 	// Output:
 	// true
 	// true
+}
+
+// Schemas generated ahead of time: a function's test writes them (and
+// keeps them true with CheckToolSchemas), the function embeds them, and a
+// server with flat schemas then needs no engine at run time.
+func ExampleGenerateToolSchemas() {
+	register := func(srv *stateless.Server) {
+		stateless.AddTool(srv, &stateless.Tool{Name: "weather", Description: "Current temperature."}, (&demo{}).weather)
+	}
+	// In the function's test (go test -run TestToolSchemas -update):
+	gen := stateless.NewServer(stateless.Implementation{Name: "demo", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	register(gen)
+	file, err := stateless.GenerateToolSchemas(gen, toolschema.Engine{})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(string(file))
+
+	// In the function, with the file embedded (go:embed):
+	srv := stateless.NewServer(stateless.Implementation{Name: "demo", Version: "1"}, &stateless.Options{ToolSchemas: file})
+	register(srv)
+	fmt.Println(stateless.CheckToolSchemas(srv, toolschema.Engine{}))
+	// Output:
+	// {
+	//   "weather": {
+	//     "inputSchema": {
+	//       "type": "object",
+	//       "properties": {
+	//         "city": {
+	//           "type": "string",
+	//           "description": "the city"
+	//         }
+	//       },
+	//       "required": [
+	//         "city"
+	//       ],
+	//       "additionalProperties": false
+	//     },
+	//     "outputSchema": {
+	//       "type": "object",
+	//       "properties": {
+	//         "tempC": {
+	//           "type": "number"
+	//         }
+	//       },
+	//       "required": [
+	//         "tempC"
+	//       ],
+	//       "additionalProperties": false
+	//     }
+	//   }
+	// }
+	// <nil>
 }
