@@ -107,15 +107,15 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *ToolRequest, i
 type registeredTool struct {
 	def     Tool
 	handler ToolHandler
+	srv     *Server      // whose options say where schemas come from
+	inType  reflect.Type // a typed tool's In, when its input schema is not given
+	outType reflect.Type // a typed tool's Out, when its output schema is not given
 
-	// What the schemas make — resolved, compiled and encoded on first use
+	// What the schemas make — found, compiled and encoded on first use
 	// (prepare), not at registration: a cold start pays for none of it.
 	// Server.Verify prepares every tool at once, for tests.
 	once    sync.Once
-	build   func(rt *registeredTool) error // fills the fields below
 	err     error
-	inType  reflect.Type // a typed tool's In, when its input schema is not given
-	outType reflect.Type // a typed tool's Out, when its output schema is not given
 	input   *schemaValidator
 	output  *schemaValidator // nil: no output schema
 	encoded []byte           // the tool as listed
@@ -126,7 +126,11 @@ type registeredTool struct {
 // prepare resolves the tool's schemas once; every later call returns at
 // once with the same outcome.
 func (rt *registeredTool) prepare() error {
-	rt.once.Do(func() { rt.err = rt.build(rt) })
+	rt.once.Do(func() {
+		if err := rt.compile(); err != nil {
+			rt.err = fmt.Errorf("stateless: tool %q: %w", rt.def.Name, err)
+		}
+	})
 	return rt.err
 }
 
@@ -215,20 +219,13 @@ func newRegisteredTool(s *Server, t *Tool, h ToolHandler) (*registeredTool, erro
 	if h == nil {
 		return nil, fmt.Errorf("stateless: tool %q has no handler", t.Name)
 	}
-	rt := &registeredTool{def: *t, handler: h}
-	rt.build = func(rt *registeredTool) error {
-		if err := rt.compile(s); err != nil {
-			return fmt.Errorf("stateless: tool %q: %w", rt.def.Name, err)
-		}
-		return nil
-	}
-	return rt, nil
+	return &registeredTool{def: *t, handler: h, srv: s}, nil
 }
 
 // compile finds, compiles and checks the tool's schemas and encodes the
 // tool as it is listed.
-func (rt *registeredTool) compile(s *Server) error {
-	t := &rt.def
+func (rt *registeredTool) compile() error {
+	s, t := rt.srv, &rt.def
 	raw, err := toolSchema(s, t.Name, t.InputSchema, rt.inType, false)
 	if err != nil {
 		return fmt.Errorf("input schema: %w", err)
