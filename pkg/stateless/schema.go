@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"strings"
 	"sync"
@@ -186,6 +187,7 @@ type generatedSchemas struct {
 
 	namesOnce sync.Once
 	names     map[string]bool
+	namesErr  error
 }
 
 // toolSchemas is one tool's entry in a generated schema file.
@@ -215,12 +217,17 @@ func (g *generatedSchemas) load() (map[string]toolSchemas, error) {
 	return g.tools, g.err
 }
 
-// has reports whether the file has an entry for the tool. Registration
-// asks, so a tool missing from the file fails the function's start rather
-// than its first call; it reads only the top-level member names, once.
-func (g *generatedSchemas) has(name string) bool {
+// has reports whether the file has an entry for the tool, or what is
+// wrong with the file. Registration asks, so a tool missing from the file
+// fails the function's start rather than its first call; it reads only
+// the top-level member names, once.
+func (g *generatedSchemas) has(name string) (bool, error) {
 	g.namesOnce.Do(func() {
 		g.names = map[string]bool{}
+		if g.file == nil {
+			return
+		}
+		g.namesErr = errors.New("Options.ToolSchemas is not a JSON object of tools")
 		d := jsontext.NewDecoder(bytes.NewReader(g.file))
 		if tok, err := d.ReadToken(); err != nil || tok.Kind() != '{' {
 			return
@@ -235,6 +242,12 @@ func (g *generatedSchemas) has(name string) bool {
 				return
 			}
 		}
+		if tok, err := d.ReadToken(); err != nil || tok.Kind() != '}' {
+			return
+		}
+		if _, err := d.ReadToken(); err == io.EOF {
+			g.namesErr = nil // one object, and nothing after it
+		}
 	})
-	return g.names[name]
+	return g.names[name], g.namesErr
 }

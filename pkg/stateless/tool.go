@@ -204,8 +204,12 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		rt.outType = reflect.TypeFor[Out]()
 	}
-	if (rt.inType != nil || rt.outType != nil) && s.opts.SchemaEngine == nil && !s.schemas.has(t.Name) {
-		panic(fmt.Sprintf("stateless: tool %q gives no schema for its Go types, and the server has neither them generated (Options.ToolSchemas) nor an engine to infer them (Options.SchemaEngine)", t.Name))
+	if (rt.inType != nil || rt.outType != nil) && s.opts.SchemaEngine == nil {
+		if ok, err := s.schemas.has(t.Name); err != nil {
+			panic(fmt.Sprintf("stateless: tool %q: %v", t.Name, err))
+		} else if !ok {
+			panic(fmt.Sprintf("stateless: tool %q gives no schema for its Go types, and the server has neither them generated (Options.ToolSchemas) nor an engine to infer them (Options.SchemaEngine)", t.Name))
+		}
 	}
 	addTool(s, rt)
 }

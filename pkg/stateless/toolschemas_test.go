@@ -150,6 +150,16 @@ func TestSchemasBeyondFlatNeedAnEngine(t *testing.T) {
 		}()
 		schemaServer(nil, false)
 	}()
+	for _, bad := range []string{`[]`, `{"echo":{}`, `{"echo":{}}]`, `{"echo":`} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(p.(string), `tool "echo": Options.ToolSchemas is not a JSON object of tools`) {
+					t.Errorf("registration with the file %s: %v", bad, p)
+				}
+			}()
+			schemaServer(&stateless.Options{ToolSchemas: []byte(bad)}, false)
+		}()
+	}
 
 	file := generate(t, true)
 	noEngine := schemaServer(&stateless.Options{ToolSchemas: file}, true)
