@@ -469,6 +469,7 @@ func (failingNotes) Delete(context.Context, string, string) error      { return 
 func (failingNotes) List(context.Context, string, string, int) ([]Note, bool, error) {
 	return nil, false, errOnFire
 }
+func (failingNotes) RecordExport(context.Context, string, string, string) error { return errOnFire }
 
 // TestPromptBounded: the summary prompt quotes the oldest 50 notes and
 // says there are more.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
@@ -37,7 +39,9 @@ type exportOut struct {
 const exportDuration = 60 * time.Second
 
 // export reads the caller's notes page by page and renders them, spread
-// over the export's duration; cancelling the task stops it.
+// over the export's duration; cancelling the task stops it. A run that
+// completes records itself (NoteStore.RecordExport) just before it
+// returns, so that the store shows how many times a task's export ran.
 func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in exportIn) (*stateless.CallToolResult, exportOut, error) {
 	total := exportDuration
 	if in.Seconds != nil {
@@ -74,5 +78,18 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 		case <-t.C:
 		}
 	}
+	if req.Task != nil {
+		if err := d.notes.RecordExport(ctx, req.Principal, req.Task.ID, runName(req.Task.Attempt)); err != nil {
+			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
+		}
+	}
 	return nil, exportOut{Notes: n, Markdown: b.String()}, nil
+}
+
+// runName names one run of a task: its attempt and random bits, so that
+// two runs never share a name.
+func runName(attempt int) string {
+	var r [8]byte
+	rand.Read(r[:])
+	return fmt.Sprintf("%d-%s", attempt, hex.EncodeToString(r[:]))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -48,5 +49,43 @@ func TestExportLocal(t *testing.T) {
 	md := fmt.Sprint(structured(res)["markdown"])
 	if st["status"] != "completed" || !strings.Contains(md, "alice's note") || strings.Contains(md, "bob's note") {
 		t.Fatalf("ended %v", st)
+	}
+}
+
+// TestExportRecordsItsRun: a completed export records its run once, under
+// its task and its caller; a cancelled one records nothing.
+func TestExportRecordsItsRun(t *testing.T) {
+	notes := newMemoryNotes()
+	alice := &demoClient{t: t, srv: newDemoWith(notes), principal: "alice", caps: `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`}
+	ctx := context.Background()
+	wait := func(id string) string {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st := alice.call("tasks/get", id, `"taskId":"`+id+`"`)
+			if s, _ := st["status"].(string); s != "working" || time.Now().After(deadline) {
+				return s
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	done, _ := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":0}`)["taskId"].(string)
+	if s := wait(done); s != "completed" {
+		t.Fatalf("export ended %s", s)
+	}
+	if n, _ := notes.exportRuns(ctx, "alice", done); n != 1 {
+		t.Errorf("completed export: %d runs recorded", n)
+	}
+	if n, _ := notes.exportRuns(ctx, "bob", done); n != 0 {
+		t.Errorf("bob: %d runs", n)
+	}
+	stopped, _ := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":30}`)["taskId"].(string)
+	alice.call("tasks/cancel", stopped, `"taskId":"`+stopped+`"`)
+	if s := wait(stopped); s != "cancelled" {
+		t.Fatalf("cancelled export ended %s", s)
+	}
+	time.Sleep(1500 * time.Millisecond) // the worker's cancel check
+	if n, _ := notes.exportRuns(ctx, "alice", stopped); n != 0 {
+		t.Errorf("cancelled export: %d runs recorded", n)
 	}
 }

@@ -63,7 +63,59 @@ type NoteStore interface {
 	// List returns, in id order, up to limit of the owner's notes whose
 	// ids sort after after ("" for the first), and whether more follow.
 	List(ctx context.Context, owner, after string, limit int) (notes []Note, more bool, err error)
+	// RecordExport records one completed run of notes_export for the
+	// task taskID; run names the run, so that a write tried again counts
+	// it once.
+	RecordExport(ctx context.Context, owner, taskID, run string) error
 }
+
+// Execution records. Each effect of the demo leaves a small record that
+// counts how often it happened, kept executionTTL: a delete counts the
+// deletions of its note (in the same write as the delete), and
+// notes_export records each completed run of its handler by task. The
+// note book never reads them; they show, from the store alone, that a
+// key's effect happened once (the chaos run counts them).
+const executionTTL = 24 * time.Hour
+
+// executions is the in-memory stores' execution records.
+type executions struct {
+	deletes map[string]*execution // by owner and note id
+	exports map[string]*execution // by owner and task id
+	pruneAt int
+}
+
+type execution struct {
+	n       int
+	runs    map[string]bool
+	expires time.Time
+}
+
+// record finds or makes the record of key in m, dropping expired
+// records once the maps have doubled since the last time.
+func (x *executions) record(m *map[string]*execution, key string, now time.Time) *execution {
+	if *m == nil {
+		*m = map[string]*execution{}
+	}
+	if len(x.deletes)+len(x.exports) >= max(x.pruneAt, 1024) {
+		for _, mm := range []map[string]*execution{x.deletes, x.exports} {
+			for k, e := range mm {
+				if !now.Before(e.expires) {
+					delete(mm, k)
+				}
+			}
+		}
+		x.pruneAt = 2 * (len(x.deletes) + len(x.exports))
+	}
+	e := (*m)[key]
+	if e == nil || !now.Before(e.expires) {
+		e = &execution{runs: map[string]bool{}}
+		(*m)[key] = e
+	}
+	e.expires = now.Add(executionTTL)
+	return e
+}
+
+func executionKey(owner, id string) string { return owner + "\x00" + id }
 
 // memoryNotes is the in-process NoteStore.
 type memoryNotes struct {
@@ -73,6 +125,7 @@ type memoryNotes struct {
 	perOwner int
 	all      int
 	ids      noteIDSource
+	done     executions
 }
 
 func newMemoryNotes() *memoryNotes { return newMemoryNotesLimited(MaxNotesPerOwner, MaxNotesInMemory) }
@@ -130,7 +183,37 @@ func (m *memoryNotes) Delete(_ context.Context, owner, id string) error {
 		m.notes[owner] = slices.Delete(ns, i, i+1)
 	}
 	m.total--
+	m.done.record(&m.done.deletes, executionKey(owner, id), time.Now()).n++
 	return nil
+}
+
+func (m *memoryNotes) RecordExport(_ context.Context, owner, taskID, run string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.done.record(&m.done.exports, executionKey(owner, taskID), time.Now()).runs[run] = true
+	return nil
+}
+
+// deletions is how many times the owner's note id was deleted (its
+// record's count; 0 without one).
+func (m *memoryNotes) deletions(_ context.Context, owner, id string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.done.deletes[executionKey(owner, id)]; e != nil && time.Now().Before(e.expires) {
+		return e.n, nil
+	}
+	return 0, nil
+}
+
+// exportRuns is how many completed runs of notes_export were recorded
+// for the owner's task taskID.
+func (m *memoryNotes) exportRuns(_ context.Context, owner, taskID string) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.done.exports[executionKey(owner, taskID)]; e != nil && time.Now().Before(e.expires) {
+		return len(e.runs), nil
+	}
+	return 0, nil
 }
 
 func (m *memoryNotes) List(_ context.Context, owner, after string, limit int) ([]Note, bool, error) {

@@ -25,6 +25,7 @@ type notesAPI interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 // dynamoNotes keeps the notes in the claims table (partition key pk, sort
@@ -43,11 +44,19 @@ type notesAPI interface {
 //	sk       S  #count (sorts before every id)
 //	notes    N  how many notes the owner has
 //
+// and execution records (see executionTTL), which sort before every id
+// too and expire by the table's TTL:
+//
+//	pk          S  notes#<sha256 of the owner>
+//	sk          S  #deleted#<note id>: deletes N, how many times the note was deleted
+//	sk          S  #export#<task id>: runs SS, one element per completed run of notes_export
+//	expires_at  N  epoch seconds
+//
 // An add is one transaction of two conditional writes: the note's PutItem
 // (its id is new) and the counter's UpdateItem (the count is under the
 // limit, and goes up by one). A delete is the note's DeleteItem (it
-// exists) and the counter's UpdateItem (down by one). Either both happen
-// or neither, so the count is exact, and concurrent adds stop at the
+// exists), the counter's UpdateItem (down by one) and the note's deletion
+// record's UpdateItem (up by one). Either all happen or none, so the count is exact, and concurrent adds stop at the
 // limit. Reads are consistent, so that a caller reads its own writes.
 //
 // In a call with an idempotency key the same writes are enlisted in the
@@ -88,6 +97,12 @@ func (d *dynamoNotes) perOwner() int {
 
 // counterNames name the counter's attribute in expressions.
 var counterNames = map[string]string{"#n": "notes"}
+
+// The sort keys of a note's deletion record and of an export's runs.
+func deletedSK(id string) string    { return "#deleted#" + id }
+func exportSK(taskID string) string { return "#export#" + taskID }
+
+func expiresAt(now time.Time) types.AttributeValue { return num(now.Add(executionTTL).Unix()) }
 
 func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error) {
 	c, err := d.client(ctx)
@@ -162,12 +177,12 @@ func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) []ty
 // the same counter is tried again.
 const maxConflicts = 8
 
-// cancelled returns the reasons a transaction of two writes was cancelled
-// for, one per write ("None" for a write that was not at fault), or
-// nothing when err is no cancellation.
-func cancelled(err error) [2]string {
+// cancelled returns the reasons a transaction of up to three writes was
+// cancelled for, one per write ("None" for a write that was not at
+// fault), or nothing when err is no cancellation.
+func cancelled(err error) [3]string {
 	var tce *types.TransactionCanceledException
-	var reasons [2]string
+	var reasons [3]string
 	if errors.As(err, &tce) {
 		for i, r := range tce.CancellationReasons {
 			if i < len(reasons) && r.Code != nil {
@@ -181,7 +196,7 @@ func cancelled(err error) [2]string {
 // conflicted reports whether a transaction was cancelled because another
 // one wrote the same item at the same time (or DynamoDB was throttling):
 // worth trying again.
-func conflicted(reasons [2]string) bool {
+func conflicted(reasons [3]string) bool {
 	for _, r := range reasons {
 		if r == "TransactionConflict" || r == "ThrottlingError" || r == "ProvisionedThroughputExceeded" {
 			return true
@@ -264,7 +279,7 @@ func (d *dynamoNotes) Delete(ctx context.Context, owner, id string) error {
 }
 
 // deleteWrites are the writes that delete a note: the note, if it exists,
-// and the counter down by one.
+// the counter down by one, and the note's deletion record up by one.
 func (d *dynamoNotes) deleteWrites(pk types.AttributeValue, id string) []types.TransactWriteItem {
 	return []types.TransactWriteItem{
 		{Delete: &types.Delete{
@@ -279,7 +294,65 @@ func (d *dynamoNotes) deleteWrites(pk types.AttributeValue, id string) []types.T
 			ExpressionAttributeNames:  counterNames,
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
 		}},
+		{Update: &types.Update{
+			TableName:                 &d.table,
+			Key:                       notesKey(pk, deletedSK(id)),
+			UpdateExpression:          aws.String("ADD #d :one SET #ex = :ex"),
+			ExpressionAttributeNames:  map[string]string{"#d": "deletes", "#ex": "expires_at"},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":ex": expiresAt(time.Now())},
+		}},
 	}
+}
+
+// RecordExport adds run to the export's record of runs: a set, so that
+// the same write applied twice (an SDK retry of a write whose answer was
+// lost) counts the run once.
+func (d *dynamoNotes) RecordExport(ctx context.Context, owner, taskID, run string) error {
+	c, err := d.client(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = c.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 &d.table,
+		Key:                       notesKey(notesPK(owner), exportSK(taskID)),
+		UpdateExpression:          aws.String("ADD #r :run SET #ex = :ex"),
+		ExpressionAttributeNames:  map[string]string{"#r": "runs", "#ex": "expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":run": &types.AttributeValueMemberSS{Value: []string{run}}, ":ex": expiresAt(time.Now())},
+	})
+	if err != nil {
+		return fmt.Errorf("recording the export's run: %w", err)
+	}
+	return nil
+}
+
+// deletions is the count of the owner's note id's deletion record (0
+// without one).
+func (d *dynamoNotes) deletions(ctx context.Context, owner, id string) (int, error) {
+	it, err := d.record(ctx, owner, deletedSK(id))
+	return int(numAttr(it, "deletes")), err
+}
+
+// exportRuns is how many completed runs of notes_export the owner's task
+// taskID recorded.
+func (d *dynamoNotes) exportRuns(ctx context.Context, owner, taskID string) (int, error) {
+	it, err := d.record(ctx, owner, exportSK(taskID))
+	runs, _ := it["runs"].(*types.AttributeValueMemberSS)
+	if runs == nil {
+		return 0, err
+	}
+	return len(runs.Value), err
+}
+
+func (d *dynamoNotes) record(ctx context.Context, owner, sk string) (map[string]types.AttributeValue, error) {
+	c, err := d.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(notesPK(owner), sk), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, fmt.Errorf("reading an execution record: %w", err)
+	}
+	return out.Item, nil
 }
 
 // List reads one page with Query (more than one when DynamoDB's 1 MB

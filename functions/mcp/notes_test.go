@@ -168,6 +168,56 @@ func noteStoreContract(t *testing.T, newStore func(t *testing.T, perOwner int) N
 			t.Errorf("%d added, %d refused, %d listed, %v", added.Load(), refused.Load(), len(notes), err)
 		}
 	})
+
+	t.Run("effects leave execution records", func(t *testing.T) {
+		s := newStore(t, 10)
+		rec, ok := s.(executionRecords)
+		if !ok {
+			t.Fatalf("%T keeps no execution records", s)
+		}
+		alice, bob := owner("alice"), owner("bob")
+		n, err := s.Add(ctx, alice, "note")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, err := rec.deletions(ctx, alice, n.ID); err != nil || c != 0 {
+			t.Fatalf("before the delete: %d %v", c, err)
+		}
+		if err := s.Delete(ctx, bob, n.ID); !errors.Is(err, ErrNoNote) {
+			t.Fatal(err)
+		}
+		if err := s.Delete(ctx, alice, n.ID); err != nil {
+			t.Fatal(err)
+		}
+		// A delete of a note that is gone changes nothing.
+		if err := s.Delete(ctx, alice, n.ID); !errors.Is(err, ErrNoNote) {
+			t.Fatal(err)
+		}
+		if c, err := rec.deletions(ctx, alice, n.ID); err != nil || c != 1 {
+			t.Errorf("deleted once, recorded %d %v", c, err)
+		}
+		if c, err := rec.deletions(ctx, bob, n.ID); err != nil || c != 0 {
+			t.Errorf("bob's record: %d %v", c, err)
+		}
+		// An export's runs: one record per run, however often it is written.
+		for _, run := range []string{"1-a", "1-a", "2-b"} {
+			if err := s.RecordExport(ctx, alice, "task1", run); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c, err := rec.exportRuns(ctx, alice, "task1"); err != nil || c != 2 {
+			t.Errorf("two runs, recorded %d %v", c, err)
+		}
+		if c, err := rec.exportRuns(ctx, bob, "task1"); err != nil || c != 0 {
+			t.Errorf("bob's task1: %d %v", c, err)
+		}
+	})
+}
+
+// executionRecords reads a store's execution records (see executionTTL).
+type executionRecords interface {
+	deletions(ctx context.Context, owner, id string) (int, error)
+	exportRuns(ctx context.Context, owner, taskID string) (int, error)
 }
 
 func TestMemoryNoteStore(t *testing.T) {
