@@ -161,6 +161,9 @@ func (ob *Observer) Observe(ctx context.Context, o *stateless.Outcome) {
 
 	// Dimensions: values from closed sets only.
 	method := MethodName(o.Method)
+	if o.TaskRun {
+		method = stateless.MethodTaskRun
+	}
 	outcome := "ok"
 	if o.Kind != "" {
 		outcome = dimension(o.Kind)
@@ -168,7 +171,7 @@ func (ob *Observer) Observe(ctx context.Context, o *stateless.Outcome) {
 	b = appendField(b, "Function", ob.opts.Function)
 	b = appendField(b, "Method", method)
 	b = appendField(b, "Outcome", outcome)
-	tool := o.Target != "" && o.Method == "tools/call"
+	tool := o.Target != "" && (o.Method == "tools/call" || o.TaskRun)
 	if tool {
 		b = appendField(b, "Tool", dimension(o.Target))
 	}

@@ -11,13 +11,19 @@ import (
 // through; a dependency the request reaches (a key service, a store) may
 // annotate it through [OutcomeFrom].
 type Outcome struct {
-	Method   string // JSON-RPC method as sent (the peer's bytes), "" when the body was unreadable
+	Method   string // JSON-RPC method as sent (the peer's bytes), "" when the body was unreadable; MethodTaskRun for a task worker's run
 	Target   string // registered tool or prompt name; empty for other methods
 	Status   int    // HTTP status
 	Code     int    // JSON-RPC error code, 0 on success
 	Kind     string // refusal kind or tool failure type, "" on success
 	Version  string // negotiated protocol version
 	Duration time.Duration
+
+	// TaskRun marks the outcome of a task worker's run ([Server.RunTask]),
+	// which answers no request: its Method is MethodTaskRun and its Target
+	// the task's tool. A peer's request never sets it, whatever method it
+	// names.
+	TaskRun bool
 
 	// Fault is set when the server, not the request, is at fault: a
 	// refusal of a server-fault kind (see pkg/errors), a tool's RetryLater
@@ -87,6 +93,9 @@ const (
 	// fault, logged at ERROR with the claim's key digest.
 	ClaimLost = "completion_lost"
 )
+
+// MethodTaskRun is the Method of a task worker's run's Outcome.
+const MethodTaskRun = "tasks/run"
 
 type outcomeKey struct{}
 

@@ -17,16 +17,64 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
-// A task is one store item (DynamoDB's are at most 400 KB): the call it
-// keeps and the result it records are bounded so that the item fits.
+// A task is one store item (DynamoDB's are at most 400 KB). Its parts
+// are bounded so that every record the server writes is at most
+// MaxTaskRecordBytes as stored: while the task may still run, it keeps
+// its call, its answers and its outstanding input requests (at most 64 +
+// 128 + 96 KiB, and the keys it asked); once it has ended it keeps only
+// its outcome (a result of at most 256 KiB), with the principal, tool and
+// key it was created with.
 const (
-	maxTaskCall   = 64 << 10  // arguments, state and answers, when created
-	maxTaskResult = 200 << 10 // the result object
+	// maxTaskCall bounds the record a call creates: its arguments,
+	// capabilities, request state and answers, principal and key.
+	maxTaskCall = 64 << 10
+	// maxTaskAnswers bounds the answers a task keeps over its life.
+	maxTaskAnswers = 128 << 10
+	// maxTaskInput bounds one input round of a task's handler: its
+	// requests and the state it keeps for the next run.
+	maxTaskInput = 96 << 10
+	// maxTaskResult bounds the result object of a completed task.
+	maxTaskResult = 256 << 10
 )
 
-// maxTaskAnswers bounds the answers a task keeps, in all: a task is one
-// store item (DynamoDB's are at most 400 KB), and its result needs room.
-const maxTaskAnswers = 128 << 10
+// MaxTaskRecordBytes bounds a task record's [TaskRecord.StoredSize]: the
+// server writes no record larger (the bounds above keep every transition
+// within it), and a TaskStore must keep any record up to it. DynamoDB's
+// 400 KB item holds one with room for the attribute names, numbers and
+// key of package tasks' item.
+const MaxTaskRecordBytes = 384 << 10
+
+// taskEntryBytes is what StoredSize counts for each entry of a record's
+// maps and lists besides its key and value: a store's per-element
+// overhead (DynamoDB counts one byte per element of a map or list).
+const taskEntryBytes = 4
+
+// StoredSize is the size a store may take to keep r: the bytes of its
+// strings and raw JSON and binary members as they are (a store keeps them
+// so, never escaped or re-encoded), and taskEntryBytes for each entry of
+// its maps and lists. Fixed-size members (numbers, times, flags) are not
+// counted: a store's item adds at most a fixed amount for them.
+func (r *TaskRecord) StoredSize() int {
+	n := len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Status) + len(r.Message) +
+		len(r.ProtocolVersion) + len(r.IdempotencyKey) + len(r.Owner) +
+		len(r.Arguments) + len(r.Capabilities) + len(r.State) + len(r.Result) + len(r.Error)
+	for k, v := range r.Responses {
+		n += len(k) + len(v) + taskEntryBytes
+	}
+	for k, v := range r.Requests {
+		n += len(k) + len(v) + taskEntryBytes
+	}
+	for _, k := range r.Asked {
+		n += len(k) + taskEntryBytes
+	}
+	return n
+}
+
+// ErrTaskTooLarge is returned, wrapped, by a TaskStore that cannot keep a
+// record because of its size, and by the server for a transition that
+// would take a record over MaxTaskRecordBytes. It is permanent: the same
+// write never succeeds.
+var ErrTaskTooLarge = errors.New("stateless: task record too large to store")
 
 // maxTaskRetries bounds the read-modify-write rounds of one transition
 // that lose to concurrent writers.
@@ -48,6 +96,9 @@ func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *
 		if !change(rec, now) {
 			return rec, nil
 		}
+		if n := rec.StoredSize(); n > MaxTaskRecordBytes {
+			return nil, fmt.Errorf("updating a task: the record would be %d bytes, more than %d: %w", n, MaxTaskRecordBytes, ErrTaskTooLarge)
+		}
 		rec.Version = prev + 1
 		if !now.After(rec.UpdatedAt) {
 			now = rec.UpdatedAt.Add(time.Millisecond)
@@ -61,6 +112,18 @@ func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *
 		}
 	}
 	return nil, fmt.Errorf("updating a task: %d writers in a row came between a read and its write", maxTaskRetries)
+}
+
+// leaseSkew is how long after a lease's end another request may take the
+// task over. A worker writes its outcome only before its lease ends (by
+// its own clock), so a write that was sent in time lands before anyone
+// else may move the task, across instances whose clocks differ by less.
+const leaseSkew = 2 * time.Second
+
+// leaseLapsed reports whether r's lease (a worker's, or a dispatch's
+// grace) has ended, skew included, at now.
+func leaseLapsed(r *TaskRecord, now time.Time) bool {
+	return now.After(r.LeaseUntil.Add(leaseSkew))
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
@@ -83,7 +146,18 @@ func failTask(r *TaskRecord, e *mcperr.Error, message string) {
 	if err != nil {
 		b = []byte(`{"code":-32603,"message":"Internal error"}`)
 	}
-	r.Status, r.Error, r.Result, r.Requests, r.Owner, r.Message = TaskFailed, b, nil, nil, "", message
+	r.Status, r.Error, r.Result, r.Owner, r.Message = TaskFailed, b, nil, "", message
+	r.forgetCall()
+}
+
+// forgetCall drops from r, which has ended, what only a run needs: the
+// call (arguments, capabilities, state), the answers, the input requests
+// and the keys asked. An ended task never runs again; it keeps its
+// outcome and what names it (principal, tool, version, key), so that its
+// record has all its room for the result.
+func (r *TaskRecord) forgetCall() {
+	r.Arguments, r.Capabilities, r.State, r.HasState = nil, nil, nil, false
+	r.Responses, r.Requests, r.Asked = nil, nil, nil
 }
 
 // appendTask appends the task as the wire has it: the Task members, and

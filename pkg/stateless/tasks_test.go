@@ -339,7 +339,19 @@ func TestTaskRedrive(t *testing.T) {
 	rec, _ := store.Load(context.Background(), id)
 	prev := rec.Version
 	rec.Version++
+	// Within the lease's skew it is still left alone: a write its worker
+	// sent in time may still land.
 	rec.LeaseUntil = time.Now().Add(-time.Millisecond)
+	if err := store.Replace(context.Background(), rec, prev); err != nil {
+		t.Fatal(err)
+	}
+	if st := r.status(t, "alice", id); st["status"] != "working" || len(r.dispatched) != 0 {
+		t.Fatalf("within the skew: %v, %d dispatched", st, len(r.dispatched))
+	}
+	rec, _ = store.Load(context.Background(), id)
+	prev = rec.Version
+	rec.Version++
+	rec.LeaseUntil = time.Now().Add(-3 * time.Second)
 	if err := store.Replace(context.Background(), rec, prev); err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +364,7 @@ func TestTaskRedrive(t *testing.T) {
 		t.Fatal("tasks/get did not dispatch the task again")
 	}
 	// The next worker dies too: the task has used its two runs.
-	hold(-time.Millisecond)
+	hold(-3 * time.Second)
 	rec, _ = store.Load(context.Background(), id)
 	if rec.Attempts != 2 {
 		t.Fatalf("attempts %d", rec.Attempts)
@@ -536,7 +548,7 @@ func TestTaskSizeLimits(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), nil)
 	stateless.AddTool(r.srv, &stateless.Tool{Name: "big", TaskSupport: stateless.TaskRequired},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
-			return text(strings.Repeat("y", 250<<10)), nil, nil
+			return text(strings.Repeat("y", 300<<10)), nil, nil
 		})
 	out := r.callTool(t, "alice", "quick", `{"text":"`+strings.Repeat("x", 70<<10)+`"}`, tasksCaps)
 	if out.Error == nil || out.Error.Code != -32602 || len(r.dispatched) != 0 {

@@ -75,7 +75,7 @@ func serveGetTask(x *exchange, ctx context.Context) *Response {
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}
-	if rec.Status == TaskWorking && time.Now().After(rec.LeaseUntil) {
+	if rec.Status == TaskWorking && leaseLapsed(rec, time.Now()) {
 		if r, err := redrive(x.s, ctx, rec.ID); err == nil && r != nil {
 			rec = r
 		} else if err != nil {
@@ -92,7 +92,7 @@ func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
 	to := s.tasks
 	dispatch := false
 	rec, err := mutateTask(ctx, to.Store, id, func(r *TaskRecord, now time.Time) bool {
-		if r.Status != TaskWorking || !now.After(r.LeaseUntil) {
+		if r.Status != TaskWorking || !leaseLapsed(r, now) {
 			return false
 		}
 		r.Owner = ""
@@ -135,12 +135,12 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 			return false
 		}
 		size := 0
-		for _, v := range r.Responses {
-			size += len(v)
+		for k, v := range r.Responses {
+			size += len(k) + len(v) + taskEntryBytes
 		}
 		for k, v := range responses {
 			if _, ok := r.Requests[k]; ok {
-				size += len(v)
+				size += len(k) + len(v) + taskEntryBytes
 			}
 		}
 		if size > maxTaskAnswers {
@@ -166,10 +166,11 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 		return changed
 	})
 	if err != nil {
-		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
+		return x.refuse(x.d.id, taskWriteRefusal(err))
 	}
 	if tooLarge {
-		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxTaskAnswers)))
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxTaskAnswers)).
+			WithData(map[string]any{"reason": "task_answers_too_large", "maxBytes": maxTaskAnswers}))
 	}
 	if wake {
 		if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
@@ -192,11 +193,26 @@ func serveCancelTask(x *exchange, ctx context.Context) *Response {
 		if r.Status.Terminal() {
 			return false
 		}
-		r.Status, r.Requests, r.Owner, r.Message = TaskCancelled, nil, "", "Cancelled by the client."
+		r.Status, r.Owner, r.Message = TaskCancelled, "", "Cancelled by the client."
+		r.forgetCall()
 		return true
 	})
 	if err != nil {
-		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err))
+		return x.refuse(x.d.id, taskWriteRefusal(err))
 	}
 	return x.result(preEncoded("{}"), &resultFields{})
+}
+
+// taskWriteRefusal is the refusal of a request whose write of its task
+// failed: a record too large is the request's to fix and never
+// retryable; a task gone meanwhile (expired) is unknown; anything else is
+// the store's failure, which a retry may get past.
+func taskWriteRefusal(err error) *mcperr.Error {
+	switch {
+	case errors.Is(err, ErrTaskTooLarge):
+		return mcperr.Wrap(mcperr.MalformedParams, err).WithData(map[string]any{"reason": "task_too_large", "maxBytes": MaxTaskRecordBytes})
+	case errors.Is(err, ErrNoTask):
+		return mcperr.New(mcperr.UnknownTask)
+	}
+	return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
 }

@@ -78,8 +78,11 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
 		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
 	}
+	// A read-only tool takes no claim, unless its call becomes a task: a
+	// keyed retry of a lost CreateTaskResult must find the task it made,
+	// not start another worker.
 	var ticket Ticket
-	if idem := x.s.opts.Idempotency; idem != nil && !t.def.ReadOnly() && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
+	if idem := x.s.opts.Idempotency; idem != nil && (!t.def.ReadOnly() || asTask) && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
 		replay, tk, refusal := idem.Begin(bounded(x, ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
 			Lease: deadline.Sub(claimStart)})
 		x.o.Steps.Claim = time.Since(claimStart)

@@ -2,10 +2,10 @@ package tasks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,18 +25,26 @@ type DynamoAPI interface {
 // string attribute "pk" and whose TTL attribute is "expires_at" (epoch
 // seconds): the claims table of package claims, whose items it shares
 // without touching them. A table with a sort key names it in SortKey;
-// task items then have the fixed sort key value SortValue. Items:
+// task items then have the fixed sort key value SortValue. An item is
+// the record member by member (item.go):
 //
 //	pk          S  task#<id>
 //	sk          S  "task" (only in a table with a sort key)
 //	version     N  the record's version; a write replaces only the version it read
 //	expires_at  N  epoch seconds: the TTL
-//	body        B  the record, JSON
+//	status, principal, tool, owner, idempotency_key, ...  S
+//	arguments, capabilities, state, result, error          B  raw, as the record has them
+//	responses, requests                                    M  of B
+//
+// so that its size is the record's StoredSize plus a fixed amount for
+// the names and numbers, under 1 KiB: any record within
+// stateless.MaxTaskRecordBytes fits DynamoDB's 400 KB item. A record that
+// would not (ItemSize, DynamoDB's own rules) is refused before it is
+// sent, with an error wrapping stateless.ErrTaskTooLarge, as is one
+// DynamoDB refuses for its size.
 //
 // Every read is strongly consistent, so a task is found the moment its
-// creation returns, as the extension requires. A record is at most
-// DynamoDB's 400 KB item, which the server's bounds on a task's call,
-// answers and result (64, 128 and 200 KB) keep it within.
+// creation returns, as the extension requires.
 type DynamoDB struct {
 	Client DynamoAPI
 	Table  string
@@ -59,15 +67,17 @@ func (d *DynamoDB) key(id string) map[string]types.AttributeValue {
 }
 
 func (d *DynamoDB) item(rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("tasks: encoding the task: %w", err)
+	return encodeItem(d.key(rec.ID), rec)
+}
+
+// writeError classifies a PutItem's failure: DynamoDB's refusal of an
+// item over its size limit is permanent.
+func writeError(what string, err error) error {
+	var ve interface{ ErrorCode() string }
+	if errors.As(err, &ve) && ve.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(err.Error()), "item size") {
+		return fmt.Errorf("tasks: %s: %w (%w)", what, stateless.ErrTaskTooLarge, err)
 	}
-	it := d.key(rec.ID)
-	it["version"] = num(rec.Version)
-	it["expires_at"] = num(rec.ExpiresAt.Unix())
-	it["body"] = &types.AttributeValueMemberB{Value: body}
-	return it, nil
+	return fmt.Errorf("tasks: %s: %w", what, err)
 }
 
 var names = map[string]string{"#v": "version", "#ex": "expires_at"}
@@ -90,7 +100,7 @@ func (d *DynamoDB) Create(ctx context.Context, rec *stateless.TaskRecord) error 
 		return stateless.ErrTaskExists
 	}
 	if err != nil {
-		return fmt.Errorf("tasks: creating the task: %w", err)
+		return writeError("creating the task", err)
 	}
 	return nil
 }
@@ -101,18 +111,18 @@ func (d *DynamoDB) Load(ctx context.Context, id string) (*stateless.TaskRecord, 
 	if err != nil {
 		return nil, fmt.Errorf("tasks: reading the task: %w", err)
 	}
-	body, ok := out.Item["body"].(*types.AttributeValueMemberB)
-	if !ok {
+	if len(out.Item) == 0 {
 		return nil, stateless.ErrNoTask
 	}
-	var rec stateless.TaskRecord
-	if err := json.Unmarshal(body.Value, &rec); err != nil {
-		return nil, fmt.Errorf("tasks: decoding the task: %w", err)
+	rec, err := decodeItem(out.Item)
+	if err != nil {
+		return nil, err
 	}
+	rec.ID = id
 	if !time.Now().Before(rec.ExpiresAt) {
 		return nil, stateless.ErrNoTask
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // Replace implements stateless.TaskStore: a PutItem on condition that the
@@ -143,7 +153,7 @@ func (d *DynamoDB) Replace(ctx context.Context, rec *stateless.TaskRecord, prev 
 		return stateless.ErrTaskConflict
 	}
 	if err != nil {
-		return fmt.Errorf("tasks: writing the task: %w", err)
+		return writeError("writing the task", err)
 	}
 	return nil
 }

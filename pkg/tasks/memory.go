@@ -1,107 +1,192 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// Memory keeps tasks in this process, for local runs and tests. Records
-// are stored encoded, as a shared store keeps them, so that no caller
-// holds a record another can change. Expired tasks are forgotten; it
-// holds at most MaxTasks live ones and refuses new tasks beyond that, as
-// an unreachable store would, rather than forget a live one.
+// Memory keeps tasks in this process, for local runs and tests. It keeps
+// a deep copy of each record, so that no caller holds a record another
+// can change.
+//
+// Its memory is bounded, by count and by bytes (MemoryOptions). A task
+// that may still change (working or waiting for input) holds room for
+// the largest record the server writes (stateless.MaxTaskRecordBytes),
+// so that it can always record its outcome; one that has ended holds its
+// own size (StoredSize) until it expires. Expired tasks are forgotten.
+// When a new task does not fit, the store first forgets expired ones,
+// and then fails closed, as an unreachable store would: the error wraps
+// ErrFull, and the call is refused retryably. It never forgets a live
+// task to make room.
 type Memory struct {
-	mu       sync.Mutex
-	records  map[string]memoryRecord
-	maxTasks int
-	now      func() time.Time
+	mu      sync.Mutex
+	records map[string]memoryRecord
+	opts    MemoryOptions
+	// held is the bytes the live records hold (see Memory).
+	held int
+	now  func() time.Time
 }
 
 type memoryRecord struct {
-	version   int64
-	expiresAt time.Time
-	body      []byte
+	rec  *stateless.TaskRecord
+	held int
 }
 
-// DefaultMaxTasks bounds a Memory store made with NewMemory.
-const DefaultMaxTasks = 10_000
+// MemoryOptions bound a Memory store; zero fields take the defaults.
+type MemoryOptions struct {
+	// MaxTasks caps the tasks held, ended ones included until they
+	// expire. Default DefaultMaxTasks.
+	MaxTasks int
+	// MaxBytes caps the bytes the tasks hold. Default DefaultMaxBytes.
+	MaxBytes int
+}
 
-// NewMemory returns an empty store of up to DefaultMaxTasks tasks.
-func NewMemory() *Memory { return NewMemoryWith(DefaultMaxTasks) }
+// The bounds of a Memory store made with NewMemory: 10,000 tasks and
+// 256 MiB, which is at least 682 tasks running at once.
+const (
+	DefaultMaxTasks = 10_000
+	DefaultMaxBytes = 256 << 20
+)
 
-// NewMemoryWith returns an empty store of up to maxTasks tasks.
-func NewMemoryWith(maxTasks int) *Memory {
-	return &Memory{records: map[string]memoryRecord{}, maxTasks: maxTasks, now: time.Now}
+// ErrFull is wrapped in the error of a Memory store's Create when the new
+// task does not fit in its bounds.
+var ErrFull = errors.New("tasks: the memory store is full")
+
+// NewMemory returns an empty store with the default bounds.
+func NewMemory() *Memory { return NewMemoryWith(MemoryOptions{}) }
+
+// NewMemoryWith returns an empty store with the bounds of opts.
+func NewMemoryWith(opts MemoryOptions) *Memory {
+	if opts.MaxTasks <= 0 {
+		opts.MaxTasks = DefaultMaxTasks
+	}
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	return &Memory{records: map[string]memoryRecord{}, opts: opts, now: time.Now}
 }
 
 var _ stateless.TaskStore = (*Memory)(nil)
 
+// holds is the room a record takes in the store.
+func holds(rec *stateless.TaskRecord) int {
+	if rec.Status.Terminal() {
+		return rec.StoredSize()
+	}
+	return max(rec.StoredSize(), stateless.MaxTaskRecordBytes)
+}
+
 // Create implements stateless.TaskStore.
 func (m *Memory) Create(ctx context.Context, rec *stateless.TaskRecord) error {
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("tasks: encoding the task: %w", err)
+	if n := rec.StoredSize(); n > stateless.MaxTaskRecordBytes {
+		return fmt.Errorf("tasks: a record of %d bytes: %w", n, stateless.ErrTaskTooLarge)
 	}
+	r := memoryRecord{rec: clone(rec), held: holds(rec)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	if r, ok := m.records[rec.ID]; ok && now.Before(r.expiresAt) {
-		return stateless.ErrTaskExists
+	if old, ok := m.records[rec.ID]; ok {
+		if now.Before(old.rec.ExpiresAt) {
+			return stateless.ErrTaskExists
+		}
+		m.forget(rec.ID)
 	}
-	if len(m.records) >= m.maxTasks {
+	if !m.fits(r.held) {
 		m.sweep(now)
-		if len(m.records) >= m.maxTasks {
-			return fmt.Errorf("tasks: the memory store holds %d live tasks, its limit", len(m.records))
+		if !m.fits(r.held) {
+			return fmt.Errorf("tasks: %d live tasks hold %d bytes of at most %d tasks and %d bytes: %w",
+				len(m.records), m.held, m.opts.MaxTasks, m.opts.MaxBytes, ErrFull)
 		}
 	}
-	m.records[rec.ID] = memoryRecord{version: rec.Version, expiresAt: rec.ExpiresAt, body: body}
+	m.records[rec.ID] = r
+	m.held += r.held
 	return nil
+}
+
+func (m *Memory) fits(held int) bool {
+	return len(m.records) < m.opts.MaxTasks && m.held+held <= m.opts.MaxBytes
 }
 
 // Load implements stateless.TaskStore.
 func (m *Memory) Load(ctx context.Context, id string) (*stateless.TaskRecord, error) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	r, ok := m.records[id]
-	m.mu.Unlock()
-	if !ok || !m.now().Before(r.expiresAt) {
+	if !ok || !m.now().Before(r.rec.ExpiresAt) {
 		return nil, stateless.ErrNoTask
 	}
-	var rec stateless.TaskRecord
-	if err := json.Unmarshal(r.body, &rec); err != nil {
-		return nil, fmt.Errorf("tasks: decoding the task: %w", err)
-	}
-	return &rec, nil
+	return clone(r.rec), nil
 }
 
-// Replace implements stateless.TaskStore.
+// Replace implements stateless.TaskStore. A record is replaced within the
+// room it held: a live one's is the largest record, an ended one's
+// cannot grow (the server changes no ended task).
 func (m *Memory) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("tasks: encoding the task: %w", err)
+	if n := rec.StoredSize(); n > stateless.MaxTaskRecordBytes {
+		return fmt.Errorf("tasks: a record of %d bytes: %w", n, stateless.ErrTaskTooLarge)
 	}
+	next := memoryRecord{rec: clone(rec), held: holds(rec)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.records[rec.ID]
 	switch {
-	case !ok || !m.now().Before(r.expiresAt):
+	case !ok || !m.now().Before(r.rec.ExpiresAt):
 		return stateless.ErrNoTask
-	case r.version != prev:
+	case r.rec.Version != prev:
 		return stateless.ErrTaskConflict
+	case next.held > r.held && m.held-r.held+next.held > m.opts.MaxBytes:
+		return fmt.Errorf("tasks: an ended task cannot grow in a full store: %w", ErrFull)
 	}
-	m.records[rec.ID] = memoryRecord{version: rec.Version, expiresAt: rec.ExpiresAt, body: body}
+	m.held += next.held - r.held
+	m.records[rec.ID] = next
 	return nil
+}
+
+// forget drops the record with id.
+func (m *Memory) forget(id string) {
+	m.held -= m.records[id].held
+	delete(m.records, id)
 }
 
 // sweep forgets expired tasks.
 func (m *Memory) sweep(now time.Time) {
 	for id, r := range m.records {
-		if !now.Before(r.expiresAt) {
-			delete(m.records, id)
+		if !now.Before(r.rec.ExpiresAt) {
+			m.forget(id)
 		}
 	}
+}
+
+// clone returns a deep copy of rec, its times without monotonic readings,
+// as a record read back from a shared store has them.
+func clone(rec *stateless.TaskRecord) *stateless.TaskRecord {
+	c := *rec
+	c.CreatedAt, c.UpdatedAt, c.ExpiresAt, c.LeaseUntil = rec.CreatedAt.Round(0), rec.UpdatedAt.Round(0), rec.ExpiresAt.Round(0), rec.LeaseUntil.Round(0)
+	c.Arguments, c.Capabilities, c.Result, c.Error = cloneRaw(rec.Arguments), cloneRaw(rec.Capabilities), cloneRaw(rec.Result), cloneRaw(rec.Error)
+	c.State = bytes.Clone(rec.State)
+	c.Responses, c.Requests = cloneRaws(rec.Responses), cloneRaws(rec.Requests)
+	c.Asked = slices.Clone(rec.Asked)
+	return &c
+}
+
+func cloneRaw(b json.RawMessage) json.RawMessage { return bytes.Clone(b) }
+
+func cloneRaws(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	c := maps.Clone(m)
+	for k, v := range c {
+		c[k] = cloneRaw(v)
+	}
+	return c
 }

@@ -1,0 +1,336 @@
+package tasks
+
+// A task record as a DynamoDB item: every member its own attribute, raw
+// JSON and binary as binary, strings as strings, so that the item's size
+// is the record's raw size (stateless.TaskRecord.StoredSize) plus the
+// attribute names and a few numbers. Nothing is escaped or re-encoded: a
+// result of 190 KB of "<" is 190 KB in the table.
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute
+// names and values.
+const MaxItemBytes = 400 << 10
+
+// The attributes of a task item besides its key.
+const (
+	attrVersion      = "version"
+	attrExpiresAt    = "expires_at" // epoch seconds, the table's TTL attribute
+	attrExpires      = "expires_ns"
+	attrStatus       = "status"
+	attrPrincipal    = "principal"
+	attrTool         = "tool"
+	attrMessage      = "message"
+	attrCreated      = "created_ns"
+	attrUpdated      = "updated_ns"
+	attrProtocol     = "protocol_version"
+	attrKey          = "idempotency_key"
+	attrArguments    = "arguments"
+	attrCapabilities = "capabilities"
+	attrState        = "state"
+	attrHasState     = "has_state"
+	attrResponses    = "responses"
+	attrRequests     = "requests"
+	attrAsked        = "asked"
+	attrResult       = "result"
+	attrError        = "error"
+	attrOwner        = "owner"
+	attrLease        = "lease_ns"
+	attrAttempts     = "attempts"
+	// attrBody is the whole record as JSON, as items were written before
+	// this layout; such items are still read.
+	attrBody = "body"
+)
+
+// encodeItem returns rec as an item with key; stateless.ErrTaskTooLarge
+// when the item would be over MaxItemBytes.
+func encodeItem(key map[string]types.AttributeValue, rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
+	it := make(map[string]types.AttributeValue, len(key)+20)
+	for k, v := range key {
+		it[k] = v
+	}
+	it[attrVersion] = num(rec.Version)
+	it[attrExpiresAt] = num(rec.ExpiresAt.Unix())
+	tm := func(name string, t time.Time) {
+		if !t.IsZero() {
+			it[name] = num(t.UnixNano())
+		}
+	}
+	tm(attrExpires, rec.ExpiresAt)
+	tm(attrCreated, rec.CreatedAt)
+	tm(attrUpdated, rec.UpdatedAt)
+	tm(attrLease, rec.LeaseUntil)
+	str := func(name, v string) {
+		if v != "" {
+			it[name] = &types.AttributeValueMemberS{Value: v}
+		}
+	}
+	bin := func(name string, v []byte) {
+		if v != nil {
+			it[name] = &types.AttributeValueMemberB{Value: v}
+		}
+	}
+	raws := func(name string, m map[string]json.RawMessage) {
+		if m != nil {
+			av := make(map[string]types.AttributeValue, len(m))
+			for k, v := range m {
+				av[k] = &types.AttributeValueMemberB{Value: v}
+			}
+			it[name] = &types.AttributeValueMemberM{Value: av}
+		}
+	}
+	str(attrStatus, string(rec.Status))
+	str(attrPrincipal, rec.Principal)
+	str(attrTool, rec.Tool)
+	str(attrMessage, rec.Message)
+	str(attrProtocol, rec.ProtocolVersion)
+	str(attrKey, rec.IdempotencyKey)
+	str(attrOwner, rec.Owner)
+	bin(attrArguments, rec.Arguments)
+	bin(attrCapabilities, rec.Capabilities)
+	bin(attrState, rec.State)
+	bin(attrResult, rec.Result)
+	bin(attrError, rec.Error)
+	if rec.HasState {
+		it[attrHasState] = &types.AttributeValueMemberBOOL{Value: true}
+	}
+	if rec.Attempts != 0 {
+		it[attrAttempts] = num(int64(rec.Attempts))
+	}
+	raws(attrResponses, rec.Responses)
+	raws(attrRequests, rec.Requests)
+	if rec.Asked != nil {
+		l := make([]types.AttributeValue, len(rec.Asked))
+		for i, k := range rec.Asked {
+			l[i] = &types.AttributeValueMemberS{Value: k}
+		}
+		it[attrAsked] = &types.AttributeValueMemberL{Value: l}
+	}
+	if n := ItemSize(it); n > MaxItemBytes {
+		return nil, fmt.Errorf("tasks: the task's item would be %d bytes, over DynamoDB's %d: %w", n, MaxItemBytes, stateless.ErrTaskTooLarge)
+	}
+	return it, nil
+}
+
+// errItem is the cause of an item that is not a task record.
+var errItem = errors.New("tasks: not a task item")
+
+// decodeItem reads a task record from an item that encodeItem wrote (or
+// one with the older JSON body).
+func decodeItem(it map[string]types.AttributeValue) (*stateless.TaskRecord, error) {
+	if b, ok := it[attrBody].(*types.AttributeValueMemberB); ok {
+		var rec stateless.TaskRecord
+		if err := json.Unmarshal(b.Value, &rec); err != nil {
+			return nil, fmt.Errorf("tasks: decoding the task: %w", err)
+		}
+		return &rec, nil
+	}
+	d := itemReader{it: it}
+	rec := &stateless.TaskRecord{
+		Version:         d.num(attrVersion),
+		Status:          stateless.TaskStatus(d.str(attrStatus)),
+		Principal:       d.str(attrPrincipal),
+		Tool:            d.str(attrTool),
+		Message:         d.str(attrMessage),
+		CreatedAt:       d.nanos(attrCreated),
+		UpdatedAt:       d.nanos(attrUpdated),
+		LeaseUntil:      d.nanos(attrLease),
+		ProtocolVersion: d.str(attrProtocol),
+		IdempotencyKey:  d.str(attrKey),
+		Owner:           d.str(attrOwner),
+		Arguments:       d.bin(attrArguments),
+		Capabilities:    d.bin(attrCapabilities),
+		State:           d.bin(attrState),
+		Result:          d.bin(attrResult),
+		Error:           d.bin(attrError),
+		Responses:       d.raws(attrResponses),
+		Requests:        d.raws(attrRequests),
+		Asked:           d.strs(attrAsked),
+		Attempts:        int(d.optNum(attrAttempts)),
+	}
+	if v, ok := it[attrHasState]; ok {
+		b, isBool := v.(*types.AttributeValueMemberBOOL)
+		rec.HasState = isBool && b.Value
+		if !isBool {
+			d.fail(attrHasState)
+		}
+	}
+	rec.ExpiresAt = d.nanos(attrExpires)
+	d.num(attrExpiresAt)
+	if d.err != nil {
+		return nil, d.err
+	}
+	return rec, nil
+}
+
+// itemReader reads attributes of a task item, remembering the first that
+// is missing or of the wrong type.
+type itemReader struct {
+	it  map[string]types.AttributeValue
+	err error
+}
+
+func (d *itemReader) fail(name string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: attribute %s missing or of the wrong type", errItem, name)
+	}
+}
+
+func (d *itemReader) str(name string) string {
+	v, ok := d.it[name]
+	if !ok {
+		return ""
+	}
+	s, ok := v.(*types.AttributeValueMemberS)
+	if !ok {
+		d.fail(name)
+		return ""
+	}
+	return s.Value
+}
+
+func (d *itemReader) bin(name string) []byte {
+	v, ok := d.it[name]
+	if !ok {
+		return nil
+	}
+	b, ok := v.(*types.AttributeValueMemberB)
+	if !ok {
+		d.fail(name)
+		return nil
+	}
+	if b.Value == nil {
+		return []byte{}
+	}
+	return b.Value
+}
+
+func (d *itemReader) optNum(name string) int64 {
+	if _, ok := d.it[name]; !ok {
+		return 0
+	}
+	return d.num(name)
+}
+
+func (d *itemReader) num(name string) int64 {
+	n, ok := d.it[name].(*types.AttributeValueMemberN)
+	if !ok {
+		d.fail(name)
+		return 0
+	}
+	v, err := strconv.ParseInt(n.Value, 10, 64)
+	if err != nil {
+		d.fail(name)
+	}
+	return v
+}
+
+// nanos reads a time kept as epoch nanoseconds; absent, the zero time.
+func (d *itemReader) nanos(name string) time.Time {
+	if _, ok := d.it[name]; !ok {
+		return time.Time{}
+	}
+	return time.Unix(0, d.num(name)).UTC()
+}
+
+func (d *itemReader) raws(name string) map[string]json.RawMessage {
+	v, ok := d.it[name]
+	if !ok {
+		return nil
+	}
+	m, ok := v.(*types.AttributeValueMemberM)
+	if !ok {
+		d.fail(name)
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m.Value))
+	for k, e := range m.Value {
+		b, ok := e.(*types.AttributeValueMemberB)
+		if !ok {
+			d.fail(name)
+			return nil
+		}
+		out[k] = b.Value
+	}
+	return out
+}
+
+func (d *itemReader) strs(name string) []string {
+	v, ok := d.it[name]
+	if !ok {
+		return nil
+	}
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		d.fail(name)
+		return nil
+	}
+	out := make([]string, len(l.Value))
+	for i, e := range l.Value {
+		s, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			d.fail(name)
+			return nil
+		}
+		out[i] = s.Value
+	}
+	return out
+}
+
+// ItemSize is the size DynamoDB counts for an item, by its documented
+// rules ("Item sizes and formats", DynamoDB developer guide): each
+// attribute's name in UTF-8 bytes plus its value — a string its UTF-8
+// bytes, a binary its raw bytes, a number up to 21 bytes (counted here
+// as 21 always), a Boolean or null one byte, a list or map 3 bytes plus
+// one byte per element plus its elements (a map's element names
+// included). It never counts less than DynamoDB does.
+func ItemSize(it map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range it {
+		n += len(k) + valueSize(v)
+	}
+	return n
+}
+
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return 21
+	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
+		return 1
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += len(k) + valueSize(e) + 1
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += valueSize(e) + 1
+		}
+		return n
+	case *types.AttributeValueMemberSS:
+		n := 3
+		for _, e := range v.Value {
+			n += len(e) + 1
+		}
+		return n
+	}
+	// Sets of numbers and binaries are not used by task items.
+	return MaxItemBytes + 1
+}
