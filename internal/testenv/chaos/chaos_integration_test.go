@@ -100,6 +100,18 @@ func TestChaos(t *testing.T) {
 	}()
 	load.Run(ctx)
 	<-faultsDone
+	// The workers still running (a duplicate delivery, a retried one)
+	// end before the table is read.
+	workersDone := make(chan struct{})
+	go func() {
+		c.Invoke.Wait()
+		close(workersDone)
+	}()
+	select {
+	case <-workersDone:
+	case <-time.After(90 * time.Second):
+		t.Errorf("the harness failed: task workers still running 90 s after the load")
+	}
 	c.Pool.Settle()
 	total := time.Since(loadStart)
 
@@ -107,12 +119,15 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := load.Check(notes)
+	res := load.Check(notes, c.Pool.KilledTasks())
+	events, duplicated := c.Invoke.Accepted()
+	deliveries, deliveryFailed := c.Invoke.Delivered()
 	sum := Summary{
 		Title: fmt.Sprintf("chaos %s run of the function %s (harness at %s), seed %d, %s from start to checks",
 			p.name, load.Version(), commit, runSeed, time.Since(began).Round(time.Second)),
 		Instances: p.instances, Workers: p.workers, Load: p.load, Total: total,
 		Faults: faults.Counts(), Timeline: faults.Timeline(), Ops: load.Ops(),
+		Pool: c.Pool.Stats(), Events: events, Duplicated: duplicated, Deliveries: deliveries, DeliveryFailed: deliveryFailed,
 	}
 	var report bytes.Buffer
 	WriteReport(&report, sum, load.Stats(), res)
@@ -144,13 +159,18 @@ func TestChaos(t *testing.T) {
 	}
 	// A run that injected nothing, or did nothing, proves nothing.
 	injected := sum.Faults
-	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultKMSOutage} {
+	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultKMSOutage,
+		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome} {
 		if injected[f] == 0 {
 			t.Errorf("no fault %q was injected", f)
 		}
 	}
-	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 {
-		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads", res.KeysSucceeded, res.DeletesSucceeded, res.Reads)
+	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 || res.TaskEnds["completed"] == 0 || res.TaskEnds["cancelled"] == 0 {
+		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads, %d tasks completed, %d cancelled",
+			res.KeysSucceeded, res.DeletesSucceeded, res.Reads, res.TaskEnds["completed"], res.TaskEnds["cancelled"])
+	}
+	if streamed := sum.Pool.Streamed; streamed == 0 || duplicated == 0 || sum.Pool.WorkerRuns == 0 {
+		t.Errorf("the load did too little: %d requests through the streaming door, %d worker runs, %d delivered twice", streamed, sum.Pool.WorkerRuns, duplicated)
 	}
 	for check, n := range res.ByCheck() {
 		if n > 0 {

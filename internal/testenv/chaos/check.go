@@ -2,9 +2,11 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,10 +23,13 @@ const (
 	CheckRecovered   = "retryable-not-recovered" // a request answered retryable ends in success once faults stop
 	CheckSingleUse   = "single-use-state"        // a confirmed state deletes at most once; the note is gone exactly when a delete succeeded
 	CheckUnexpected  = "unexpected-answer"       // every definitive answer is one the flow allows
+	CheckTaskEnd     = "task-not-completed"      // a task pursued ends completed, or cancelled when it was cancelled
+	CheckTaskPerKey  = "task-per-key"            // every answer for a key names the same task; the table holds one task for it
 )
 
 // Checks lists every check.
-var Checks = []string{CheckExactlyOnce, CheckLostWrite, CheckReplay, CheckGateway, CheckRecovered, CheckSingleUse, CheckUnexpected}
+var Checks = []string{CheckExactlyOnce, CheckLostWrite, CheckReplay, CheckGateway, CheckRecovered, CheckSingleUse, CheckUnexpected,
+	CheckTaskEnd, CheckTaskPerKey}
 
 // Violation is one failed check, with what explains it.
 type Violation struct {
@@ -36,18 +41,41 @@ type Violation struct {
 	Attempts []Attempt
 }
 
-// Notes is the note book as the table holds it, read directly (not
-// through the fault proxy).
+// Notes is what the table holds, read directly (not through the fault
+// proxy): the note book, the effects' execution records, the tasks.
 type Notes struct {
 	// ByMarker are the note ids whose text carries each marker.
 	ByMarker map[string][]string
 	// IDs is every note id.
 	IDs map[string]bool
+	// Deletions counts each note's deletions, from its deletion record
+	// (sk "#deleted#<id>", deletes N).
+	Deletions map[string]int
+	// ExportRuns counts each task's completed export runs, from its
+	// record (sk "#export#<task id>", runs SS).
+	ExportRuns map[string]int
+	// Tasks are the task items, by task id.
+	Tasks map[string]*TaskItem
 }
 
-// ScanNotes reads every note item of the table with consistent reads.
+// TaskItem is one task item of the table: pk "task#<id>", its fields as
+// attributes (status S, principal S, idempotency_key S, attempts N);
+// an item that holds the record as one JSON attribute (body B) is read
+// from that.
+type TaskItem struct {
+	ID, Status, Principal, Key string
+	Attempts                   int
+}
+
+// NewNotes returns an empty table's contents.
+func NewNotes() *Notes {
+	return &Notes{ByMarker: map[string][]string{}, IDs: map[string]bool{}, Deletions: map[string]int{}, ExportRuns: map[string]int{},
+		Tasks: map[string]*TaskItem{}}
+}
+
+// ScanNotes reads every item of the table with consistent reads.
 func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, error) {
-	n := &Notes{ByMarker: map[string][]string{}, IDs: map[string]bool{}}
+	n := NewNotes()
 	p := dynamodb.NewScanPaginator(c, &dynamodb.ScanInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -57,6 +85,24 @@ func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, e
 		for _, it := range page.Items {
 			pk, _ := it["pk"].(*types.AttributeValueMemberS)
 			sk, _ := it["sk"].(*types.AttributeValueMemberS)
+			if pk != nil && strings.HasPrefix(pk.Value, "task#") {
+				if t := taskItem(strings.TrimPrefix(pk.Value, "task#"), it); t != nil {
+					n.Tasks[t.ID] = t
+				}
+				continue
+			}
+			if pk != nil && sk != nil && strings.HasPrefix(pk.Value, "notes#") {
+				if id, ok := strings.CutPrefix(sk.Value, "#deleted#"); ok {
+					n.Deletions[id] = int(numberAttr(it, "deletes"))
+					continue
+				}
+				if id, ok := strings.CutPrefix(sk.Value, "#export#"); ok {
+					if runs, ok := it["runs"].(*types.AttributeValueMemberSS); ok {
+						n.ExportRuns[id] = len(runs.Value)
+					}
+					continue
+				}
+			}
 			if pk == nil || sk == nil || !strings.HasPrefix(pk.Value, "notes#") || !strings.HasPrefix(sk.Value, "n") {
 				continue // claims, redemptions, counters
 			}
@@ -69,6 +115,44 @@ func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, e
 		}
 	}
 	return n, nil
+}
+
+// taskItem reads a task item, or nil for one it cannot read.
+func taskItem(id string, it map[string]types.AttributeValue) *TaskItem {
+	str := func(name string) string {
+		v, _ := it[name].(*types.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	if st := str("status"); st != "" {
+		return &TaskItem{ID: id, Status: st, Principal: str("principal"), Key: str("idempotency_key"), Attempts: int(numberAttr(it, "attempts"))}
+	}
+	body, _ := it["body"].(*types.AttributeValueMemberB)
+	if body == nil {
+		return nil
+	}
+	var rec struct {
+		Status    string `json:"status"`
+		Principal string `json:"principal"`
+		Key       string `json:"idempotencyKey"`
+		Attempts  int    `json:"attempts"`
+	}
+	if json.Unmarshal(body.Value, &rec) != nil {
+		return nil
+	}
+	return &TaskItem{ID: id, Status: rec.Status, Principal: rec.Principal, Key: rec.Key, Attempts: rec.Attempts}
+}
+
+// numberAttr reads an integer attribute; 0 when absent.
+func numberAttr(it map[string]types.AttributeValue, name string) int64 {
+	v, _ := it[name].(*types.AttributeValueMemberN)
+	if v == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(v.Value, 10, 64)
+	return n
 }
 
 // marker is the "mk:<key>;" a note's text carries.
@@ -97,9 +181,25 @@ type Result struct {
 	Deletes, DeletesSucceeded, SecondRefused int
 	// DeletesUnknown are deletes whose note is gone though no answer
 	// said so: a redemption was killed mid-call and nothing it was
-	// answered since tells whether it ran.
+	// answered since tells whether it ran (its deletion record does).
 	DeletesUnknown int
-	Reads          int
+	// DeleteExecutions counts the confirmed deletes' notes by their
+	// deletion records: deleted 0, 1, 2+ times.
+	DeleteExecutions [3]int
+	Reads            int
+	// Task keys by kind; those answered with a task, and how their
+	// tasks ended as tasks/get last told: by status ("" for a task never
+	// seen to end).
+	TaskKeys, TasksCreated int
+	TaskKeysByKind         map[string]int
+	TaskEnds               map[string]int
+	// TaskExecutions counts the answered tasks by the runs of their
+	// handler recorded at its effect: 0, 1, 2+. TasksKilled are tasks
+	// whose worker was killed while it ran them; TaskReruns the runs
+	// beyond the first that such kills explain.
+	TaskExecutions          [3]int
+	TasksKilled, TaskReruns int
+	TaskPolls               int
 }
 
 // ByCheck counts the violations of each check (every check present).
@@ -114,11 +214,13 @@ func (r *Result) ByCheck() map[string]int {
 	return m
 }
 
-// Check checks what the load recorded against the table.
-func (l *Load) Check(notes *Notes) *Result {
+// Check checks what the load recorded against the table. killed counts,
+// by task id, the kills of an instance while it ran the task's worker
+// (Pool.KilledTasks): each allows one more run of the task's handler.
+func (l *Load) Check(notes *Notes, killed map[string]int) *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	r := &Result{KeysByKind: map[string]int{}}
+	r := &Result{KeysByKind: map[string]int{}, TaskKeysByKind: map[string]int{}, TaskEnds: map[string]int{}}
 	add := func(check, subject, detail string, hs ...*History) {
 		v := Violation{Check: check, Subject: subject, Detail: detail}
 		for _, h := range hs {
@@ -129,12 +231,11 @@ func (l *Load) Check(notes *Notes) *Result {
 		r.Violations = append(r.Violations, v)
 	}
 
-	// Notes deleted by an acknowledged delete, or gone after a
-	// redemption whose outcome no client learned, by the key that added
-	// them: a note gone that way was deleted, not lost.
+	// Notes a delete removed, by the key that added them, as their
+	// deletion records say: a note gone that way was deleted, not lost.
 	gone := map[*KeyRecord]map[string]bool{}
 	for _, d := range l.deletes {
-		if d.succeeded() || d.unknown() && !notes.IDs[d.NoteID] {
+		if notes.Deletions[d.NoteID] > 0 {
 			if gone[d.Note] == nil {
 				gone[d.Note] = map[string]bool{}
 			}
@@ -232,9 +333,21 @@ func (l *Load) Check(notes *Notes) *Result {
 		if executions > 1 {
 			add(CheckSingleUse, subject, fmt.Sprintf("the state was redeemed %d times: %s", executions, summary), hs...)
 		}
+		// The delete's effect, counted where it happened.
+		deleted := notes.Deletions[d.NoteID]
+		r.DeleteExecutions[min(deleted, 2)]++
+		if deleted > 1 {
+			add(CheckExactlyOnce, subject, fmt.Sprintf("the note's deletion record counts %d deletes: %s", deleted, summary), hs...)
+		}
 		switch present := notes.IDs[d.NoteID]; {
 		case success && present:
 			add(CheckSingleUse, subject, "a delete succeeded but the note is still in the table: "+summary, hs...)
+		case success && deleted == 0:
+			add(CheckSingleUse, subject, "a delete succeeded and the note is gone, but no deletion is recorded: "+summary, hs...)
+		case present && deleted > 0:
+			add(CheckSingleUse, subject, fmt.Sprintf("the note is in the table, yet its deletion record counts %d: %s", deleted, summary), hs...)
+		case !success && !present && deleted == 0:
+			// Gone, and no delete ran: the add's check reports it lost.
 		case !success && !present && d.unknown():
 			// A redemption was killed mid-call and no retry of it could
 			// learn what it did (a call without a key, or one refused
@@ -270,7 +383,99 @@ func (l *Load) Check(notes *Notes) *Result {
 			add(CheckUnexpected, subject, "a resend with the first redemption's key was refused instead of replayed: "+summary, d.Redemptions[2].Hist)
 		}
 	}
+	l.checkTasks(r, notes, killed, add)
 	return r
+}
+
+// checkTasks checks the export tasks: one task per key, each ended
+// completed (or cancelled, when a cancel was sent), its handler run once
+// at its effect, or once more for each kill of a worker running it.
+func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add func(check, subject, detail string, hs ...*History)) {
+	byKey := map[string][]*TaskItem{}
+	for _, t := range notes.Tasks {
+		if t.Key != "" {
+			byKey[t.Key] = append(byKey[t.Key], t)
+		}
+	}
+	for _, k := range l.tasks {
+		k.mu.Lock()
+		r.TaskKeys++
+		r.TaskKeysByKind[k.Kind]++
+		subject := "task key " + k.Key
+		hs := append(append(slices.Clone(k.Creates), k.Polls...), k.Cancel)
+		for _, h := range k.Polls {
+			if h != nil {
+				r.TaskPolls++
+			}
+		}
+		for _, u := range k.Unexpected {
+			add(CheckUnexpected, subject, u, hs...)
+		}
+		for _, h := range k.Creates {
+			if h.Final == nil {
+				add(CheckRecovered, subject, fmt.Sprintf("the create given up after %d attempts, last %s", len(h.Attempts), last(h)), h)
+			}
+		}
+		if k.Cancel != nil && k.Cancel.Final == nil {
+			add(CheckRecovered, subject, fmt.Sprintf("tasks/cancel given up after %d attempts, last %s", len(k.Cancel.Attempts), last(k.Cancel)), k.Cancel)
+		}
+		items := byKey[k.Key]
+		slices.SortFunc(items, func(a, b *TaskItem) int { return strings.Compare(a.ID, b.ID) })
+		var itemIDs []string
+		for _, t := range items {
+			itemIDs = append(itemIDs, t.ID)
+		}
+		ids := slices.Compact(slices.Sorted(slices.Values(k.IDs)))
+		if len(ids) > 1 {
+			add(CheckTaskPerKey, subject, fmt.Sprintf("the answers name %d tasks: %v", len(ids), k.IDs), hs...)
+		}
+		if len(items) > 1 {
+			add(CheckTaskPerKey, subject, fmt.Sprintf("the table holds %d tasks for the key: %v", len(items), itemIDs), hs...)
+		}
+		if len(ids) == 0 {
+			k.mu.Unlock()
+			continue
+		}
+		r.TasksCreated++
+		id := k.IDs[0]
+		if !slices.Contains(itemIDs, id) {
+			add(CheckLostWrite, subject, fmt.Sprintf("task %s was answered but the table holds no such task for the key (it holds %v)", id, itemIDs), hs...)
+		}
+		cancelled := k.Cancel != nil
+		status := k.Status
+		if !terminal(status) {
+			status = ""
+		}
+		r.TaskEnds[status]++
+		switch {
+		case status == "completed" && k.Final.Result["result"] == nil:
+			add(CheckTaskEnd, subject, fmt.Sprintf("task %s completed without a result: %s", id, k.Final.Describe()), hs...)
+		case status == "completed":
+			if res, _ := k.Final.Result["result"].(map[string]any); res["isError"] == true {
+				add(CheckTaskEnd, subject, fmt.Sprintf("task %s completed with a tool error: %v", id, res), hs...)
+			}
+		case status == "cancelled" && cancelled:
+		case status == "":
+			add(CheckTaskEnd, subject, fmt.Sprintf("task %s did not end: last status %q after %d polls", id, k.Status, len(k.Polls)), hs...)
+		default:
+			e, _ := json.Marshal(k.Final.Result["error"])
+			add(CheckTaskEnd, subject, fmt.Sprintf("task %s ended %s (cancel sent: %v) %s", id, status, cancelled, e), hs...)
+		}
+		runs, allowed := notes.ExportRuns[id], 1+killed[id]
+		r.TaskExecutions[min(runs, 2)]++
+		if killed[id] > 0 {
+			r.TasksKilled++
+		}
+		switch {
+		case runs > allowed:
+			add(CheckExactlyOnce, subject, fmt.Sprintf("task %s: its handler ran %d times at its effect, its worker killed mid-run %d times", id, runs, killed[id]), hs...)
+		case runs > 1:
+			r.TaskReruns += runs - 1
+		case runs == 0 && status == "completed":
+			add(CheckExactlyOnce, subject, fmt.Sprintf("task %s completed, but no run of its handler is recorded", id), hs...)
+		}
+		k.mu.Unlock()
+	}
 }
 
 // succeeded reports whether some redemption was answered with the

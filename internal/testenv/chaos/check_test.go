@@ -3,6 +3,8 @@ package chaos
 import (
 	"strings"
 	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // answered is a definitive success answer naming a note.
@@ -18,9 +20,9 @@ func okHistory(a *Answer) *History { return &History{Final: a, Attempts: []Attem
 
 // violations runs the checks and returns the checks that failed, with
 // their subjects.
-func violations(l *Load, n *Notes) map[string][]string {
+func violations(l *Load, n *Notes, killed map[string]int) map[string][]string {
 	out := map[string][]string{}
-	for _, v := range l.Check(n).Violations {
+	for _, v := range l.Check(n, killed).Violations {
 		out[v.Check] = append(out[v.Check], v.Subject)
 	}
 	return out
@@ -44,11 +46,10 @@ func TestCheckKeys(t *testing.T) {
 		{Key: "ghost", Marker: "mk:ghost;", Kind: "add"},                                          // not answered, yet two notes
 		{Key: "unanswered", Marker: "mk:unanswered;", Kind: "add", Reqs: []*History{{What: "x"}}}, // given up
 	}}
-	n := &Notes{
-		ByMarker: map[string][]string{"mk:once;": {"n1"}, "mk:twice;": {"n2", "n3"}, "mk:differs;": {"n5", "n6"}, "mk:ghost;": {"n7", "n8"}},
-		IDs:      map[string]bool{"n1": true, "n2": true, "n3": true, "n5": true, "n6": true, "n7": true, "n8": true},
-	}
-	got := violations(l, n)
+	n := NewNotes()
+	n.ByMarker = map[string][]string{"mk:once;": {"n1"}, "mk:twice;": {"n2", "n3"}, "mk:differs;": {"n5", "n6"}, "mk:ghost;": {"n7", "n8"}}
+	n.IDs = map[string]bool{"n1": true, "n2": true, "n3": true, "n5": true, "n6": true, "n7": true, "n8": true}
+	got := violations(l, n, nil)
 	want := map[string][]string{
 		CheckExactlyOnce: {"twice", "lost", "differs", "ghost"},
 		CheckLostWrite:   {"lost"},
@@ -65,7 +66,7 @@ func TestCheckKeys(t *testing.T) {
 			t.Errorf("unexpected %s: %v", c, got[c])
 		}
 	}
-	r := l.Check(n)
+	r := l.Check(n, nil)
 	// 0: lost, never, unanswered; 1: once; 2+: twice, differs, ghost.
 	if r.Executions != [3]int{3, 1, 3} {
 		t.Errorf("executions %v", r.Executions)
@@ -92,26 +93,36 @@ func TestCheckDeletes(t *testing.T) {
 		flow("b", "concurrent", red("first", "deleted", deleted), red("second", "deleted", deleted)),
 		// Answered deleted, the note still there.
 		flow("c", "after", red("first", "deleted", deleted), red("second", "refused", refused)),
-		// Gone, nothing deleted it, nothing was killed.
+		// Gone, a delete recorded, yet no answer said so and nothing was killed.
 		flow("d", "concurrent", red("first", "refused", refused), red("second", "refused", refused)),
 		// Gone after the unkeyed second was killed mid-call: unknown, fine.
 		flow("e", "concurrent", red("first", "refused", refused), red("second", "refused", refused, killed)),
 		// The keyed first, alone, refused after its instance was killed.
 		flow("f", "after", red("first", "refused", refused, killed), red("second", "refused", refused)),
+		// A double execution at the effect: answered once, deleted twice.
+		flow("g", "after", red("first", "deleted", deleted), red("second", "refused", refused)),
+		// Gone with no delete recorded: lost.
+		flow("h", "concurrent", red("first", "refused", refused), red("second", "refused", refused)),
+		// Answered deleted, gone, but no deletion recorded.
+		flow("i", "after", red("first", "deleted", deleted), red("second", "refused", refused)),
 	}
 	l := &Load{}
 	for _, d := range deletes {
 		l.deletes = append(l.deletes, d)
 		l.keys = append(l.keys, d.Note)
 	}
-	n := &Notes{ByMarker: map[string][]string{"mk:kc;": {"c"}, "mk:kf;": {"f"}}, IDs: map[string]bool{"c": true, "f": true}}
-	got := violations(l, n)
+	n := NewNotes()
+	n.ByMarker = map[string][]string{"mk:kc;": {"c"}, "mk:kf;": {"f"}}
+	n.IDs = map[string]bool{"c": true, "f": true}
+	n.Deletions = map[string]int{"a": 1, "b": 1, "d": 1, "e": 1, "g": 2}
+	got := violations(l, n, nil)
 	want := map[string][]string{
-		CheckSingleUse: {"delete b (concurrent, key )", "delete c (after, key )", "delete d (concurrent, key )"},
+		CheckSingleUse: {"delete b (concurrent, key )", "delete c (after, key )", "delete d (concurrent, key )", "delete i (after, key )"},
 		CheckRecovered: {"delete f (after, key )"},
-		// d's note was answered to its add and is gone unexplained.
-		CheckExactlyOnce: {"kd"},
-		CheckLostWrite:   {"kd"},
+		// h's and i's notes were answered to their adds and are gone
+		// with no deletion recorded; g's note was deleted twice.
+		CheckExactlyOnce: {"kh", "ki", "delete g (after, key )"},
+		CheckLostWrite:   {"kh", "ki"},
 	}
 	for c, subjects := range want {
 		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
@@ -123,7 +134,105 @@ func TestCheckDeletes(t *testing.T) {
 			t.Errorf("unexpected %s: %v", c, got[c])
 		}
 	}
-	if r := l.Check(n); r.DeletesUnknown != 1 || r.DeletesSucceeded != 3 {
+	r := l.Check(n, nil)
+	if r.DeletesUnknown != 1 || r.DeletesSucceeded != 5 {
 		t.Errorf("unknown %d, succeeded %d", r.DeletesUnknown, r.DeletesSucceeded)
+	}
+	// 0: c, f, h, i; 1: a, b, d, e; 2+: g.
+	if r.DeleteExecutions != [3]int{4, 4, 1} {
+		t.Errorf("delete executions %v", r.DeleteExecutions)
+	}
+}
+
+func TestCheckTasks(t *testing.T) {
+	// task is a key whose creates were answered ids and whose last
+	// tasks/get said status.
+	task := func(key, kind, status string, cancel bool, ids ...string) *TaskKey {
+		k := &TaskKey{Key: key, Kind: kind, Status: status}
+		for _, id := range ids {
+			k.IDs = append(k.IDs, id)
+			k.Creates = append(k.Creates, okHistory(&Answer{Status: 200, Result: map[string]any{"resultType": "task", "taskId": id}}))
+		}
+		res := map[string]any{"status": status}
+		switch status {
+		case "completed":
+			res["result"] = map[string]any{"structuredContent": map[string]any{"notes": 0}}
+		case "failed":
+			res["error"] = map[string]any{"code": -32603}
+		}
+		k.Final = &Answer{Status: 200, Result: res}
+		k.Polls = []*History{okHistory(k.Final)}
+		if cancel {
+			k.Cancel = okHistory(&Answer{Status: 200, Result: map[string]any{"resultType": "complete"}})
+		}
+		return k
+	}
+	l := &Load{tasks: []*TaskKey{
+		task("once", "task", "completed", false, "T1"),
+		task("twice", "task", "completed", false, "T2"),  // a planted double execution
+		task("killed", "task", "completed", false, "T3"), // ran twice, its worker killed once: fine
+		task("two", "task-dup-concurrent", "completed", false, "T4", "U4"),
+		task("cancelled", "task", "cancelled", true, "T5"),
+		task("uncalled", "task", "cancelled", false, "T6"), // cancelled though nobody cancelled it
+		task("failed", "task", "failed", false, "T7"),
+		task("working", "task", "working", false, "T8"),
+		task("norun", "task", "completed", false, "T9"),    // completed, no run recorded
+		task("missing", "task", "completed", false, "T10"), // not in the table
+		task("resent", "task-resend", "completed", false, "T11", "T11", "T11"),
+		{Key: "unanswered", Kind: "task", Creates: []*History{{What: "x"}}}, // given up
+	}}
+	n := NewNotes()
+	for key, ids := range map[string][]string{"once": {"T1"}, "twice": {"T2"}, "killed": {"T3"}, "two": {"T4", "U4"}, "cancelled": {"T5"},
+		"uncalled": {"T6"}, "failed": {"T7"}, "working": {"T8"}, "norun": {"T9"}, "resent": {"T11"}} {
+		for _, id := range ids {
+			n.Tasks[id] = &TaskItem{ID: id, Key: key, Status: "completed"}
+		}
+	}
+	n.ExportRuns = map[string]int{"T1": 1, "T2": 2, "T3": 2, "T4": 1, "T6": 1, "T10": 1, "T11": 1}
+	killed := map[string]int{"T3": 1}
+	got := violations(l, n, killed)
+	want := map[string][]string{
+		CheckExactlyOnce: {"task key twice", "task key norun"},
+		CheckTaskPerKey:  {"task key two", "task key two"},
+		CheckTaskEnd:     {"task key uncalled", "task key failed", "task key working"},
+		CheckLostWrite:   {"task key missing"},
+		CheckRecovered:   {"task key unanswered"},
+	}
+	for c, subjects := range want {
+		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
+			t.Errorf("%s: %v, want %v", c, got[c], subjects)
+		}
+	}
+	for c := range got {
+		if want[c] == nil {
+			t.Errorf("unexpected %s: %v", c, got[c])
+		}
+	}
+	r := l.Check(n, killed)
+	// 0: T5, T7, T8, T9; 1: T1, T4, T6, T10, T11; 2+: T2, T3.
+	if r.TaskExecutions != [3]int{4, 5, 2} || r.TaskReruns != 1 || r.TasksKilled != 1 || r.TasksCreated != 11 {
+		t.Errorf("executions %v, reruns %d, killed %d, created %d", r.TaskExecutions, r.TaskReruns, r.TasksKilled, r.TasksCreated)
+	}
+	if r.TaskEnds["completed"] != 7 || r.TaskEnds["cancelled"] != 2 || r.TaskEnds["failed"] != 1 || r.TaskEnds[""] != 1 {
+		t.Errorf("ends %v", r.TaskEnds)
+	}
+}
+
+// TestTaskItem: a task item is read from its attributes, or from the
+// record's JSON in body.
+func TestTaskItem(t *testing.T) {
+	attrs := map[string]types.AttributeValue{
+		"status": &types.AttributeValueMemberS{Value: "completed"}, "principal": &types.AttributeValueMemberS{Value: "authorizer:p"},
+		"idempotency_key": &types.AttributeValueMemberS{Value: "k1"}, "attempts": &types.AttributeValueMemberN{Value: "2"},
+	}
+	if got := taskItem("T", attrs); got == nil || *got != (TaskItem{ID: "T", Status: "completed", Principal: "authorizer:p", Key: "k1", Attempts: 2}) {
+		t.Errorf("attributes: %+v", got)
+	}
+	body := map[string]types.AttributeValue{"body": &types.AttributeValueMemberB{Value: []byte(`{"status":"working","principal":"p","idempotencyKey":"k2","attempts":1}`)}}
+	if got := taskItem("U", body); got == nil || *got != (TaskItem{ID: "U", Status: "working", Principal: "p", Key: "k2", Attempts: 1}) {
+		t.Errorf("body: %+v", got)
+	}
+	if got := taskItem("V", map[string]types.AttributeValue{}); got != nil {
+		t.Errorf("empty: %+v", got)
 	}
 }

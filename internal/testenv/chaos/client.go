@@ -23,6 +23,8 @@ const (
 	metaCaps    = "io.modelcontextprotocol/clientCapabilities"
 	metaReplay  = "io.github.serverless-mcp/replay"
 	metaFailure = "io.github.serverless-mcp/failure"
+	// extTasks is the tasks extension's name among the capabilities.
+	extTasks = "io.modelcontextprotocol/tasks"
 )
 
 // Client speaks MCP over HTTP to the front, as a 2026-07-28 client does:
@@ -46,6 +48,12 @@ type Call struct {
 	// Elicitation advertises the elicitation capability (a confirmed
 	// delete needs it).
 	Elicitation bool
+	// Tasks declares the tasks extension (notes_export and tasks/* need
+	// it).
+	Tasks bool
+	// Stream sends the request through the function's streaming door
+	// (HeaderDoor).
+	Stream bool
 	// Header holds more headers for the front (HeaderPin).
 	Header map[string]string
 }
@@ -85,6 +93,9 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	if c.Elicitation {
 		caps["elicitation"] = map[string]any{}
 	}
+	if c.Tasks {
+		caps["extensions"] = map[string]any{extTasks: map[string]any{}}
+	}
 	params["_meta"] = map[string]any{metaVersion: ProtocolVersion, metaCaps: caps}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": cl.ids.Add(1), "method": c.Method, "params": params})
 	if err != nil {
@@ -103,6 +114,9 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	}
 	if c.Principal != "" {
 		req.Header.Set(HeaderPrincipal, c.Principal)
+	}
+	if c.Stream {
+		req.Header.Set(HeaderDoor, DoorStream)
 	}
 	for k, v := range c.Header {
 		req.Header.Set(k, v)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -26,14 +27,26 @@ import (
 // from, as sam local would configure it.
 const envFunction = "McpFunction"
 
-// functionTimeout is the template's Timeout for the function (seconds, a
-// task worker's), and requestTimeout its MCP_REQUEST_TIMEOUT: the deadline
-// of a gateway request, which the function's claim leases and answers
-// follow.
+// functionTimeout is the fleet's function timeout (seconds), and
+// requestTimeout the template's MCP_REQUEST_TIMEOUT: the deadline of a
+// gateway request, which the function's claim leases and answers follow.
+// The template's timeout is 900 s, a task worker's; a worker's lease is
+// its invocation's deadline, so a worker killed in a run of a few
+// minutes would hold its task past the run's end. 30 s leaves a gateway
+// request its 28 s and lets a killed worker's task be taken again within
+// the run.
 const (
-	functionTimeout = "900"
+	functionTimeout = "30"
 	requestTimeout  = "28s"
 )
+
+// streamEvents is the fleet's MCP_STREAM_EVENTS: the streaming door's
+// requests come as a function URL's events (HeaderDoor).
+const streamEvents = "function-url"
+
+// duplicateShare is the share of the function's asynchronous invocations
+// of itself (task workers) delivered twice, as Lambda may deliver them.
+const duplicateShare = 0.25
 
 // ClusterOptions configure StartCluster.
 type ClusterOptions struct {
@@ -63,12 +76,17 @@ type Cluster struct {
 	KMS      *localkms.Server
 	Proxy    *Proxy
 	Pool     *Pool
+	// Invoke is the Lambda Invoke API's stand-in that the function's
+	// asynchronous invocations of itself reach: it runs each on an
+	// instance of the pool (Pool.InvokeWorker), some twice.
+	Invoke *rie.InvokeAPI
 	// Front is the front's URL of the MCP endpoint (http://127.0.0.1:port/mcp).
 	Front  string
 	Table  string
 	KeyARN string
 
 	front  *http.Server
+	invoke *http.Server
 	logDir string
 	logMu  sync.Mutex
 	logs   []string   // every instance log file, in start order
@@ -132,6 +150,13 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	maps.Copy(env, fileEnv)
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = functionTimeout
 	env["MCP_REQUEST_TIMEOUT"] = requestTimeout
+	env["MCP_STREAM_EVENTS"] = streamEvents
+	// The function's Lambda client reaches the Invoke API's stand-in.
+	invokeLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: invoke API: %w", err)
+	}
+	env["AWS_ENDPOINT_URL_LAMBDA"] = "http://" + invokeLn.Addr().String()
 	maps.Copy(env, o.ExtraEnv)
 	if env, err = samlocal.WithEndpoint(env, samlocal.EnvKMSEndpoint, strings.TrimPrefix(c.KMS.Endpoint, "http://")); err != nil {
 		return nil, err
@@ -152,8 +177,19 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 		return c.startInstance(ctx, o, samlocal.Environ(e), slot, gen)
 	}
 	if c.Pool, err = NewPool(ctx, o.Instances, start, o.RandSeed); err != nil {
+		invokeLn.Close()
 		return nil, err
 	}
+	dup := rand.New(rand.NewPCG(o.RandSeed, 11))
+	var dupMu sync.Mutex
+	// Lambda retries a failed asynchronous invocation twice.
+	c.Invoke = &rie.InvokeAPI{Invoke: c.Pool.InvokeWorker, Retries: 2, DuplicateIf: func() bool {
+		dupMu.Lock()
+		defer dupMu.Unlock()
+		return dup.Float64() < duplicateShare
+	}}
+	c.invoke = &http.Server{Handler: c.Invoke, ReadHeaderTimeout: 10 * time.Second}
+	go c.invoke.Serve(invokeLn)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: front: %w", err)
@@ -229,6 +265,9 @@ func (c *Cluster) StartKMS(ctx context.Context) error { return c.KMS.Restart(ctx
 func (c *Cluster) Stop() {
 	if c.front != nil {
 		c.front.Close()
+	}
+	if c.invoke != nil {
+		c.invoke.Close()
 	}
 	if c.Pool != nil {
 		c.Pool.Close()

@@ -33,6 +33,7 @@ type Attempt struct {
 	Class     Class
 	RequestID string
 	Instance  string
+	Stream    bool // through the streaming door
 	Detail    string
 }
 
@@ -106,6 +107,45 @@ type Redemption struct {
 // replay, not refused).
 func (r *Redemption) Executed() bool { return r.Outcome == "deleted" || r.Outcome == "not-found" }
 
+// TaskKey is one idempotency key of notes_export, a task: every create
+// that carried it, what they were answered, and the task's end as
+// tasks/get told it.
+type TaskKey struct {
+	Key, Principal string
+	// Kind is how the key was used: "task", "task-dup-concurrent" (sent
+	// twice at once), "task-resend" (sent again after its answer, as if
+	// that was lost, and again after the task ended).
+	Kind    string
+	Seconds int
+	mu      sync.Mutex
+	Creates []*History
+	// IDs are the taskIds of the answers, in order.
+	IDs        []string
+	Unexpected []string
+	// Cancel is the tasks/cancel sent, if one was.
+	Cancel *History
+	// Polls are the tasks/get requests; Status the last status one was
+	// answered ("" for none), Final its answer.
+	Polls  []*History
+	Status string
+	Final  *Answer
+}
+
+// TaskID is the first taskId a create was answered, or "".
+func (k *TaskKey) TaskID() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.IDs) == 0 {
+		return ""
+	}
+	return k.IDs[0]
+}
+
+// terminal reports whether a task status is an end.
+func terminal(status string) bool {
+	return status == "completed" || status == "failed" || status == "cancelled"
+}
+
 // Load is the load generator and what it recorded.
 type Load struct {
 	o      LoadOptions
@@ -114,12 +154,14 @@ type Load struct {
 
 	mu       sync.Mutex
 	keys     []*KeyRecord
+	tasks    []*TaskKey
 	deletes  []*DeleteRecord
 	reads    []*History
 	readBad  []string
 	latency  []time.Duration
 	classes  map[Class]int
-	gateway  []string // uninjected gateway errors, described
+	gateway  []string      // uninjected gateway errors, described
+	streamed map[Class]int // the attempts through the streaming door
 	seq      int
 	rngSeq   uint64
 	opCounts map[string]int
@@ -128,7 +170,7 @@ type Load struct {
 
 // NewLoad returns a generator against the front's MCP URL.
 func NewLoad(url string, o LoadOptions) *Load {
-	return &Load{o: o, classes: map[Class]int{}, opCounts: map[string]int{},
+	return &Load{o: o, classes: map[Class]int{}, streamed: map[Class]int{}, opCounts: map[string]int{},
 		client: &Client{URL: url, HTTP: &http.Client{
 			Timeout:   90 * time.Second,
 			Transport: &http.Transport{MaxIdleConnsPerHost: 2 * o.Workers},
@@ -168,9 +210,15 @@ func (l *Load) next() int {
 	return l.seq
 }
 
+// streamShare is the share of logical requests sent through the
+// function's streaming door; the rest go through the buffered one.
+const streamShare = 0.25
+
 // worker runs operations back to back: reads, keyed adds (some sent
-// twice at once, some sent again after their success), and confirmed
-// deletes whose state is redeemed a second time.
+// twice at once, some sent again after their success), keyed exports
+// run as tasks (some created twice at once, some created again, some
+// cancelled) polled to their end, and confirmed deletes whose state is
+// redeemed a second time.
 func (l *Load) worker(ctx context.Context, w int) {
 	rng := l.newRand()
 	adds := 0
@@ -191,7 +239,7 @@ func (l *Load) worker(ctx context.Context, w int) {
 			}
 			l.read(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_search",
 				Params: map[string]any{"name": "notes_search", "arguments": map[string]any{"query": q}}}, "notes_search "+q)
-		case r < 0.75:
+		case r < 0.70:
 			adds++
 			kind := "add"
 			switch x := rng.Float64(); {
@@ -207,6 +255,16 @@ func (l *Load) worker(ctx context.Context, w int) {
 					mine = mine[1:]
 				}
 			}
+		case r < 0.76:
+			kind := "task"
+			switch x := rng.Float64(); {
+			case x < 0.2:
+				kind = "task-dup-concurrent"
+			case x < 0.4:
+				kind = "task-resend"
+			}
+			l.count("notes_export " + kind)
+			l.taskFlow(ctx, rng, principal, kind)
 		default:
 			adds++
 			l.count("notes_delete")
@@ -243,10 +301,17 @@ func (l *Load) send(ctx context.Context, c Call, h *History) *Answer {
 		info, _ := meta["io.modelcontextprotocol/serverInfo"].(map[string]any)
 		l.version, _ = info["version"].(string)
 	}
+	if c.Stream {
+		l.streamed[cl]++
+	}
 	if cl == Gateway {
 		l.gateway = append(l.gateway, fmt.Sprintf("t=%s %s: %s", l.since().Round(time.Millisecond), h.What, a.Describe()))
 	}
-	h.Attempts = append(h.Attempts, Attempt{At: l.since(), Class: cl, RequestID: a.RequestID, Instance: a.Instance, Detail: a.Describe()})
+	detail := a.Describe()
+	if c.Stream {
+		detail += " door=stream"
+	}
+	h.Attempts = append(h.Attempts, Attempt{At: l.since(), Class: cl, RequestID: a.RequestID, Instance: a.Instance, Stream: c.Stream, Detail: detail})
 	l.mu.Unlock()
 	return a
 }
@@ -257,8 +322,13 @@ func (l *Load) send(ctx context.Context, c Call, h *History) *Answer {
 func (l *Load) pursue(ctx context.Context, rng *rand.Rand, c Call, what string) *History {
 	h := &History{What: what}
 	limit := time.Now().Add(l.o.PursueLimit)
-	if end := l.start.Add(l.o.Duration + l.o.Recovery); end.Before(limit) {
+	if end := l.end(); end.Before(limit) {
 		limit = end
+	}
+	// Each logical request goes through one door, every attempt of it.
+	if rng.Float64() < streamShare {
+		c.Stream = true
+		h.What += " (streaming door)"
 	}
 	for n := 0; ; n++ {
 		a := l.send(ctx, c, h)
@@ -286,6 +356,9 @@ func (l *Load) pursue(ctx context.Context, rng *rand.Rand, c Call, what string) 
 		}
 	}
 }
+
+// end is when the run stops retrying: Recovery after the load.
+func (l *Load) end() time.Time { return l.start.Add(l.o.Duration + l.o.Recovery) }
 
 // read pursues a read and checks that it ends in a result.
 func (l *Load) read(ctx context.Context, rng *rand.Rand, c Call, what string) {
@@ -440,4 +513,108 @@ func redemptionOutcome(h *History) string {
 		return "refused"
 	}
 	return "unexpected"
+}
+
+// taskFlow creates an export task with a fresh idempotency key, as kind
+// says, cancels a quarter of them after a moment, and polls the task
+// with tasks/get until it ends (or the run stops retrying).
+func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind string) {
+	key := fmt.Sprintf("%s-t%06d", l.o.RunID, l.next())
+	k := &TaskKey{Key: key, Principal: principal, Kind: kind, Seconds: 1 + rng.IntN(3)}
+	l.mu.Lock()
+	l.tasks = append(l.tasks, k)
+	l.mu.Unlock()
+	create := Call{Principal: principal, Method: "tools/call", Name: "notes_export", Tasks: true, Params: map[string]any{
+		"name": "notes_export", "arguments": map[string]any{"seconds": k.Seconds}, "idempotencyKey": key}}
+	switch kind {
+	case "task-dup-concurrent":
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Add(1)
+			r := l.newRand()
+			go func() {
+				defer wg.Done()
+				l.createOnce(ctx, r, k, create)
+			}()
+		}
+		wg.Wait()
+	case "task-resend":
+		// The answer is taken as lost: the same create again.
+		if l.createOnce(ctx, rng, k, create) {
+			l.createOnce(ctx, rng, k, create)
+		}
+	default:
+		l.createOnce(ctx, rng, k, create)
+	}
+	id := k.TaskID()
+	if id == "" {
+		return
+	}
+	if rng.IntN(4) == 0 {
+		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+		h := l.pursue(ctx, rng, Call{Principal: principal, Method: "tasks/cancel", Name: id, Tasks: true,
+			Params: map[string]any{"taskId": id}}, "tasks/cancel "+id)
+		k.mu.Lock()
+		k.Cancel = h
+		if h.Final != nil && (h.Final.Classify() != OK || h.Final.Result["resultType"] != "complete") {
+			k.Unexpected = append(k.Unexpected, "tasks/cancel answered "+h.Final.Describe())
+		}
+		k.mu.Unlock()
+	}
+	l.poll(ctx, rng, k, id)
+	if kind == "task-resend" {
+		// Once the task ended, its key still names it.
+		l.createOnce(ctx, rng, k, create)
+	}
+}
+
+// createOnce pursues one create of k's task and records its answer.
+func (l *Load) createOnce(ctx context.Context, rng *rand.Rand, k *TaskKey, c Call) bool {
+	h := l.pursue(ctx, rng, c, "notes_export "+k.Key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.Creates = append(k.Creates, h)
+	if h.Final == nil {
+		return false
+	}
+	id, _ := h.Final.Result["taskId"].(string)
+	if h.Final.Classify() != OK || h.Final.Result["resultType"] != "task" || id == "" {
+		k.Unexpected = append(k.Unexpected, "create answered "+h.Final.Describe())
+		return false
+	}
+	k.IDs = append(k.IDs, id)
+	return true
+}
+
+// poll polls the task with tasks/get as its answers ask (pollIntervalMs),
+// until it ends or the run stops retrying.
+func (l *Load) poll(ctx context.Context, rng *rand.Rand, k *TaskKey, id string) {
+	for ctx.Err() == nil {
+		h := l.pursue(ctx, rng, Call{Principal: k.Principal, Method: "tasks/get", Name: id, Tasks: true,
+			Params: map[string]any{"taskId": id}}, "tasks/get "+id)
+		k.mu.Lock()
+		k.Polls = append(k.Polls, h)
+		if a := h.Final; a != nil {
+			status, _ := a.Result["status"].(string)
+			if a.Classify() != OK || status == "" {
+				k.Unexpected = append(k.Unexpected, "tasks/get answered "+a.Describe())
+				k.mu.Unlock()
+				return
+			}
+			k.Status, k.Final = status, a
+		}
+		done := terminal(k.Status)
+		k.mu.Unlock()
+		if done || h.Final == nil {
+			return
+		}
+		wait := 500 * time.Millisecond
+		if ms, ok := h.Final.Result["pollIntervalMs"].(float64); ok && ms > 0 {
+			wait = min(time.Duration(ms)*time.Millisecond, 2*time.Second)
+		}
+		if time.Now().Add(wait).After(l.end()) {
+			return
+		}
+		time.Sleep(wait)
+	}
 }

@@ -1,10 +1,13 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -35,6 +38,12 @@ const (
 	// than any idle one: a soak compares an instance under load with one
 	// that served only the warm-up.
 	HeaderPin = "X-Chaos-Pin"
+	// HeaderDoor, on a request, picks the function's door: DoorStream
+	// invokes it as a function URL in RESPONSE_STREAM mode does (a
+	// function URL event, answered in the HTTP integration response
+	// format); otherwise as the HTTP API does (buffered).
+	HeaderDoor = "X-Chaos-Door"
+	DoorStream = "stream"
 )
 
 // Instance is one function instance: what the pool needs of an emulator.
@@ -67,6 +76,9 @@ type Pool struct {
 
 	seq atomic.Uint64
 	wg  sync.WaitGroup // replacements in progress
+	// killedTasks counts, by task id, the kills of an instance while it
+	// ran the task's worker.
+	killedTasks map[string]int
 }
 
 type slot struct {
@@ -76,6 +88,10 @@ type slot struct {
 	busy   bool
 	down   bool         // killed or ended; a replacement is starting
 	killed map[int]bool // the generations killed deliberately
+	// task is the task whose worker invocation the slot is running ("":
+	// none), since when.
+	task  string
+	since time.Time
 }
 
 // PoolStats count what the front saw.
@@ -90,12 +106,18 @@ type PoolStats struct {
 	// Replacements are instances started in place of ended ones;
 	// Unexpected instances that ended without being killed.
 	Replacements, UnexpectedExits int
+	// Streamed are the requests through the streaming door.
+	Streamed int
+	// WorkerRuns are the asynchronous invocations run (a task's worker);
+	// KilledWorkers the kills that hit one while it ran, and
+	// WorkerErrors the runs that failed otherwise.
+	WorkerRuns, KilledWorkers, WorkerErrors int
 }
 
 // NewPool starts n instances with start and returns their front. seed
 // makes the choice of instance to kill repeatable.
 func NewPool(ctx context.Context, n int, start Starter, seed uint64) (*Pool, error) {
-	p := &Pool{start: start, rng: rand.New(rand.NewPCG(seed, 7))}
+	p := &Pool{start: start, rng: rand.New(rand.NewPCG(seed, 7)), killedTasks: map[string]int{}}
 	p.ready = sync.NewCond(&p.mu)
 	for i := range n {
 		inst, err := start(ctx, i, 0)
@@ -159,7 +181,7 @@ func (p *Pool) release(s *slot, gen int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s.gen == gen {
-		s.busy = false
+		s.busy, s.task = false, ""
 		p.ready.Broadcast()
 	}
 }
@@ -180,9 +202,15 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	stream := r.Header.Get(HeaderDoor) == DoorStream
 	r.Header.Del(HeaderPrincipal)
 	r.Header.Del(HeaderPin)
-	payload, err := rie.NewEvent(r, body, rie.EventOptions{RequestID: id, Principal: principal})
+	r.Header.Del(HeaderDoor)
+	o := rie.EventOptions{RequestID: id, Principal: principal}
+	if stream {
+		o.DomainName = rie.StreamDomain // a function URL's event
+	}
+	payload, err := rie.NewEvent(r, body, o)
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -196,6 +224,9 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.stats.Requests++
+	if stream {
+		p.stats.Streamed++
+	}
 	p.mu.Unlock()
 	w.Header().Set(HeaderInstance, fmt.Sprintf("i%d.g%d", s.idx, gen))
 	// The invocation runs to its end even if the caller goes away, as on
@@ -204,22 +235,72 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	out, err := inst.Invoke(ctx, payload)
 	if err != nil {
-		p.invokeFailed(w, s, gen, inst, err)
+		injected := p.failed(s, gen, inst, false)
+		if injected {
+			w.Header().Set(HeaderInjected, "kill")
+		}
+		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
 		return
 	}
 	p.release(s, gen)
+	if stream {
+		// The emulator passes a response stream on whole: the prelude,
+		// then the body.
+		rie.WriteStreamResponse(w, bytes.NewReader(out))
+		return
+	}
 	rie.WriteResponse(w, out)
 }
 
-// invokeFailed answers a failed invocation as API Gateway does (502),
-// marked as injected when the instance was killed deliberately, and has
-// an instance that ended on its own replaced.
-func (p *Pool) invokeFailed(w http.ResponseWriter, s *slot, gen int, inst Instance, err error) {
+// InvokeWorker runs one asynchronous invocation of the function — a task
+// worker's event, {"mcpTask":"<id>"} — on an idle instance, as Lambda
+// runs an Event invocation: the Invoke API's stand-in (rie.InvokeAPI)
+// calls it. A kill of the instance while it runs is counted against the
+// task (KilledTasks).
+func (p *Pool) InvokeWorker(ctx context.Context, payload []byte) ([]byte, error) {
+	var ev struct {
+		Task string `json:"mcpTask"`
+	}
+	_ = json.Unmarshal(payload, &ev)
+	s, gen, inst, err := p.acquire(ctx, -1)
+	if err != nil {
+		return nil, err
+	}
 	p.mu.Lock()
-	injected := s.killed[gen]
-	if injected {
+	p.stats.WorkerRuns++
+	s.task, s.since = ev.Task, time.Now()
+	p.mu.Unlock()
+	out, err := inst.Invoke(ctx, payload)
+	if err != nil {
+		p.failed(s, gen, inst, true)
+		return nil, err
+	}
+	p.release(s, gen)
+	return out, nil
+}
+
+// KilledTasks are the tasks whose worker was killed while it ran them,
+// with how many times.
+func (p *Pool) KilledTasks() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.killedTasks)
+}
+
+// failed accounts for a failed invocation of generation gen — injected
+// when the instance was killed deliberately — and has an instance that
+// ended on its own replaced.
+func (p *Pool) failed(s *slot, gen int, inst Instance, worker bool) (injected bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	injected = s.killed[gen]
+	switch {
+	case worker && !injected:
+		p.stats.WorkerErrors++
+	case worker:
+	case injected:
 		p.stats.InjectedGatewayErrors++
-	} else {
+	default:
 		p.stats.GatewayErrors++
 	}
 	ended := false
@@ -234,14 +315,10 @@ func (p *Pool) invokeFailed(w http.ResponseWriter, s *slot, gen int, inst Instan
 		s.down = true
 		p.replaceLocked(s)
 	} else if !ended && s.gen == gen && !s.down {
-		s.busy = false
+		s.busy, s.task = false, ""
 		p.ready.Broadcast()
 	}
-	p.mu.Unlock()
-	if injected {
-		w.Header().Set(HeaderInjected, "kill")
-	}
-	http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
+	return injected
 }
 
 // KillBusy kills, with SIGKILL, an instance that is serving an
@@ -292,10 +369,40 @@ func (p *Pool) Kill(idx int) {
 	p.killLocked(p.slots[idx])
 }
 
+// KillWorker kills, with SIGKILL, an instance that has been running a
+// task's worker for at least ran (waiting up to wait for one), and starts
+// a fresh one in its place. It returns the slot and the task, or -1.
+func (p *Pool) KillWorker(ctx context.Context, ran, wait time.Duration) (int, string) {
+	deadline := time.Now().Add(wait)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		p.mu.Lock()
+		var running []*slot
+		for _, s := range p.slots {
+			if !s.down && s.busy && s.task != "" && time.Since(s.since) >= ran {
+				running = append(running, s)
+			}
+		}
+		if len(running) > 0 {
+			s := running[p.rng.IntN(len(running))]
+			task := s.task
+			p.killLocked(s)
+			p.mu.Unlock()
+			return s.idx, task
+		}
+		p.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	return -1, ""
+}
+
 func (p *Pool) killLocked(s *slot) {
 	p.stats.Kills++
 	if s.busy {
 		p.stats.KilledMidCall++
+	}
+	if s.busy && s.task != "" {
+		p.stats.KilledWorkers++
+		p.killedTasks[s.task]++
 	}
 	s.killed[s.gen] = true
 	s.down = true
@@ -332,7 +439,7 @@ func (p *Pool) replaceLocked(s *slot) {
 			inst.Kill()
 			return
 		}
-		s.inst, s.gen, s.busy, s.down = inst, gen, false, false
+		s.inst, s.gen, s.busy, s.down, s.task = inst, gen, false, false, ""
 		p.stats.Replacements++
 		p.ready.Broadcast()
 	}()

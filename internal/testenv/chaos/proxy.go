@@ -71,6 +71,9 @@ type Rule struct {
 	// picks the claim-completing write among the UpdateItem and
 	// TransactWriteItems calls.
 	Contains string
+	// Match, if set, must accept the request body (IsTaskOutcome picks
+	// the writes of a task's outcome).
+	Match func(body []byte) bool
 	// Tag, if set, is the listener the request came through (one per
 	// instance slot): a rule for one instance.
 	Tag string
@@ -204,6 +207,9 @@ func (p *Proxy) pick(op, tag string, body []byte) *Rule {
 		if r.Contains != "" && !bytes.Contains(body, []byte(r.Contains)) {
 			continue
 		}
+		if r.Match != nil && !r.Match(body) {
+			continue
+		}
 		if r.Probability > 0 && r.Probability < 1 && p.rng.Float64() >= r.Probability {
 			continue
 		}
@@ -212,6 +218,15 @@ func (p *Proxy) pick(op, tag string, body []byte) *Rule {
 		return r
 	}
 	return nil
+}
+
+// IsTaskOutcome reports whether a PutItem's body writes a task item
+// (pk "task#<id>") whose status is completed or failed: a worker
+// recording its run's outcome. A cancellation writes "cancelled", a
+// worker taking its task "working".
+func IsTaskOutcome(body []byte) bool {
+	return bytes.Contains(body, []byte(`"task#`)) &&
+		(bytes.Contains(body, []byte(`"status":{"S":"completed"}`)) || bytes.Contains(body, []byte(`"status":{"S":"failed"}`)))
 }
 
 // operation is the DynamoDB operation of a request: the X-Amz-Target

@@ -23,12 +23,21 @@ type Summary struct {
 	Faults    map[string]int
 	Timeline  []string
 	Ops       map[string]int
+	// Pool is what the front saw; Events the function's asynchronous
+	// invocations of itself (task workers) the Invoke API's stand-in
+	// accepted, Duplicated of them delivered twice, Deliveries the runs
+	// it made of them (duplicates and retries included), DeliveryFailed
+	// of which failed.
+	Pool                                           PoolStats
+	Events, Duplicated, Deliveries, DeliveryFailed int64
 }
 
 // Stats are the load's request counts and latencies.
 type Stats struct {
 	Requests int
 	Classes  map[Class]int
+	// Streamed are the requests through the streaming door, by class.
+	Streamed map[Class]int
 	P50, P99 time.Duration
 }
 
@@ -36,9 +45,8 @@ type Stats struct {
 func (l *Load) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := Stats{Classes: map[Class]int{}}
-	for c, n := range l.classes {
-		s.Classes[c] = n
+	s := Stats{Classes: maps.Clone(l.classes), Streamed: maps.Clone(l.streamed)}
+	for _, n := range l.classes {
 		s.Requests += n
 	}
 	lat := slices.Clone(l.latency)
@@ -80,6 +88,13 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	for _, c := range []Class{OK, ToolRetryable, ToolError, RefusedRetryable, Refused, Transport, Injected, Gateway} {
 		row("  answered "+c.String(), st.Classes[c])
 	}
+	streamed, streamedOK := 0, st.Streamed[OK]
+	for _, n := range st.Streamed {
+		streamed += n
+	}
+	row("  through the streaming door (answered ok)", fmt.Sprintf("%d (%d)", streamed, streamedOK))
+	row("task worker invocations (delivered twice)", fmt.Sprintf("%d (%d)", s.Events, s.Duplicated))
+	row("  worker runs on the fleet (failed, killed)", fmt.Sprintf("%d (%d, %d)", s.Deliveries, s.DeliveryFailed, s.Pool.KilledWorkers))
 	row("latency p50 / p99", fmt.Sprintf("%s / %s", st.P50.Round(100*time.Microsecond), st.P99.Round(time.Millisecond)))
 	for _, op := range slices.Sorted(maps.Keys(s.Ops)) {
 		row("operations: "+op, s.Ops[op])
@@ -95,6 +110,18 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	row("confirmed deletes (succeeded)", fmt.Sprintf("%d (%d)", r.Deletes, r.DeletesSucceeded))
 	row("  second redemptions refused", r.SecondRefused)
 	row("  notes gone after a redemption killed mid-call, no answer telling", r.DeletesUnknown)
+	row("  notes deleted 0 / 1 / 2+ times, by their deletion records", fmt.Sprintf("%d / %d / %d",
+		r.DeleteExecutions[0], r.DeleteExecutions[1], r.DeleteExecutions[2]))
+	row("task keys (answered with a task)", fmt.Sprintf("%d (%d)", r.TaskKeys, r.TasksCreated))
+	for _, k := range slices.Sorted(maps.Keys(r.TaskKeysByKind)) {
+		row("  keys "+k, r.TaskKeysByKind[k])
+	}
+	row("  tasks ended completed / cancelled / failed / not seen to end", fmt.Sprintf("%d / %d / %d / %d",
+		r.TaskEnds["completed"], r.TaskEnds["cancelled"], r.TaskEnds["failed"], r.TaskEnds[""]))
+	row("  tasks/get polls", r.TaskPolls)
+	row("  tasks run 0 / 1 / 2+ times, by their export records", fmt.Sprintf("%d / %d / %d",
+		r.TaskExecutions[0], r.TaskExecutions[1], r.TaskExecutions[2]))
+	row("  tasks whose worker was killed mid-run (re-runs)", fmt.Sprintf("%d (%d)", r.TasksKilled, r.TaskReruns))
 	row("reads", r.Reads)
 	bc := r.ByCheck()
 	for _, c := range Checks {

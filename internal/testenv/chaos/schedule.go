@@ -26,6 +26,10 @@ const (
 	FaultKMSOutage     = "local-kms stopped"
 	FaultKMSDown       = "  seconds local-kms was down"
 	FaultInjectedGwErr = "gateway errors from killed instances (retried)"
+	FaultKillWorker    = "task worker killed mid-run"
+	FaultKillOutcome   = "task worker killed right after its outcome write was applied"
+	FaultDropOutcome   = "task outcome write's response dropped (applied)"
+	FaultDelayOutcome  = "task outcome write's response delayed"
 )
 
 // Step is one fault in a schedule: at a fraction of the load's duration.
@@ -58,7 +62,10 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	afterWrite := []float64{0.28}
 	restarts := []float64{0.55}
 	kmsFrom, kmsTo := 0.64, 0.76
+	workerKills := []float64{0.35, 0.6}
+	outcomeKill := 0.5
 	if full {
+		workerKills = []float64{0.12, 0.3, 0.48, 0.6, 0.72}
 		kills = []float64{0.08, 0.16, 0.24, 0.33, 0.45, 0.58, 0.67, 0.74, 0.80}
 		afterWrite = []float64{0.20, 0.38, 0.50}
 		restarts = []float64{0.42, 0.62}
@@ -73,10 +80,15 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	for _, at := range restarts {
 		f.steps = append(f.steps, Step{At: at, Name: "restart DynamoDB Local", Do: f.restartDynamoDB})
 	}
+	for _, at := range workerKills {
+		f.steps = append(f.steps, Step{At: at, Name: "kill an instance running a task's worker", Do: f.killWorker})
+	}
 	var kmsStopped time.Time
 	f.steps = append(f.steps,
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
+		Step{At: 0.10, Name: "proxy: drop 20% and delay 20% of task outcome writes' responses", Do: f.outcomeFaults},
+		Step{At: outcomeKill, Name: "kill the worker whose task outcome write was just applied", Do: f.killAfterOutcome},
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
 			kmsStopped = time.Now()
@@ -205,6 +217,43 @@ func (f *Faults) killAfterWrite(ctx context.Context) error {
 	return nil
 }
 
+// killWorker kills an instance that has run a task's worker for at least
+// 300 ms (past taking its task, in the handler's run), waiting up to 20 s
+// for one.
+func (f *Faults) killWorker(ctx context.Context) error {
+	slot, task := f.c.Pool.KillWorker(ctx, 300*time.Millisecond, 20*time.Second)
+	if slot < 0 {
+		return fmt.Errorf("no task worker to kill")
+	}
+	f.count(FaultKillWorker)
+	f.note(fmt.Sprintf("killed i%d running the worker of task %s", slot, task))
+	return nil
+}
+
+// outcomeFaults drops, after DynamoDB applied it, the response of a fifth
+// of the writes that record a task's outcome, and delays a fifth by a
+// second.
+func (f *Faults) outcomeFaults(ctx context.Context) error {
+	f.c.Proxy.AddRule(&Rule{Name: FaultDropOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Probability: 0.2, Action: DropResponse})
+	f.c.Proxy.AddRule(&Rule{Name: FaultDelayOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Probability: 0.25, Action: DelayResponse,
+		Delay: time.Second})
+	return nil
+}
+
+// killAfterOutcome arms a rule that lets the next task outcome write
+// reach DynamoDB, then kills the worker that made it before it hears
+// back.
+func (f *Faults) killAfterOutcome(ctx context.Context) error {
+	f.c.Proxy.AddRule(&Rule{Name: FaultKillOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Limit: 1, Action: DropResponse,
+		Then: func(tag string) {
+			if i, err := strconv.Atoi(strings.TrimPrefix(tag, "i")); err == nil {
+				f.c.Pool.Kill(i)
+				f.note(fmt.Sprintf("killed i%d right after its task outcome write was applied", i))
+			}
+		}})
+	return nil
+}
+
 func (f *Faults) restartDynamoDB(ctx context.Context) error {
 	f.count(FaultDDBRestart)
 	return f.c.RestartDynamoDB(ctx)
@@ -252,5 +301,6 @@ func (f *Faults) Counts() map[string]int {
 }
 
 // FaultOrder is the order the report lists faults in.
-var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultInjectedGwErr, FaultDelay, FaultDelayResponse, FaultDropRequest,
-	FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultDDBRefused, FaultKMSOutage, FaultKMSDown}
+var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultKillWorker, FaultKillOutcome, FaultInjectedGwErr, FaultDelay,
+	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOutcome, FaultDelayOutcome, FaultDDBRestart,
+	FaultDDBRefused, FaultKMSOutage, FaultKMSDown}

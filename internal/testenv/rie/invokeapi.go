@@ -22,19 +22,28 @@ import (
 // part of the deployed product.
 type InvokeAPI struct {
 	Workers []*Emulator
+	// Invoke, if set, runs every invocation instead of Workers: a fleet's
+	// front that gives it to an idle instance (a chaos run's pool, whose
+	// instances it kills).
+	Invoke  func(ctx context.Context, payload []byte) ([]byte, error)
 	Retries int
 	// Duplicate delivers every Event invocation twice, as Lambda may: a
 	// test of the worker's fence.
 	Duplicate bool
+	// DuplicateIf, if set, decides for each Event invocation whether it
+	// is delivered twice (Duplicate is then not read).
+	DuplicateIf func() bool
 	// Restart, if set, replaces a worker that has exited (a test killed
 	// it), as Lambda starts a new instance.
 	Restart func() (*Emulator, error)
 
-	once      sync.Once
-	free      chan *Emulator
-	wg        sync.WaitGroup
-	delivered atomic.Int64 // Event invocations run, retries and duplicates included
-	failed    atomic.Int64 // of which failed
+	once       sync.Once
+	free       chan *Emulator
+	wg         sync.WaitGroup
+	accepted   atomic.Int64 // Event invocations accepted
+	duplicated atomic.Int64 // of which delivered twice
+	delivered  atomic.Int64 // Event invocations run, retries and duplicates included
+	failed     atomic.Int64 // of which failed
 }
 
 func (a *InvokeAPI) init() {
@@ -61,9 +70,11 @@ func (a *InvokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Header.Get("X-Amz-Invocation-Type") == "Event" {
 		n := 1
-		if a.Duplicate {
+		if a.DuplicateIf != nil && a.DuplicateIf() || a.DuplicateIf == nil && a.Duplicate {
 			n = 2
+			a.duplicated.Add(1)
 		}
+		a.accepted.Add(1)
 		for range n {
 			a.wg.Add(1)
 			go a.deliver(payload)
@@ -98,6 +109,11 @@ func (a *InvokeAPI) deliver(payload []byte) {
 
 // run invokes the function on a free worker.
 func (a *InvokeAPI) run(ctx context.Context, payload []byte) ([]byte, error) {
+	if a.Invoke != nil {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+		defer cancel()
+		return a.Invoke(ctx, payload)
+	}
 	e := <-a.free
 	select {
 	case <-e.Exited():
@@ -126,3 +142,9 @@ func (a *InvokeAPI) Wait() { a.wg.Wait() }
 // Delivered returns how many Event invocations ran (retries and
 // duplicates included) and how many of them failed.
 func (a *InvokeAPI) Delivered() (runs, failed int64) { return a.delivered.Load(), a.failed.Load() }
+
+// Accepted returns how many Event invocations were accepted and how many
+// of them were delivered twice.
+func (a *InvokeAPI) Accepted() (events, duplicated int64) {
+	return a.accepted.Load(), a.duplicated.Load()
+}

@@ -102,6 +102,16 @@ func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer out.Close()
+	WriteStreamResponse(w, out)
+}
+
+// WriteStreamResponse writes a function's response stream as the HTTP
+// response, as a function URL in RESPONSE_STREAM mode (or a REST API
+// integration in STREAM mode) would: the status and headers of its JSON
+// prelude, then the body after the eight NUL bytes, each piece flushed as
+// it comes. An answer without the prelude (a buffered one) is answered as
+// WriteResponse answers it.
+func WriteStreamResponse(w http.ResponseWriter, out io.Reader) {
 	br := bufio.NewReader(out)
 	head, err := readPrelude(br)
 	if err != nil {
