@@ -1,6 +1,7 @@
 package observe_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -410,7 +412,7 @@ func TestMetricsAndLevels(t *testing.T) {
 
 // TestMethodDimensionIsClosed: a method the peer invents is "other".
 func TestMethodDimensionIsClosed(t *testing.T) {
-	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "tasks/get"} {
+	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "tasks/get", "tasks/run": "other"} {
 		if got := observe.MethodName(in); got != want {
 			t.Errorf("MethodName(%q) = %q, want %q", in, got, want)
 		}
@@ -430,6 +432,64 @@ func TestXRayTraceID(t *testing.T) {
 		ctx := context.WithValue(context.Background(), "x-amzn-trace-id", h)
 		if got := observe.XRayTraceID(ctx); got != want {
 			t.Errorf("XRayTraceID(%q) = %q, want %q", h, got, want)
+		}
+	}
+}
+
+// downTasks is a task store whose writes fail once the record has an
+// owner: a worker can take a task but not record its outcome.
+type downTasks struct{ stateless.TaskStore }
+
+func (d downTasks) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
+	if old, err := d.TaskStore.Load(ctx, rec.ID); err == nil && old.Owner != "" {
+		return errors.New("connection reset")
+	}
+	return d.TaskStore.Replace(ctx, rec, prev)
+}
+
+// TestWorkerRunLines: a task worker's run is logged and counted as
+// tasks/run, its tool under Tool (never under prompt), and a run whose
+// outcome could not be recorded is a fault with that outcome, not "ok".
+func TestWorkerRunLines(t *testing.T) {
+	for _, tc := range []struct {
+		store       stateless.TaskStore
+		outcome     string
+		fault       float64
+		level, name string
+	}{
+		{tasks.NewMemory(), "ok", 0, "INFO", "a run recorded"},
+		{downTasks{tasks.NewMemory()}, "task_outcome_lost", 1, "ERROR", "a run whose outcome was lost"},
+	} {
+		var buf logBuffer
+		ob := observe.New(&buf, observe.Options{Namespace: "ns", Function: "fn"})
+		ids := make(chan string, 1)
+		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Observe: ob.Observe,
+			DeadlineMargin: 50 * time.Millisecond,
+			Tasks: &stateless.TaskOptions{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }}})
+		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskRequired},
+			func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
+				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, struct{}{}, nil
+			})
+		h := &apigw.Handler{Server: srv}
+		ev := bytes.Replace(event("tools/call", "report", `"name":"report","arguments":{"text":"x"}`, nil),
+			[]byte(`clientCapabilities\":{}`), []byte(`clientCapabilities\":{\"extensions\":{\"`+stateless.ExtensionTasks+`\":{}}}`), 1)
+		invoke(t, h, ev, time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_ = srv.RunTask(ctx, <-ids)
+		cancel()
+		lines := buf.lines(t)
+		if len(lines) != 2 {
+			t.Fatalf("%s: %d lines", tc.name, len(lines))
+		}
+		run := lines[1]
+		if run["Method"] != "tasks/run" || run["Tool"] != "report" || run["prompt"] != nil || run["Outcome"] != tc.outcome || run["level"] != tc.level {
+			t.Errorf("%s: %v", tc.name, run)
+		}
+		if v, ok := metric(t, run, "Faults"); !ok || v != tc.fault {
+			t.Errorf("%s: Faults %v", tc.name, v)
+		}
+		if _, ok := metric(t, run, "ToolDuration"); !ok {
+			t.Errorf("%s: no ToolDuration: %v", tc.name, run)
 		}
 	}
 }

@@ -22,8 +22,8 @@ import (
 // MaxTaskRecordBytes as stored: while the task may still run, it keeps
 // its call, its answers and its outstanding input requests (at most 64 +
 // 128 + 96 KiB, and the keys it asked); once it has ended it keeps only
-// its outcome (a result of at most 256 KiB), with the principal, tool and
-// key it was created with.
+// its outcome (a result of at most 320 KiB), with the principal, tool and
+// key it was created with (at most 64 KiB, as they were part of the call).
 const (
 	// maxTaskCall bounds the record a call creates: its arguments,
 	// capabilities, request state and answers, principal and key.
@@ -33,8 +33,9 @@ const (
 	// maxTaskInput bounds one input round of a task's handler: its
 	// requests and the state it keeps for the next run.
 	maxTaskInput = 96 << 10
-	// maxTaskResult bounds the result object of a completed task.
-	maxTaskResult = 256 << 10
+	// maxTaskResult bounds the result object of a completed task, as it
+	// is encoded (a character JSON escapes counts as its escape).
+	maxTaskResult = 320 << 10
 )
 
 // MaxTaskRecordBytes bounds a task record's [TaskRecord.StoredSize]: the
@@ -233,10 +234,17 @@ func failWith(o *Outcome, e *mcperr.Error, message string) func(*TaskRecord) {
 	return func(r *TaskRecord) { failTask(r, e, message) }
 }
 
+// heldBy reports whether r is still the run's of the worker that took it
+// as taken: working, and owned by that worker, or let go by a re-drive
+// that no other worker took up since (its runs unchanged).
+func heldBy(r, taken *TaskRecord) bool {
+	return r.Status == TaskWorking && (r.Owner == taken.Owner || r.Owner == "" && r.Attempts == taken.Attempts)
+}
+
 // watchTask reads the task every CancelCheck while its handler runs, and
 // cancels the handler when the task was cancelled or is no longer this
-// worker's.
-func watchTask(s *Server, ctx context.Context, id, owner string, cancelled *atomic.Bool, cancel context.CancelFunc) {
+// worker's (see heldBy).
+func watchTask(s *Server, ctx context.Context, taken *TaskRecord, cancelled *atomic.Bool, cancel context.CancelFunc) {
 	tick := time.NewTicker(s.tasks.CancelCheck)
 	defer tick.Stop()
 	for {
@@ -245,8 +253,8 @@ func watchTask(s *Server, ctx context.Context, id, owner string, cancelled *atom
 			return
 		case <-tick.C:
 		}
-		r, err := s.tasks.Store.Load(ctx, id)
-		if errors.Is(err, ErrNoTask) || err == nil && (r.Status != TaskWorking || r.Owner != owner) {
+		r, err := s.tasks.Store.Load(ctx, taken.ID)
+		if errors.Is(err, ErrNoTask) || err == nil && !heldBy(r, taken) {
 			cancelled.Store(true)
 			cancel()
 			return

@@ -548,7 +548,7 @@ func TestTaskSizeLimits(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), nil)
 	stateless.AddTool(r.srv, &stateless.Tool{Name: "big", TaskSupport: stateless.TaskRequired},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
-			return text(strings.Repeat("y", 300<<10)), nil, nil
+			return text(strings.Repeat("y", 330<<10)), nil, nil
 		})
 	out := r.callTool(t, "alice", "quick", `{"text":"`+strings.Repeat("x", 70<<10)+`"}`, tasksCaps)
 	if out.Error == nil || out.Error.Code != -32602 || len(r.dispatched) != 0 {

@@ -76,8 +76,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 
 // recordOutcome writes the outcome of the run of taken, the record as its
 // worker took it, fenced by the worker's token: the task must still be
-// working and this worker's, or let go by a re-drive that no other worker
-// took up since. A store that fails is tried again until the worker's
+// held by it (heldBy). A store that fails is tried again until the worker's
 // lease ends, so that a handler that completed is not run again because
 // one write failed; a record that cannot be stored because of its size
 // fails the task at once, saying so. After the lease the task is another
@@ -85,13 +84,10 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord, finish func(*TaskRecord)) error {
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), taken.LeaseUntil)
 	defer cancel()
-	ours := func(r *TaskRecord) bool {
-		return r.Status == TaskWorking && (r.Owner == taken.Owner || r.Owner == "" && r.Attempts == taken.Attempts)
-	}
 	backoff, shrunk := 20*time.Millisecond, false
 	for {
 		_, err := mutateTask(wctx, s.tasks.Store, taken.ID, func(r *TaskRecord, _ time.Time) bool {
-			if !ours(r) {
+			if !heldBy(r, taken) {
 				// Cancelled meanwhile, or taken over: its outcome stands.
 				if r.Status == TaskCancelled {
 					o.Kind = "task_cancelled"
@@ -139,7 +135,7 @@ func runTaskHandler(s *Server, ctx context.Context, o *Outcome, rec *TaskRecord,
 	hctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var cancelled atomic.Bool
-	go watchTask(s, hctx, rec.ID, rec.Owner, &cancelled, cancel)
+	go watchTask(s, hctx, rec, &cancelled, cancel)
 	run := &TaskRun{ID: rec.ID, Attempt: rec.Attempts}
 	h := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
 		req.Task = run
