@@ -465,7 +465,7 @@ func TestWorkerRunLines(t *testing.T) {
 		ids := make(chan string, 1)
 		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Observe: ob.Observe,
 			DeadlineMargin: 50 * time.Millisecond,
-			Tasks: &stateless.TaskOptions{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }}})
+			Tasks:          &stateless.TaskOptions{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }}})
 		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskRequired},
 			func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
 				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, struct{}{}, nil
