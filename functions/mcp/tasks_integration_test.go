@@ -12,15 +12,13 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // taskPath is the function on the Lambda path with its task workers: the
@@ -166,20 +164,12 @@ func (p *taskPath) poll(t *testing.T, principal, id string, limit time.Duration)
 // record reads the task's item from the table.
 func record(t *testing.T, id string) *stateless.TaskRecord {
 	t.Helper()
-	out, err := localDynamoDB(t).Client().GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(notesTable), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "task#" + id}, "sk": &types.AttributeValueMemberS{Value: "task"}}})
+	store := &tasks.DynamoDB{Client: localDynamoDB(t).Client(), Table: notesTable, SortKey: "sk"}
+	rec, err := store.Load(context.Background(), id)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("task %s: %v", id, err)
 	}
-	body, ok := out.Item["body"].(*types.AttributeValueMemberB)
-	if !ok {
-		t.Fatalf("no item for task %s", id)
-	}
-	var rec stateless.TaskRecord
-	if err := json.Unmarshal(body.Value, &rec); err != nil {
-		t.Fatal(err)
-	}
-	return &rec
+	return rec
 }
 
 // TestTaskThroughLambda: the demo's export, a task, runs on a worker
@@ -283,5 +273,105 @@ func TestTaskExpires(t *testing.T) {
 	time.Sleep(3200 * time.Millisecond)
 	if _, e := p.get(t, who, id); e == nil || e["code"] != float64(-32602) {
 		t.Fatalf("expired task: %v", e)
+	}
+}
+
+// TestTaskSizesThroughLambda: on the Lambda path with worker invocations
+// and DynamoDB, the demo's export of ten notes of 4,000 "<", "&" and
+// U+2028 (the issue's 80 KB that could not be stored, and ran three
+// times) completes with every note in its result after one run of its
+// handler; thirty such notes (a result over 320 KiB as encoded) fail the
+// task once, saying why, and the handler is not run again; a call with
+// 500 KB of capabilities is refused -32602, not retryable, and starts no
+// worker.
+func TestTaskSizesThroughLambda(t *testing.T) {
+	p := newTaskPath(t, false)
+	who := fmt.Sprint("sizes-", time.Now().UnixNano())
+	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	text := strings.Repeat("<", 2000) + strings.Repeat("&", 1000) + strings.Repeat("\u2028", 1000)
+	notes := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: notesTable}
+	added := 0
+	for _, n := range []int{10, 30} {
+		for ; added < n; added++ {
+			if _, e := p.rpc(t, who, "tools/call", "notes_add", `{"name":"notes_add","arguments":{"text":"`+text+`"},"_meta":`+meta+`}`); e != nil {
+				t.Fatal(e)
+			}
+		}
+		id := p.export(t, who, 0)
+		done := p.poll(t, who, id, 60*time.Second)
+		p.invoke.Wait()
+		runs, err := notes.exportRuns(context.Background(), record(t, id).Principal, id)
+		if err != nil || runs != 1 || record(t, id).Attempts != 1 {
+			t.Fatalf("%d notes: %d completed runs (%v), %d attempts; want 1", n, runs, err, record(t, id).Attempts)
+		}
+		if n == 10 {
+			res, _ := done["result"].(map[string]any)
+			sc, _ := res["structuredContent"].(map[string]any)
+			md, _ := sc["markdown"].(string)
+			if done["status"] != "completed" || strings.Count(md, text) != n {
+				t.Fatalf("%d notes: ended %v, %d notes whole in the export", n, done["status"], strings.Count(md, text))
+			}
+			t.Logf("%d notes: completed, an export of %d bytes of Markdown", n, len(md))
+			continue
+		}
+		e, _ := done["error"].(map[string]any)
+		data, _ := e["data"].(map[string]any)
+		if done["status"] != "failed" || data["reason"] != "task_result_too_large" {
+			t.Fatalf("%d notes: ended %v", n, done)
+		}
+		if again, _ := p.get(t, who, id); again["status"] != "failed" || again["lastUpdatedAt"] != done["lastUpdatedAt"] {
+			t.Fatalf("%d notes: the failed task changed: %v", n, again)
+		}
+	}
+	before, _ := p.invoke.Delivered()
+	caps := `{"extensions":{"io.modelcontextprotocol/tasks":{},"x":{"pad":"` + strings.Repeat("<", 500<<10) + `"}}}`
+	_, e := p.rpc(t, who, "tools/call", "notes_export", `{"name":"notes_export","arguments":{"seconds":0},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":`+caps+`}}`)
+	data, _ := e["data"].(map[string]any)
+	if e == nil || e["code"] != float64(-32602) || data["retryable"] == true || data["reason"] != "task_call_too_large" {
+		t.Fatalf("500 KB of capabilities: %v", e)
+	}
+	if after, _ := p.invoke.Delivered(); after != before {
+		t.Fatal("a refused call started a worker")
+	}
+}
+
+// TestKeyedTaskThroughLambda: nine calls of the read-only notes_export
+// with one idempotency key, sent at once, are one task: each answer,
+// after retries of an in-progress refusal, names it, and one worker ran.
+func TestKeyedTaskThroughLambda(t *testing.T) {
+	p := newTaskPath(t, false)
+	who := fmt.Sprint("keyed-", time.Now().UnixNano())
+	key := fmt.Sprint("k-", time.Now().UnixNano())
+	ids := make([]string, 9)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+				res, e := p.rpc(t, who, "tools/call", "notes_export", `{"name":"notes_export","arguments":{"seconds":1},"idempotencyKey":"`+key+`","_meta":`+taskMeta+`}`)
+				if e == nil {
+					ids[i], _ = res["taskId"].(string)
+					return
+				}
+				if data, _ := e["data"].(map[string]any); data["retryable"] != true {
+					t.Errorf("call %d: %v", i, e)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, id := range ids {
+		if id == "" || id != ids[0] {
+			t.Fatalf("call %d named task %q, call 0 %q", i, id, ids[0])
+		}
+	}
+	if done := p.poll(t, who, ids[0], 30*time.Second); done["status"] != "completed" {
+		t.Fatalf("ended %v", done)
+	}
+	p.invoke.Wait()
+	if runs, failed := p.invoke.Delivered(); runs != 1 || failed != 0 {
+		t.Fatalf("%d worker invocations, %d failed; want 1", runs, failed)
 	}
 }
