@@ -52,8 +52,10 @@ type Call struct {
 	// it).
 	Tasks bool
 	// Stream sends the request through the function's streaming door
-	// (HeaderDoor).
-	Stream bool
+	// (HeaderDoor). KeepDoor says the flow chose the door for all its
+	// requests (a confirmation is sealed for the endpoint of the door
+	// that asked for it); otherwise each logical request draws its own.
+	Stream, KeepDoor bool
 	// Header holds more headers for the front (HeaderPin).
 	Header map[string]string
 }

@@ -239,7 +239,7 @@ func (l *Load) worker(ctx context.Context, w int) {
 			}
 			l.read(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_search",
 				Params: map[string]any{"name": "notes_search", "arguments": map[string]any{"query": q}}}, "notes_search "+q)
-		case r < 0.70:
+		case r < 0.66:
 			adds++
 			kind := "add"
 			switch x := rng.Float64(); {
@@ -326,8 +326,10 @@ func (l *Load) pursue(ctx context.Context, rng *rand.Rand, c Call, what string) 
 		limit = end
 	}
 	// Each logical request goes through one door, every attempt of it.
-	if rng.Float64() < streamShare {
-		c.Stream = true
+	if !c.KeepDoor {
+		c.Stream = rng.Float64() < streamShare
+	}
+	if c.Stream {
 		h.What += " (streaming door)"
 	}
 	for n := 0; ; n++ {
@@ -444,7 +446,10 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 	l.deletes = append(l.deletes, d)
 	l.mu.Unlock()
 	args := map[string]any{"id": id}
-	d.Ask = l.pursue(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true,
+	// The confirmation is sealed for the endpoint that asked: one door
+	// for the whole flow.
+	stream := rng.Float64() < streamShare
+	d.Ask = l.pursue(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true, Stream: stream, KeepDoor: true,
 		Params: map[string]any{"name": "notes_delete", "arguments": args}}, "notes_delete ask "+id)
 	if d.Ask.Final == nil {
 		return
@@ -460,7 +465,7 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 		if key != "" {
 			p["idempotencyKey"] = key
 		}
-		return Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true, Params: p}
+		return Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true, Stream: stream, KeepDoor: true, Params: p}
 	}
 	secondKey := ""
 	if rng.IntN(2) == 0 {
@@ -515,12 +520,19 @@ func redemptionOutcome(h *History) string {
 	return "unexpected"
 }
 
-// taskFlow creates an export task with a fresh idempotency key, as kind
-// says, cancels a quarter of them after a moment, and polls the task
-// with tasks/get until it ends (or the run stops retrying).
+// taskFlow creates an export task of 1 to 3 seconds with a fresh
+// idempotency key, as kind says, cancels a quarter of them after a
+// moment, and polls the task with tasks/get until it ends (or the run
+// stops retrying).
 func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind string) {
 	key := fmt.Sprintf("%s-t%06d", l.o.RunID, l.next())
 	k := &TaskKey{Key: key, Principal: principal, Kind: kind, Seconds: 1 + rng.IntN(3)}
+	// A quarter are cancelled within a second of their creation; those
+	// take 3 s, so that most cancels meet a running task.
+	cancel := rng.IntN(4) == 0
+	if cancel {
+		k.Seconds = 3
+	}
 	l.mu.Lock()
 	l.tasks = append(l.tasks, k)
 	l.mu.Unlock()
@@ -550,8 +562,8 @@ func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind str
 	if id == "" {
 		return
 	}
-	if rng.IntN(4) == 0 {
-		time.Sleep(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))))
+	if cancel {
+		time.Sleep(time.Duration(rng.Int64N(int64(time.Second))))
 		h := l.pursue(ctx, rng, Call{Principal: principal, Method: "tasks/cancel", Name: id, Tasks: true,
 			Params: map[string]any{"taskId": id}}, "tasks/cancel "+id)
 		k.mu.Lock()

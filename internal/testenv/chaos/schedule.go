@@ -63,9 +63,10 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	restarts := []float64{0.55}
 	kmsFrom, kmsTo := 0.64, 0.76
 	workerKills := []float64{0.35, 0.6}
-	outcomeKill := 0.5
+	outcomeKills := []float64{0.25}
 	if full {
 		workerKills = []float64{0.12, 0.3, 0.48, 0.6, 0.72}
+		outcomeKills = []float64{0.2, 0.52}
 		kills = []float64{0.08, 0.16, 0.24, 0.33, 0.45, 0.58, 0.67, 0.74, 0.80}
 		afterWrite = []float64{0.20, 0.38, 0.50}
 		restarts = []float64{0.42, 0.62}
@@ -80,6 +81,9 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	for _, at := range restarts {
 		f.steps = append(f.steps, Step{At: at, Name: "restart DynamoDB Local", Do: f.restartDynamoDB})
 	}
+	for _, at := range outcomeKills {
+		f.steps = append(f.steps, Step{At: at, Name: "kill the worker whose task outcome write was just applied", Do: f.killAfterOutcome})
+	}
 	for _, at := range workerKills {
 		f.steps = append(f.steps, Step{At: at, Name: "kill an instance running a task's worker", Do: f.killWorker})
 	}
@@ -88,7 +92,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
 		Step{At: 0.10, Name: "proxy: drop 20% and delay 20% of task outcome writes' responses", Do: f.outcomeFaults},
-		Step{At: outcomeKill, Name: "kill the worker whose task outcome write was just applied", Do: f.killAfterOutcome},
+
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
 			kmsStopped = time.Now()
