@@ -67,6 +67,7 @@ func isReplay(r map[string]any) bool {
 // deletes the note; a retry of that, after a lost response, gets the
 // replay; the state is spent for any other call. Unkeyed, the tool's own
 // write fails retryably, and the retry with the same state deletes it.
+// Either way the note's deletion record counts one delete.
 func TestConfirmedDeleteSurvivesAFailure(t *testing.T) {
 	for _, keyed := range []bool{true, false} {
 		t.Run(fmt.Sprint("keyed=", keyed), func(t *testing.T) {
@@ -119,6 +120,12 @@ func TestConfirmedDeleteSurvivesAFailure(t *testing.T) {
 			}
 			if ids, _ := c.search("", ""); len(ids) != 0 {
 				t.Errorf("notes left: %v", ids)
+			}
+			// The failed attempt left no trace, the retry deleted once:
+			// the deletion record, written with the delete, counts 1.
+			table := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: notesTable}
+			if n, err := table.deletions(context.Background(), c.principal, id); err != nil || n != 1 {
+				t.Errorf("the deletion record counts %d (%v), want 1", n, err)
 			}
 		})
 	}
