@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
 // fakeInstance is an in-process stand-in for a function under the
@@ -39,8 +42,10 @@ func (f *fakeInstance) Invoke(ctx context.Context, payload []byte) ([]byte, erro
 	}
 	var ev struct {
 		Body           string `json:"body"`
+		Task           string `json:"mcpTask"` // a worker's event
 		RequestContext struct {
 			RequestID  string `json:"requestId"`
+			DomainName string `json:"domainName"`
 			Authorizer struct {
 				Lambda map[string]string `json:"lambda"`
 			} `json:"authorizer"`
@@ -48,6 +53,9 @@ func (f *fakeInstance) Invoke(ctx context.Context, payload []byte) ([]byte, erro
 	}
 	if err := json.Unmarshal(payload, &ev); err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(ev.Task, "hold") {
+		ev.Body = "hold"
 	}
 	select {
 	case <-f.exited:
@@ -63,7 +71,11 @@ func (f *fakeInstance) Invoke(ctx context.Context, payload []byte) ([]byte, erro
 		}
 	}
 	body, _ := json.Marshal(map[string]string{"instance": f.name, "requestId": ev.RequestContext.RequestID,
-		"principal": ev.RequestContext.Authorizer.Lambda["principalId"]})
+		"principal": ev.RequestContext.Authorizer.Lambda["principalId"], "task": ev.Task})
+	if ev.RequestContext.DomainName == rie.StreamDomain {
+		// A function URL's event: the answer is a response stream.
+		return append([]byte(`{"statusCode":200,"headers":{"Content-Type":"application/json","X-Door":"stream"}}`+"\x00\x00\x00\x00\x00\x00\x00\x00"), body...), nil
+	}
 	return json.Marshal(map[string]any{"statusCode": 200, "headers": map[string]string{"Content-Type": "application/json"}, "body": string(body)})
 }
 
@@ -214,6 +226,84 @@ func TestPoolKill(t *testing.T) {
 	}
 	s := p.Stats()
 	if s.Kills != 1 || s.KilledMidCall != 1 || s.InjectedGatewayErrors != 1 || s.GatewayErrors != 1 || s.UnexpectedExits != 1 || s.Replacements != 2 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestPoolWorkers: a worker's event runs on an idle instance; a kill of
+// the instance while it runs is counted against the task, not as a
+// gateway error.
+func TestPoolWorkers(t *testing.T) {
+	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
+	p, err := NewPool(context.Background(), 1, ff.start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	out, err := p.InvokeWorker(ctx, []byte(`{"mcpTask":"T1"}`))
+	if err != nil || !strings.Contains(string(out), `\"task\":\"T1\"`) {
+		t.Fatalf("a worker run: %s %v", out, err)
+	}
+	// No worker is running: nothing to kill.
+	if slot, task := p.KillWorker(ctx, 0, 20*time.Millisecond); slot != -1 || task != "" {
+		t.Fatalf("KillWorker with no worker = %d %q", slot, task)
+	}
+	failed := make(chan error)
+	go func() {
+		_, err := p.InvokeWorker(ctx, []byte(`{"mcpTask":"hold-2"}`))
+		failed <- err
+	}()
+	<-ff.held
+	if slot, task := p.KillWorker(ctx, 0, time.Second); slot != 0 || task != "hold-2" {
+		t.Fatalf("KillWorker = %d %q", slot, task)
+	}
+	if err := <-failed; err == nil {
+		t.Fatal("the killed worker's run did not fail")
+	}
+	p.Settle()
+	if _, err := p.InvokeWorker(ctx, []byte(`{"mcpTask":"T3"}`)); err != nil {
+		t.Fatalf("after the kill: %v", err)
+	}
+	if k := p.KilledTasks(); len(k) != 1 || k["hold-2"] != 1 {
+		t.Errorf("killed tasks %v", k)
+	}
+	s := p.Stats()
+	if s.WorkerRuns != 3 || s.KilledWorkers != 1 || s.WorkerErrors != 0 || s.InjectedGatewayErrors != 0 || s.GatewayErrors != 0 || s.Kills != 1 {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+// TestPoolStreamDoor: a request marked for the streaming door reaches the
+// function as a function URL's event, and its response stream is
+// answered by its prelude; the others are buffered.
+func TestPoolStreamDoor(t *testing.T) {
+	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
+	p, err := NewPool(context.Background(), 1, ff.start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	srv := httptest.NewServer(p)
+	defer srv.Close()
+	for _, stream := range []bool{true, false} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
+		req.Header.Set(HeaderPrincipal, "alice")
+		if stream {
+			req.Header.Set(HeaderDoor, DoorStream)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK || out["principal"] != "alice" || (resp.Header.Get("X-Door") == "stream") != stream {
+			t.Errorf("stream=%v: %d %v %v %v", stream, resp.StatusCode, resp.Header, out, err)
+		}
+	}
+	if s := p.Stats(); s.Requests != 2 || s.Streamed != 1 {
 		t.Errorf("stats %+v", s)
 	}
 }

@@ -192,3 +192,19 @@ func fmtBools(bs []bool) string {
 	}
 	return b.String()
 }
+
+// TestIsTaskOutcome: the writes of a task's outcome are told from the
+// task's other writes and from other items.
+func TestIsTaskOutcome(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"Item":{"pk":{"S":"task#abc"},"status":{"S":"completed"},"version":{"N":"3"}}}`: true,
+		`{"Item":{"pk":{"S":"task#abc"},"status":{"S":"failed"}}}`:                        true,
+		`{"Item":{"pk":{"S":"task#abc"},"status":{"S":"working"}}}`:                       false,
+		`{"Item":{"pk":{"S":"task#abc"},"status":{"S":"cancelled"}}}`:                     false,
+		`{"Item":{"pk":{"S":"claim#abc"},"status":{"S":"completed"}}}`:                    false,
+	} {
+		if got := IsTaskOutcome([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
