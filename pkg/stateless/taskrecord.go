@@ -33,6 +33,9 @@ const (
 	// maxTaskInput bounds one input round of a task's handler: its
 	// requests and the state it keeps for the next run.
 	maxTaskInput = 96 << 10
+	// maxTaskInputKey bounds the key of a task's input request: a
+	// store keeps keys as names (DynamoDB's map element names).
+	maxTaskInputKey = 1 << 10
 	// maxTaskResult bounds the result object of a completed task, as it
 	// is encoded (a character JSON escapes counts as its escape).
 	maxTaskResult = 320 << 10

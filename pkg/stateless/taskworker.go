@@ -215,6 +215,10 @@ func inputRound(x *exchange, o *Outcome, ir *InputRequired) func(*TaskRecord) {
 	}
 	size := len(ir.State)
 	for k, b := range reqs {
+		if k == "" || len(k) > maxTaskInputKey {
+			return failWith(o, mcperr.Wrap(mcperr.Internal, fmt.Errorf("a task's input request key of %d bytes (1 to %d)", len(k), maxTaskInputKey)).
+				WithData(map[string]any{"reason": "task_input_key_invalid"}), "The task asked for input under a key it cannot keep.")
+		}
 		size += len(k) + len(b) + taskEntryBytes
 	}
 	if size > maxTaskInput {

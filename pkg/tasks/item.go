@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -52,6 +53,10 @@ const (
 	attrBody = "body"
 )
 
+// entryPrefix begins the name of each element of a map attribute, so
+// that a record's empty key ("") is a name DynamoDB accepts.
+const entryPrefix = "."
+
 // encodeItem returns rec as an item with key; stateless.ErrTaskTooLarge
 // when the item would be over MaxItemBytes.
 func encodeItem(key map[string]types.AttributeValue, rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
@@ -84,7 +89,7 @@ func encodeItem(key map[string]types.AttributeValue, rec *stateless.TaskRecord) 
 		if m != nil {
 			av := make(map[string]types.AttributeValue, len(m))
 			for k, v := range m {
-				av[k] = &types.AttributeValueMemberB{Value: v}
+				av[entryPrefix+k] = &types.AttributeValueMemberB{Value: v}
 			}
 			it[name] = &types.AttributeValueMemberM{Value: av}
 		}
@@ -256,11 +261,11 @@ func (d *itemReader) raws(name string) map[string]json.RawMessage {
 	out := make(map[string]json.RawMessage, len(m.Value))
 	for k, e := range m.Value {
 		b, ok := e.(*types.AttributeValueMemberB)
-		if !ok {
+		if !ok || !strings.HasPrefix(k, entryPrefix) {
 			d.fail(name)
 			return nil
 		}
-		out[k] = b.Value
+		out[k[len(entryPrefix):]] = b.Value
 	}
 	return out
 }
