@@ -11,4 +11,10 @@
 // run a task and a cancellation racing a completion ends in exactly one
 // of them. Tasks expire at their TTL (DynamoDB's TTL attribute deletes
 // them later; a read treats them as gone at once).
+//
+// Both stores keep a record at its raw size: raw JSON and binary members
+// as they are, never escaped or re-encoded, so that the server's bounds
+// on a record (stateless.MaxTaskRecordBytes, on its StoredSize) are the
+// bounds of what is stored. The memory store is bounded by count and by
+// bytes, and fails closed (ErrFull) rather than drop a live task.
 package tasks
