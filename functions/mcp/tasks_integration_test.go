@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -16,83 +15,43 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
-// taskPath is the function on the Lambda path with its task workers: the
-// real bootstrap under an emulator behind an API Gateway front, and one
-// worker emulator that the function's asynchronous invocations of itself
-// reach through the Invoke API's stand-in; tasks in DynamoDB Local.
+// taskPath is the function on the Lambda path with its task workers
+// (rie.TaskPath): the real bootstrap under an emulator behind an API
+// Gateway front, and the worker emulators its asynchronous invocations of
+// itself reach through the Invoke API's stand-in; tasks in DynamoDB Local.
 type taskPath struct {
+	*rie.TaskPath
 	url    string
 	invoke *rie.InvokeAPI
-	worker func() *rie.Emulator
 	client *http.Client
 }
 
 func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
 	t.Helper()
 	db := localDynamoDB(t)
-	bootstrap := buildBootstrap(t, runtime.GOARCH)
-	invokeLn, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	env := append([]string{envClaimsTable + "=" + notesTable, envAllowAnonymous + "=true", envLogLevel + "=error",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
-		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint, "AWS_ENDPOINT_URL_LAMBDA=http://" + invokeLn.Addr().String(),
+		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint,
 		// A worker's invocation lasts 10 s: its lease, when it is killed.
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=10"}, extraEnv...)
-	ctx := context.Background()
-	start := func() (*rie.Emulator, error) {
-		return rie.Start(ctx, rie.Options{RIE: rieBinary(t), Bootstrap: bootstrap, Env: env, OwnGroup: true})
-	}
-	front, err := start()
+	tp, err := rie.StartTaskPath(context.Background(), rie.TaskPathOptions{RIE: rieBinary(t), Bootstrap: buildBootstrap(t, runtime.GOARCH), Env: env, Duplicate: duplicate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// With duplicates, two workers: the second delivery runs beside the
-	// first, as Lambda may run it, and must find the task taken.
-	workers := make([]*rie.Emulator, 1+btoi(duplicate))
-	for i := range workers {
-		if workers[i], err = start(); err != nil {
-			t.Fatal(err)
-		}
-		w := workers[i]
-		t.Cleanup(func() { w.Stop() })
-	}
-	p := &taskPath{client: &http.Client{Timeout: 30 * time.Second}}
-	current := workers[0]
-	p.worker = func() *rie.Emulator { return current }
-	p.invoke = &rie.InvokeAPI{Workers: workers, Retries: 2, Duplicate: duplicate,
-		Restart: func() (*rie.Emulator, error) {
-			e, err := start()
-			if err == nil {
-				current = e
-				t.Cleanup(func() { e.Stop() })
-			}
-			return e, err
-		}}
-	api := &http.Server{Handler: p.invoke, ReadHeaderTimeout: 10 * time.Second}
-	go api.Serve(invokeLn)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw := &http.Server{Handler: &rie.Front{Emulator: front}, ReadHeaderTimeout: 10 * time.Second}
-	go gw.Serve(ln)
-	p.url = "http://" + ln.Addr().String() + "/mcp"
 	t.Cleanup(func() {
-		gw.Close()
-		api.Close()
-		front.Stop()
+		tp.Stop()
 		if t.Failed() {
-			t.Logf("front:\n%s\nworker:\n%s", tail(front.Log()), tail(current.Log()))
+			front, worker := tp.Logs()
+			t.Logf("front:\n%s\nworker:\n%s", tail(front), tail(worker))
 		}
 	})
-	return p
+	return &taskPath{TaskPath: tp, url: tp.URL, invoke: tp.Invoke, client: &http.Client{Timeout: 30 * time.Second}}
 }
 
 func tail(s string) string { return s[max(0, len(s)-3000):] }
@@ -164,7 +123,12 @@ func (p *taskPath) poll(t *testing.T, principal, id string, limit time.Duration)
 // record reads the task's item from the table.
 func record(t *testing.T, id string) *stateless.TaskRecord {
 	t.Helper()
-	store := &tasks.DynamoDB{Client: localDynamoDB(t).Client(), Table: notesTable, SortKey: "sk"}
+	return recordIn(t, notesTable, id)
+}
+
+func recordIn(t *testing.T, table, id string) *stateless.TaskRecord {
+	t.Helper()
+	store := &tasks.DynamoDB{Client: localDynamoDB(t).Client(), Table: table, SortKey: "sk"}
 	rec, err := store.Load(context.Background(), id)
 	if err != nil {
 		t.Fatalf("task %s: %v", id, err)
@@ -217,7 +181,7 @@ func TestTaskWorkerKilled(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.worker().Kill()
+	p.Worker().Kill()
 	killed := time.Now()
 	done := p.poll(t, who, id, 45*time.Second)
 	if done["status"] != "completed" {
@@ -285,11 +249,17 @@ func TestTaskExpires(t *testing.T) {
 // 500 KB of capabilities is refused -32602, not retryable, and starts no
 // worker.
 func TestTaskSizesThroughLambda(t *testing.T) {
-	p := newTaskPath(t, false)
+	// A table of its own: every test's calls are the same anonymous
+	// principal's, and these notes would make other tests' exports large.
+	const table = "task-sizes-test"
+	if err := dynamolocal.CreateTable(context.Background(), localDynamoDB(t).Client(), table); err != nil {
+		t.Fatal(err)
+	}
+	p := newTaskPath(t, false, envClaimsTable+"="+table)
 	who := fmt.Sprint("sizes-", time.Now().UnixNano())
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	text := strings.Repeat("<", 2000) + strings.Repeat("&", 1000) + strings.Repeat("\u2028", 1000)
-	notes := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: notesTable}
+	notes := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: table}
 	added := 0
 	for _, n := range []int{10, 30} {
 		for ; added < n; added++ {
@@ -300,9 +270,9 @@ func TestTaskSizesThroughLambda(t *testing.T) {
 		id := p.export(t, who, 0)
 		done := p.poll(t, who, id, 60*time.Second)
 		p.invoke.Wait()
-		runs, err := notes.exportRuns(context.Background(), record(t, id).Principal, id)
-		if err != nil || runs != 1 || record(t, id).Attempts != 1 {
-			t.Fatalf("%d notes: %d completed runs (%v), %d attempts; want 1", n, runs, err, record(t, id).Attempts)
+		runs, err := notes.exportRuns(context.Background(), recordIn(t, table, id).Principal, id)
+		if err != nil || runs != 1 || recordIn(t, table, id).Attempts != 1 {
+			t.Fatalf("%d notes: %d completed runs (%v), %d attempts; want 1", n, runs, err, recordIn(t, table, id).Attempts)
 		}
 		if n == 10 {
 			res, _ := done["result"].(map[string]any)
