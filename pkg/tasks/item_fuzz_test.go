@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -80,7 +79,7 @@ func recordFrom(data []byte, scale int) *stateless.TaskRecord {
 		ID: "id" + strconv.Itoa(len(data)), Version: int64(scale), Status: stateless.TaskStatus(part(0)),
 		Principal: string(part(1)), Tool: string(part(2)), Message: string(part(3)), IdempotencyKey: string(part(4)), Owner: string(part(5)),
 		ProtocolVersion: "2026-07-28", CreatedAt: now, UpdatedAt: now.Add(time.Millisecond), ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(time.Minute),
-		Arguments: raw(bytes.Repeat(part(6), min(1+scale, 1+(400<<10)/max(1, len(part(6)))))),
+		Arguments:    raw(bytes.Repeat(part(6), min(1+scale, 1+(400<<10)/max(1, len(part(6)))))),
 		Capabilities: raw(part(7)), State: part(8), HasState: part(8) != nil, Result: raw(part(9)), Error: raw(part(10)),
 		Attempts: scale % 5,
 	}
