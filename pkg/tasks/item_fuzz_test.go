@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go"
+
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -138,4 +140,23 @@ func sameRecord(a, b *stateless.TaskRecord) bool {
 	na, nb := norm(a), norm(b)
 	return reflect.DeepEqual(na, nb) && a.CreatedAt.Equal(b.CreatedAt) && a.UpdatedAt.Equal(b.UpdatedAt) &&
 		a.ExpiresAt.Equal(b.ExpiresAt) && a.LeaseUntil.Equal(b.LeaseUntil)
+}
+
+// TestWriteErrorClassifiesSize: DynamoDB's refusal of an item for its
+// size (as TestItemSizeAsDynamoDBCounts has DynamoDB Local give it) is
+// permanent, ErrTaskTooLarge; its other failures are not.
+func TestWriteErrorClassifiesSize(t *testing.T) {
+	size := &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"}
+	if err := writeError("writing", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: size}); !errors.Is(err, stateless.ErrTaskTooLarge) {
+		t.Errorf("item size: %v", err)
+	}
+	for _, e := range []error{
+		&smithy.GenericAPIError{Code: "ValidationException", Message: "One or more parameter values were invalid"},
+		&smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "item size"},
+		errors.New("connection reset"),
+	} {
+		if err := writeError("writing", e); errors.Is(err, stateless.ErrTaskTooLarge) {
+			t.Errorf("%v is not about size: %v", e, err)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -357,14 +358,54 @@ func TestLargestRecordFitsAnItem(t *testing.T) {
 	if err != nil || string(got.Arguments) != string(rec.Arguments) || len(got.Responses) != 2000 || len(got.Asked) != 2000 || got.Principal != rec.Principal {
 		t.Fatalf("read back: %v", err)
 	}
-	// DynamoDB's own limit, checked with a record the store does not
-	// refuse itself: its item is sent, and DynamoDB's refusal is
-	// classified as too large as well.
+	// One byte over the server's bound still fits an item (the bound
+	// leaves room for the item's names and numbers); far over it, the
+	// store refuses the record before sending it.
+	over := *rec
+	over.ID += "-over"
+	over.Arguments = append(json.RawMessage(`"<`), rec.Arguments[1:]...)
+	if over.StoredSize() <= stateless.MaxTaskRecordBytes {
+		t.Fatal("not over")
+	}
+	if err := store.Create(ctx, &over); err != nil {
+		t.Fatalf("a record just over the server's bound still fits an item: %v", err)
+	}
 	huge := *rec
 	huge.ID += "-huge"
 	huge.Arguments = json.RawMessage(`"` + strings.Repeat("x", 420<<10) + `"`)
 	if err := store.Create(ctx, &huge); !errors.Is(err, stateless.ErrTaskTooLarge) {
 		t.Fatalf("an item over 400 KB: %v", err)
+	}
+}
+
+// TestItemSizeAsDynamoDBCounts: ItemSize never counts less than DynamoDB
+// does — an item of exactly MaxItemBytes by ItemSize, with numbers,
+// maps, lists and Booleans in it, is one DynamoDB takes — and DynamoDB
+// refuses an item over its limit with the ValidationException about item
+// size that the store classifies as ErrTaskTooLarge.
+func TestItemSizeAsDynamoDBCounts(t *testing.T) {
+	ctx := context.Background()
+	c := local.Client()
+	it := map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: fmt.Sprint("size-", time.Now().UnixNano())}, "sk": &types.AttributeValueMemberS{Value: "x"},
+		"n1": &types.AttributeValueMemberN{Value: "123456789012345678901234567890123456"}, "n2": &types.AttributeValueMemberN{Value: "-0.5"},
+		"ok": &types.AttributeValueMemberBOOL{Value: true},
+		"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{".a": &types.AttributeValueMemberB{Value: []byte("{}")},
+			".b": &types.AttributeValueMemberN{Value: "7"}}},
+		"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "k"}, &types.AttributeValueMemberS{Value: ""}}},
+	}
+	it["pad"] = &types.AttributeValueMemberB{Value: bytes.Repeat([]byte("<"), tasks.MaxItemBytes-tasks.ItemSize(it)-len("pad"))}
+	if n := tasks.ItemSize(it); n != tasks.MaxItemBytes {
+		t.Fatalf("built an item of %d", n)
+	}
+	if _, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(sortedTable), Item: it}); err != nil {
+		t.Fatalf("an item of %d bytes by ItemSize: %v", tasks.MaxItemBytes, err)
+	}
+	it["more"] = &types.AttributeValueMemberB{Value: bytes.Repeat([]byte("x"), 20<<10)}
+	_, err := c.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(sortedTable), Item: it})
+	var api smithy.APIError
+	if !errors.As(err, &api) || api.ErrorCode() != "ValidationException" || !strings.Contains(strings.ToLower(api.ErrorMessage()), "item size") {
+		t.Fatalf("an item over the limit: %v", err)
 	}
 }
 
