@@ -193,10 +193,10 @@ type Result struct {
 	TaskKeys, TasksCreated int
 	TaskKeysByKind         map[string]int
 	TaskEnds               map[string]int
-	// TaskExecutions counts the answered tasks by the runs of their
-	// handler recorded at its effect: 0, 1, 2+. TasksKilled are tasks
-	// whose worker was killed while it ran them; TaskReruns the runs
-	// beyond the first that such kills explain.
+	// TaskExecutions counts the task keys by the runs of the export
+	// recorded at its effect, in all the key's tasks: 0, 1, 2+.
+	// TasksKilled are keys whose task's worker was killed while it ran
+	// it; TaskReruns the runs beyond the first that such kills explain.
 	TaskExecutions          [3]int
 	TasksKilled, TaskReruns int
 	TaskPolls               int
@@ -432,6 +432,25 @@ func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add fu
 		if len(items) > 1 {
 			add(CheckTaskPerKey, subject, fmt.Sprintf("the table holds %d tasks for the key: %v", len(items), itemIDs), hs...)
 		}
+		// The key's export ran, at its effect, once in all its tasks
+		// (one, unless the key made more), plus once for each kill of a
+		// worker running one of them.
+		runs, kills := 0, 0
+		for _, t := range slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(ids), itemIDs...)))) {
+			runs += notes.ExportRuns[t]
+			kills += killed[t]
+		}
+		r.TaskExecutions[min(runs, 2)]++
+		if kills > 0 {
+			r.TasksKilled++
+		}
+		switch {
+		case runs > 1+kills:
+			add(CheckExactlyOnce, subject, fmt.Sprintf("the key's export ran %d times at its effect (tasks %v), its workers killed mid-run %d times",
+				runs, keys(setOf(ids, itemIDs)), kills), hs...)
+		case runs > 1:
+			r.TaskReruns += runs - 1
+		}
 		if len(ids) == 0 {
 			k.mu.Unlock()
 			continue
@@ -461,17 +480,7 @@ func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add fu
 			e, _ := json.Marshal(k.Final.Result["error"])
 			add(CheckTaskEnd, subject, fmt.Sprintf("task %s ended %s (cancel sent: %v) %s", id, status, cancelled, e), hs...)
 		}
-		runs, allowed := notes.ExportRuns[id], 1+killed[id]
-		r.TaskExecutions[min(runs, 2)]++
-		if killed[id] > 0 {
-			r.TasksKilled++
-		}
-		switch {
-		case runs > allowed:
-			add(CheckExactlyOnce, subject, fmt.Sprintf("task %s: its handler ran %d times at its effect, its worker killed mid-run %d times", id, runs, killed[id]), hs...)
-		case runs > 1:
-			r.TaskReruns += runs - 1
-		case runs == 0 && status == "completed":
+		if status == "completed" && notes.ExportRuns[id] == 0 {
 			add(CheckExactlyOnce, subject, fmt.Sprintf("task %s completed, but no run of its handler is recorded", id), hs...)
 		}
 		k.mu.Unlock()
@@ -508,6 +517,17 @@ func (d *DeleteRecord) unknown() bool {
 }
 
 func keys(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+
+// setOf is the set of the strings in lists.
+func setOf(lists ...[]string) map[string]bool {
+	m := map[string]bool{}
+	for _, l := range lists {
+		for _, s := range l {
+			m[s] = true
+		}
+	}
+	return m
+}
 
 // last describes a history's last attempt.
 func last(h *History) string {

@@ -188,11 +188,12 @@ func TestCheckTasks(t *testing.T) {
 			n.Tasks[id] = &TaskItem{ID: id, Key: key, Status: "completed"}
 		}
 	}
-	n.ExportRuns = map[string]int{"T1": 1, "T2": 2, "T3": 2, "T4": 1, "T6": 1, "T10": 1, "T11": 1}
+	// "two" made two tasks and both ran: the key's export ran twice.
+	n.ExportRuns = map[string]int{"T1": 1, "T2": 2, "T3": 2, "T4": 1, "U4": 1, "T6": 1, "T10": 1, "T11": 1}
 	killed := map[string]int{"T3": 1}
 	got := violations(l, n, killed)
 	want := map[string][]string{
-		CheckExactlyOnce: {"task key twice", "task key norun"},
+		CheckExactlyOnce: {"task key twice", "task key two", "task key norun"},
 		CheckTaskPerKey:  {"task key two", "task key two"},
 		CheckTaskEnd:     {"task key uncalled", "task key failed", "task key working"},
 		CheckLostWrite:   {"task key missing"},
@@ -209,8 +210,9 @@ func TestCheckTasks(t *testing.T) {
 		}
 	}
 	r := l.Check(n, killed)
-	// 0: T5, T7, T8, T9; 1: T1, T4, T6, T10, T11; 2+: T2, T3.
-	if r.TaskExecutions != [3]int{4, 5, 2} || r.TaskReruns != 1 || r.TasksKilled != 1 || r.TasksCreated != 11 {
+	// By key: 0: cancelled, failed, working, norun, unanswered; 1: once,
+	// uncalled, missing, resent; 2+: twice, killed, two.
+	if r.TaskExecutions != [3]int{5, 4, 3} || r.TaskReruns != 1 || r.TasksKilled != 1 || r.TasksCreated != 11 {
 		t.Errorf("executions %v, reruns %d, killed %d, created %d", r.TaskExecutions, r.TaskReruns, r.TasksKilled, r.TasksCreated)
 	}
 	if r.TaskEnds["completed"] != 7 || r.TaskEnds["cancelled"] != 2 || r.TaskEnds["failed"] != 1 || r.TaskEnds[""] != 1 {

@@ -163,6 +163,7 @@ type Load struct {
 	gateway  []string      // uninjected gateway errors, described
 	streamed map[Class]int // the attempts through the streaming door
 	seq      int
+	taskSeq  int
 	rngSeq   uint64
 	opCounts map[string]int
 	version  string // the function's, from serverInfo
@@ -525,11 +526,15 @@ func redemptionOutcome(h *History) string {
 // moment, and polls the task with tasks/get until it ends (or the run
 // stops retrying).
 func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind string) {
-	key := fmt.Sprintf("%s-t%06d", l.o.RunID, l.next())
+	n := l.next()
+	key := fmt.Sprintf("%s-t%06d", l.o.RunID, n)
 	k := &TaskKey{Key: key, Principal: principal, Kind: kind, Seconds: 1 + rng.IntN(3)}
-	// A quarter are cancelled within a second of their creation; those
+	// Every fourth is cancelled within a second of its creation; those
 	// take 3 s, so that most cancels meet a running task.
-	cancel := rng.IntN(4) == 0
+	l.mu.Lock()
+	l.taskSeq++
+	cancel := l.taskSeq%4 == 0
+	l.mu.Unlock()
 	if cancel {
 		k.Seconds = 3
 	}
