@@ -27,8 +27,11 @@ import (
 // waits for input, or is gone. The handler runs until ctx's deadline
 // less Options.DeadlineMargin (on Lambda, the invocation's), at most
 // TaskOptions.MaxRun; a task whose handler is still running then fails
-// with a Timeout. A worker that dies holds the task until its lease
-// lapses, and the next tasks/get dispatches it again.
+// with a Timeout. The outcome's write is tried again while the store
+// fails, until the worker's lease ends (see recordOutcome), so that a
+// handler that completed is not run again for one failed write. A worker
+// that dies holds the task until its lease lapses (and the skew allowed
+// between clocks), and the next tasks/get dispatches it again.
 //
 // It returns an error only when the store could not be read or written:
 // the caller may retry (Lambda retries an asynchronous invocation).
@@ -106,6 +109,9 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 			// Permanent: the same write never fits. A failure does.
 			finish, shrunk = resultTooLarge(o, err), true
 			continue
+		case errors.Is(err, ErrTaskTooLarge):
+			o.Fault, o.Kind, o.Err = true, "task_outcome_lost", fmt.Errorf("recording the task's failure: %w", err)
+			return o.Err
 		}
 		timer := time.NewTimer(backoff)
 		select {
