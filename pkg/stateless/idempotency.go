@@ -16,8 +16,9 @@ import (
 
 // Idempotency makes side-effecting tool calls exactly-once; package claims
 // implements it over DynamoDB or memory. The server consults it for every
-// tools/call of a tool that is not read-only and carries an idempotency
-// key — params.idempotencyKey, the Idempotency-Key header, or, for a tool
+// tools/call of a tool that is not read-only (or that becomes a task, so
+// that a keyed retry finds the task the first call made) and carries an
+// idempotency key — params.idempotencyKey, the Idempotency-Key header, or, for a tool
 // with IdempotentByArguments, a digest of its arguments — after the
 // arguments were validated and the request state opened, before the
 // handler runs.
