@@ -240,7 +240,7 @@ func (l *Load) worker(ctx context.Context, w int) {
 			}
 			l.read(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_search",
 				Params: map[string]any{"name": "notes_search", "arguments": map[string]any{"query": q}}}, "notes_search "+q)
-		case r < 0.66:
+		case r < 0.62:
 			adds++
 			kind := "add"
 			switch x := rng.Float64(); {

@@ -79,6 +79,10 @@ type Rule struct {
 	Tag string
 	// Probability that a matching request is hit, in (0, 1]; 0 means 1.
 	Probability float64
+	// Every, if above 1, hits one in Every of the matching requests (the
+	// Every-th, the 2*Every-th, ...) rather than by chance: a rule that
+	// must fire in a run that makes few such requests.
+	Every int
 	// Limit is how many requests the rule hits at most; 0 is no limit.
 	Limit  int
 	Action Action
@@ -90,6 +94,7 @@ type Rule struct {
 	Then func(tag string)
 
 	hits int
+	seen int // matching requests, for Every
 }
 
 // Proxy is a loopback HTTP proxy in front of DynamoDB Local that injects
@@ -167,6 +172,13 @@ func (p *Proxy) AddRule(r *Rule) {
 	p.rules = append(slices.Clone(p.rules), r)
 }
 
+// InsertRule adds a rule before the current ones: it is tried first.
+func (p *Proxy) InsertRule(r *Rule) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = append([]*Rule{r}, p.rules...)
+}
+
 // Counts returns the injections so far by rule name.
 func (p *Proxy) Counts() map[string]int {
 	p.mu.Lock()
@@ -209,6 +221,11 @@ func (p *Proxy) pick(op, tag string, body []byte) *Rule {
 		}
 		if r.Match != nil && !r.Match(body) {
 			continue
+		}
+		if r.Every > 1 {
+			if r.seen++; r.seen%r.Every != 0 {
+				continue
+			}
 		}
 		if r.Probability > 0 && r.Probability < 1 && p.rng.Float64() >= r.Probability {
 			continue

@@ -208,3 +208,25 @@ func TestIsTaskOutcome(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleEvery: a rule with Every hits the Every-th matching request,
+// and the next rule sees the others; an inserted rule is tried first.
+func TestRuleEvery(t *testing.T) {
+	p := NewProxy("http://127.0.0.1:1", 1)
+	p.SetRules([]*Rule{
+		{Name: "every2", Ops: []string{"PutItem"}, Every: 2, Action: DropResponse},
+		{Name: "rest", Ops: []string{"PutItem"}, Action: DelayResponse},
+	})
+	var got []string
+	for range 5 {
+		got = append(got, p.pick("PutItem", "i0", nil).Name)
+	}
+	if p.pick("GetItem", "i0", nil) != nil {
+		t.Error("a GetItem matched")
+	}
+	p.InsertRule(&Rule{Name: "first", Limit: 1, Action: DropResponse})
+	got = append(got, p.pick("PutItem", "i0", nil).Name, p.pick("PutItem", "i0", nil).Name)
+	if want := "rest every2 rest every2 rest first every2"; strings.Join(got, " ") != want {
+		t.Errorf("%s, want %s", strings.Join(got, " "), want)
+	}
+}

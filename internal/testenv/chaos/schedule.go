@@ -91,7 +91,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	f.steps = append(f.steps,
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
-		Step{At: 0.10, Name: "proxy: drop 20% and delay 20% of task outcome writes' responses", Do: f.outcomeFaults},
+		Step{At: 0.10, Name: "proxy: drop every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
 
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
@@ -234,21 +234,21 @@ func (f *Faults) killWorker(ctx context.Context) error {
 	return nil
 }
 
-// outcomeFaults drops, after DynamoDB applied it, the response of a fifth
-// of the writes that record a task's outcome, and delays a fifth by a
-// second.
+// outcomeFaults drops, after DynamoDB applied it, the response of every
+// second write that records a task's outcome, and answers the others a
+// second late: the run makes few of them (a task takes seconds), and
+// each must meet a fault.
 func (f *Faults) outcomeFaults(ctx context.Context) error {
-	f.c.Proxy.AddRule(&Rule{Name: FaultDropOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Probability: 0.2, Action: DropResponse})
-	f.c.Proxy.AddRule(&Rule{Name: FaultDelayOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Probability: 0.25, Action: DelayResponse,
-		Delay: time.Second})
+	f.c.Proxy.AddRule(&Rule{Name: FaultDropOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Every: 2, Action: DropResponse})
+	f.c.Proxy.AddRule(&Rule{Name: FaultDelayOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Action: DelayResponse, Delay: time.Second})
 	return nil
 }
 
-// killAfterOutcome arms a rule that lets the next task outcome write
-// reach DynamoDB, then kills the worker that made it before it hears
-// back.
+// killAfterOutcome arms a rule, tried before every other, that lets the
+// next task outcome write reach DynamoDB, then kills the worker that
+// made it before it hears back.
 func (f *Faults) killAfterOutcome(ctx context.Context) error {
-	f.c.Proxy.AddRule(&Rule{Name: FaultKillOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Limit: 1, Action: DropResponse,
+	f.c.Proxy.InsertRule(&Rule{Name: FaultKillOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Limit: 1, Action: DropResponse,
 		Then: func(tag string) {
 			if i, err := strconv.Atoi(strings.TrimPrefix(tag, "i")); err == nil {
 				f.c.Pool.Kill(i)
