@@ -42,6 +42,7 @@ const exportDuration = 60 * time.Second
 // over the export's duration; cancelling the task stops it. A run that
 // completes records itself (NoteStore.RecordExport) just before it
 // returns, so that the store shows how many times a task's export ran.
+// A store that fails is tried again for a while (outlast).
 func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in exportIn) (*stateless.CallToolResult, exportOut, error) {
 	total := exportDuration
 	if in.Seconds != nil {
@@ -55,7 +56,12 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 	b.WriteString("# Notes\n")
 	n, after := 0, ""
 	for {
-		page, more, err := d.notes.List(ctx, req.Principal, after, 50)
+		var page []Note
+		var more bool
+		err := outlast(ctx, func() (err error) {
+			page, more, err = d.notes.List(ctx, req.Principal, after, 50)
+			return err
+		})
 		if err != nil {
 			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
 		}
@@ -79,11 +85,37 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 		}
 	}
 	if req.Task != nil {
-		if err := d.notes.RecordExport(ctx, req.Principal, req.Task.ID, runName(req.Task.Attempt)); err != nil {
+		run := runName(req.Task.Attempt)
+		if err := outlast(ctx, func() error { return d.notes.RecordExport(ctx, req.Principal, req.Task.ID, run) }); err != nil {
 			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
 		}
 	}
 	return nil, exportOut{Notes: n, Markdown: b.String()}, nil
+}
+
+// exportOutage is how long the export tries a failing store again before
+// it gives up: a task runs for minutes, and a store that is out for a
+// few seconds (a failover) should not end it with an error its client
+// can only answer by starting over.
+const exportOutage = 30 * time.Second
+
+// outlast runs op until it succeeds, backing off from 50 ms to 2 s, for
+// at most exportOutage or until ctx ends; it returns op's last error.
+func outlast(ctx context.Context, op func() error) error {
+	giveUp := time.Now().Add(exportOutage)
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		err := op()
+		if err == nil || ctx.Err() != nil || time.Now().Add(wait).After(giveUp) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // runName names one run of a task: its attempt and random bits, so that

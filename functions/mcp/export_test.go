@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -87,5 +88,65 @@ func TestExportRecordsItsRun(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond) // the worker's cancel check
 	if n, _ := notes.exportRuns(ctx, "alice", stopped); n != 0 {
 		t.Errorf("cancelled export: %d runs recorded", n)
+	}
+}
+
+// flakyNotes fails its first few List and RecordExport calls, as a store
+// that is restarting does.
+type flakyNotes struct {
+	*memoryNotes
+	mu                sync.Mutex
+	lists, records    int
+	failLists, failRe int
+}
+
+func (f *flakyNotes) List(ctx context.Context, owner, after string, limit int) ([]Note, bool, error) {
+	f.mu.Lock()
+	f.lists++
+	fail := f.lists <= f.failLists
+	f.mu.Unlock()
+	if fail {
+		return nil, false, errOnFire
+	}
+	return f.memoryNotes.List(ctx, owner, after, limit)
+}
+
+func (f *flakyNotes) RecordExport(ctx context.Context, owner, taskID, run string) error {
+	f.mu.Lock()
+	f.records++
+	fail := f.records <= f.failRe
+	f.mu.Unlock()
+	if fail {
+		// The write may have been applied, its answer lost: the run is
+		// recorded, then the call fails.
+		_ = f.memoryNotes.RecordExport(ctx, owner, taskID, run)
+		return errOnFire
+	}
+	return f.memoryNotes.RecordExport(ctx, owner, taskID, run)
+}
+
+// TestExportOutlastsAnOutage: a store that fails a few times while the
+// export runs is tried again; the task completes with the notes, and its
+// run is recorded once though its record was written three times.
+func TestExportOutlastsAnOutage(t *testing.T) {
+	notes := &flakyNotes{memoryNotes: newMemoryNotes(), failLists: 3, failRe: 2}
+	ctx := context.Background()
+	if _, err := notes.memoryNotes.Add(ctx, "alice", "alice's note"); err != nil {
+		t.Fatal(err)
+	}
+	alice := &demoClient{t: t, srv: newDemoWith(notes), principal: "alice", caps: `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`}
+	id, _ := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":0}`)["taskId"].(string)
+	deadline := time.Now().Add(10 * time.Second)
+	st := alice.call("tasks/get", id, `"taskId":"`+id+`"`)
+	for st["status"] == "working" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+		st = alice.call("tasks/get", id, `"taskId":"`+id+`"`)
+	}
+	res, _ := st["result"].(map[string]any)
+	if st["status"] != "completed" || res["isError"] == true || !strings.Contains(fmt.Sprint(structured(res)["markdown"]), "alice's note") {
+		t.Fatalf("ended %v", st)
+	}
+	if n, _ := notes.exportRuns(ctx, "alice", id); n != 1 || notes.records != 3 || notes.lists != 4 {
+		t.Errorf("%d runs recorded, %d record writes, %d lists", n, notes.records, notes.lists)
 	}
 }

@@ -27,6 +27,10 @@ type InvokeAPI struct {
 	// instances it kills).
 	Invoke  func(ctx context.Context, payload []byte) ([]byte, error)
 	Retries int
+	// RetryDelay is the wait before a failed Event invocation's first
+	// retry, doubled before each next one (Lambda waits one minute, then
+	// two); zero is a second before every retry.
+	RetryDelay time.Duration
 	// Duplicate delivers every Event invocation twice, as Lambda may: a
 	// test of the worker's fence.
 	Duplicate bool
@@ -94,9 +98,14 @@ func (a *InvokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // deliver runs one Event invocation, retrying a failed one.
 func (a *InvokeAPI) deliver(payload []byte) {
 	defer a.wg.Done()
+	wait := a.RetryDelay
 	for attempt := 0; attempt <= a.Retries; attempt++ {
-		if attempt > 0 {
+		switch {
+		case attempt > 0 && wait == 0:
 			time.Sleep(time.Second)
+		case attempt > 0:
+			time.Sleep(wait)
+			wait *= 2
 		}
 		a.delivered.Add(1)
 		out, err := a.run(context.Background(), payload)
