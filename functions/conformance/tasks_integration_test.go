@@ -3,11 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,27 +58,12 @@ func TestLargeAnswerThroughLambda(t *testing.T) {
 	const caps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 	rpc := func(method, name, params string) (map[string]any, map[string]any) {
 		t.Helper()
-		body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{` + params +
-			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}}}`
-		req, _ := http.NewRequest(http.MethodPost, p.URL, bytes.NewReader([]byte(body)))
-		for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-			"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name} {
-			req.Header.Set(k, v)
-		}
-		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+		res, e, err := p.Post(ctx, method, name, `{`+params+
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":`+caps+`}}`)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var out struct {
-			Result map[string]any `json:"result"`
-			Error  map[string]any `json:"error"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil {
-			t.Fatalf("%s answered %d %.300s", method, resp.StatusCode, raw)
-		}
-		return out.Result, out.Error
+		return res, e
 	}
 	wait := func(id, status string) map[string]any {
 		t.Helper()

@@ -3,12 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"runtime"
 	"strings"
 	"sync"
@@ -27,9 +23,7 @@ import (
 // itself reach through the Invoke API's stand-in; tasks in DynamoDB Local.
 type taskPath struct {
 	*rie.TaskPath
-	url    string
 	invoke *rie.InvokeAPI
-	client *http.Client
 }
 
 func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
@@ -51,38 +45,21 @@ func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
 			t.Logf("front:\n%s\nworker:\n%s", tail(front), tail(worker))
 		}
 	})
-	return &taskPath{TaskPath: tp, url: tp.URL, invoke: tp.Invoke, client: &http.Client{Timeout: 30 * time.Second}}
+	return &taskPath{TaskPath: tp, invoke: tp.Invoke}
 }
 
 func tail(s string) string { return s[max(0, len(s)-3000):] }
 
-// rpc sends one 2026-07-28 request as principal and returns its result or
-// error.
+// rpc sends one 2026-07-28 request and returns its result or error (the
+// front's calls are all the anonymous principal's: principal names the
+// caller only for the reader).
 func (p *taskPath) rpc(t *testing.T, principal, method, name, params string) (map[string]any, map[string]any) {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
-	req, _ := http.NewRequest(http.MethodPost, p.url, bytes.NewReader([]byte(body)))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", stateless.Version20260728)
-	req.Header.Set("Mcp-Method", method)
-	if name != "" {
-		req.Header.Set("Mcp-Name", name)
-	}
-	resp, err := p.client.Do(req)
+	res, e, err := p.Post(context.Background(), method, name, params)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out struct {
-		Result map[string]any `json:"result"`
-		Error  map[string]any `json:"error"`
-	}
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s answered %d %s", method, resp.StatusCode, raw)
-	}
-	return out.Result, out.Error
+	return res, e
 }
 
 const taskMeta = `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`

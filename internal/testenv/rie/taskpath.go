@@ -1,7 +1,11 @@
 package rie
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -123,4 +127,40 @@ func (p *TaskPath) Stop() {
 	for _, e := range p.started {
 		e.Stop()
 	}
+}
+
+// Post sends one 2026-07-28 JSON-RPC request to the front: method, with
+// params (a JSON object, its _meta included) and Mcp-Name name, and the
+// headers the revision requires. It returns the answer's result or error
+// member; err when there is no JSON-RPC answer.
+func (p *TaskPath) Post(ctx context.Context, method, name, params string) (result, rpcErr map[string]any, err error) {
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.URL, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, nil, fmt.Errorf("%s answered %d %.300s", method, resp.StatusCode, raw)
+	}
+	return out.Result, out.Error, nil
 }
