@@ -183,9 +183,9 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	dup := rand.New(rand.NewPCG(o.RandSeed, 11))
 	var dupMu sync.Mutex
 	// Lambda retries a failed asynchronous invocation twice, a minute
-	// and then two later; here 2 s and then 4 s, still longer than a
+	// and then two later; here 3 s and then 6 s, longer than a
 	// DynamoDB Local restart.
-	c.Invoke = &rie.InvokeAPI{Invoke: c.Pool.InvokeWorker, Retries: 2, RetryDelay: 2 * time.Second, DuplicateIf: func() bool {
+	c.Invoke = &rie.InvokeAPI{Invoke: c.Pool.InvokeWorker, Retries: 2, RetryDelay: 3 * time.Second, DuplicateIf: func() bool {
 		dupMu.Lock()
 		defer dupMu.Unlock()
 		return dup.Float64() < duplicateShare
