@@ -174,3 +174,141 @@ func TestTaskCallCountsCapabilities(t *testing.T) {
 		t.Fatalf("%+v, %d dispatched", out.Error, len(r.dispatched))
 	}
 }
+
+// echoStore applies each write and then answers as a store client does
+// whose acknowledgement was lost and whose retry met the write it had
+// made: a Create as ErrTaskExists, a Replace as ErrTaskConflict (or, with
+// lostAsError, as a failure to reach the store). once limits it to the
+// first write of each kind.
+type echoStore struct {
+	stateless.TaskStore
+	lostAsError      bool
+	creates, replace atomic.Int32
+}
+
+func (s *echoStore) Create(ctx context.Context, rec *stateless.TaskRecord) error {
+	if err := s.TaskStore.Create(ctx, rec); err != nil {
+		return err
+	}
+	if s.creates.Add(1) == 1 {
+		return stateless.ErrTaskExists
+	}
+	return nil
+}
+
+func (s *echoStore) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
+	if err := s.TaskStore.Replace(ctx, rec, prev); err != nil {
+		return err
+	}
+	if s.replace.Add(1)%2 == 1 {
+		if s.lostAsError {
+			return errors.New("connection reset after the write")
+		}
+		return stateless.ErrTaskConflict
+	}
+	return nil
+}
+
+// TestLostAcknowledgements: writes that landed though their store client
+// was told otherwise are taken for what they are. A task call whose
+// creation "failed" as taken answers with its task and hands it to one
+// worker; a worker whose take and outcome writes were acknowledged as
+// conflicts or failures runs the handler once and records its outcome
+// with no fault; a tasks/update whose write was so acknowledged still
+// wakes the task.
+func TestLostAcknowledgements(t *testing.T) {
+	for _, lostAsError := range []bool{false, true} {
+		store := &echoStore{TaskStore: tasks.NewMemory(), lostAsError: lostAsError}
+		var runs []*stateless.Outcome
+		var mu sync.Mutex
+		r := newTaskRig(t, store, func(o *stateless.Options) {
+			o.Observe = func(ctx context.Context, oc *stateless.Outcome) {
+				if oc.TaskRun {
+					mu.Lock()
+					runs = append(runs, oc)
+					mu.Unlock()
+				}
+			}
+		})
+		id := r.create(t, "alice", "ask", `{"text":"x"}`)
+		if len(r.dispatched) != 1 {
+			t.Fatalf("lostAsError=%v: %d dispatches for one task", lostAsError, len(r.dispatched))
+		}
+		if err := r.work(t); err != nil && !lostAsError {
+			t.Fatal(err)
+		}
+		if st := r.status(t, "alice", id); st["status"] != "input_required" {
+			t.Fatalf("lostAsError=%v: after the first run: %v", lostAsError, st)
+		}
+		update := `,"inputResponses":{"a":{"action":"accept","content":{"name":"A"}},"b":{"action":"accept","content":{"name":"B"}}}`
+		_, out := r.task(t, "alice", "tasks/update", id, update)
+		if lostAsError {
+			// A failure to reach the store is answered retryably; the
+			// client's retry finds its answers stored and hands the task
+			// out.
+			if out.Error == nil || len(r.dispatched) != 0 {
+				t.Fatalf("lostAsError: the update was acknowledged, or dispatched")
+			}
+			_, out = r.task(t, "alice", "tasks/update", id, update)
+		}
+		if out.Error != nil || len(r.dispatched) != 1 {
+			t.Fatalf("tasks/update: %+v, %d dispatched", out.Error, len(r.dispatched))
+		}
+		if err := r.work(t); err != nil {
+			t.Fatal(err)
+		}
+		if st := r.status(t, "alice", id); st["status"] != "completed" || r.runs.Load() != 2 {
+			t.Fatalf("%v after %d runs", st["status"], r.runs.Load())
+		}
+		mu.Lock()
+		for _, o := range runs {
+			if o.Fault || o.Kind == "task_taken_over" || o.Kind == "task_not_taken" {
+				t.Errorf("a run's outcome: %+v", o)
+			}
+		}
+		mu.Unlock()
+	}
+}
+
+// TestKeyedTaskIsFound: without a claim to replay it (a first call's
+// instance died before its claim was completed; here, a server with no
+// Idempotency), a keyed call again finds the task its key made — still
+// working, or ended — and starts no second run; the same key with other
+// arguments, or another caller's, is another task.
+func TestKeyedTaskIsFound(t *testing.T) {
+	r := newTaskRig(t, tasks.NewMemory(), nil)
+	call := func(principal, args string) string {
+		t.Helper()
+		_, out := r.do(t, principal, "tools/call", "quick", `{"name":"quick","arguments":`+args+`,"idempotencyKey":"k1","_meta":`+metaJSON(tasksCaps)+`}`)
+		id, _ := out.Result["taskId"].(string)
+		if out.Error != nil || id == "" {
+			t.Fatalf("%+v", out.Error)
+		}
+		return id
+	}
+	first := call("alice", `{"text":"x"}`)
+	if again := call("alice", `{"text":"x"}`); again != first {
+		t.Fatalf("the retry made task %s, the first %s", again, first)
+	}
+	// Not yet taken: handed out again, and the second delivery is fenced.
+	if len(r.dispatched) != 2 {
+		t.Fatalf("%d dispatches", len(r.dispatched))
+	}
+	r.work(t)
+	r.work(t)
+	if r.runs.Load() != 1 {
+		t.Fatalf("%d runs", r.runs.Load())
+	}
+	if again := call("alice", `{"text":"x"}`); again != first || len(r.dispatched) != 0 {
+		t.Fatalf("after the end: task %s, %d dispatched", again, len(r.dispatched))
+	}
+	if st := r.status(t, "alice", first); st["status"] != "completed" {
+		t.Fatalf("%v", st)
+	}
+	if other := call("alice", `{"text":"y"}`); other == first {
+		t.Fatal("other arguments under the same key found the first task")
+	}
+	if bob := call("bob", `{"text":"x"}`); bob == first {
+		t.Fatal("another caller found alice's task")
+	}
+}

@@ -89,11 +89,20 @@ const maxTaskRetries = 16
 // change reports whether it changed the record (it is then written, with
 // the version and UpdatedAt advanced); it must only read the record. It
 // returns the record as written or as read when unchanged.
+//
+// A write whose acknowledgement was lost may still have landed: a store
+// client that retries it then meets its own write as a conflict. A record
+// read back with the very version and update time this call wrote is that
+// write, and is returned as written.
 func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *TaskRecord, now time.Time) bool) (*TaskRecord, error) {
+	var sent *TaskRecord
 	for range maxTaskRetries {
 		rec, err := store.Load(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if sent != nil && sameWrite(rec, sent) {
+			return rec, nil
 		}
 		now := time.Now()
 		prev := rec.Version
@@ -114,6 +123,7 @@ func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *
 		case !errors.Is(err, ErrTaskConflict):
 			return nil, err
 		}
+		sent = rec
 	}
 	return nil, fmt.Errorf("updating a task: %d writers in a row came between a read and its write", maxTaskRetries)
 }
@@ -128,6 +138,13 @@ const leaseSkew = 2 * time.Second
 // grace) has ended, skew included, at now.
 func leaseLapsed(r *TaskRecord, now time.Time) bool {
 	return now.After(r.LeaseUntil.Add(leaseSkew))
+}
+
+// sameWrite reports whether stored is the record written as sent: the
+// same version, written at the same instant (every write advances both,
+// and the instant is the writer's own clock reading).
+func sameWrite(stored, sent *TaskRecord) bool {
+	return stored.Version == sent.Version && stored.UpdatedAt.Equal(sent.UpdatedAt)
 }
 
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -2,11 +2,15 @@ package stateless
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/canon"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -48,6 +52,14 @@ func beforeTask(t *registeredTool) ToolHandler {
 // answers with it. The answer leaves only once the task is stored, so a
 // tasks/get right after it finds it; a task no worker could be given is
 // failed and the call refused retryably.
+//
+// A keyed call's task has an id derived from its key (keyedTaskID), so
+// that the call makes one task however it is retried: when the id is
+// taken by a task of the same caller, tool and key — this call's own
+// write, landed though the store's acknowledgement was lost, or the task
+// a first call stored before its instance died with its claim still in
+// progress — that task is the answer, and it is handed to a worker again
+// if none holds it (a second delivery is fenced).
 func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) *Response {
 	to := x.s.tasks
 	ctx = bounded(x, ctx)
@@ -59,30 +71,72 @@ func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.R
 		State: x.call.state, HasState: x.call.hasState, Responses: x.call.inputResponses,
 		LeaseUntil: now.Add(to.DispatchGrace),
 	}
+	keyed := rec.IdempotencyKey != "" || t.def.IdempotentByArguments
+	if keyed {
+		rec.ID = keyedTaskID(rec.Principal, rec.Tool, rec.IdempotencyKey, args)
+	}
 	// Everything the record keeps counts, the client's capabilities
 	// included: the bound is on what is stored.
 	if n := rec.StoredSize(); n > maxTaskCall {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a call of %d bytes is too large to run as a task (at most %d)", n, maxTaskCall)).
 			WithData(map[string]any{"reason": "task_call_too_large", "maxBytes": maxTaskCall}))
 	}
-	if err := to.Store.Create(ctx, rec); err != nil {
-		if errors.Is(err, ErrTaskTooLarge) {
-			return x.refuse(x.d.id, taskWriteRefusal(err))
+	dispatch := true
+	switch err := to.Store.Create(ctx, rec); {
+	case errors.Is(err, ErrTaskExists):
+		found, lerr := to.Store.Load(ctx, rec.ID)
+		if lerr != nil || found.Principal != rec.Principal || found.Tool != rec.Tool || found.IdempotencyKey != rec.IdempotencyKey {
+			return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", errors.Join(err, lerr))))
 		}
+		rec, dispatch = found, found.Status == TaskWorking && found.Owner == ""
+		x.o.Kind = "task_found"
+	case errors.Is(err, ErrTaskTooLarge):
+		return x.refuse(x.d.id, taskWriteRefusal(err))
+	case err != nil:
 		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
 	}
-	if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
-		_, _ = mutateTask(context.WithoutCancel(ctx), to.Store, rec.ID, func(r *TaskRecord, _ time.Time) bool {
-			if r.Status.Terminal() {
-				return false
+	if dispatch {
+		if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
+			if !keyed {
+				// No retry can find this task: end it.
+				_, _ = mutateTask(context.WithoutCancel(ctx), to.Store, rec.ID, func(r *TaskRecord, _ time.Time) bool {
+					if r.Status.Terminal() {
+						return false
+					}
+					failTask(r, mcperr.Wrap(mcperr.DependencyFailure, nil), "No worker could be started for the task.")
+					return true
+				})
 			}
-			failTask(r, mcperr.Wrap(mcperr.DependencyFailure, nil), "No worker could be started for the task.")
-			return true
-		})
-		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("dispatching the task: %w", err)))
+			// A keyed one waits for the retry, which finds it and hands
+			// it out again.
+			return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("dispatching the task: %w", err)))
+		}
 	}
-	x.o.Kind = "task"
+	if x.o.Kind == "" {
+		x.o.Kind = "task"
+	}
 	return x.result(preEncoded(appendTask(nil, to, rec, false)), &resultFields{resultTyp: "task"})
+}
+
+// keyedTaskID is the id of the task of a keyed call: 192 bits of SHA-256
+// over the caller, the tool, the key ("" for a tool deduplicated by its
+// arguments) and the arguments' canonical digest, base64url, as
+// newTaskID's are. The same key with other arguments is another task
+// (and, with a claim, refused as a conflict before this). The id is as
+// hard to guess as the key and the arguments, and bound to the principal
+// like every task: whoever could name it could as well send the keyed
+// call again and have its CreateTaskResult replayed.
+func keyedTaskID(principal, tool, key string, args json.RawMessage) string {
+	h := sha256.New()
+	for _, part := range []string{"io.github.serverless-mcp/task", principal, tool, key} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write([]byte(part))
+	}
+	d := canon.Digest(args)
+	h.Write(d[:])
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:24])
 }
 
 // dispatchTask hands the task to a worker: TaskOptions.Dispatch, or a

@@ -1,6 +1,7 @@
 package stateless
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -131,6 +132,12 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 	wake, tooLarge := false, false
 	_, err = mutateTask(ctx, to.Store, rec.ID, func(r *TaskRecord, now time.Time) bool {
 		wake, tooLarge = false, false
+		if r.Status == TaskWorking && r.Owner == "" && answered(r, responses) {
+			// A retry of the update that woke the task, whose answer
+			// was lost: hand it out again (a second delivery is fenced).
+			wake = true
+			return false
+		}
 		if r.Status != TaskInputRequired {
 			return false
 		}
@@ -179,6 +186,17 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 		}
 	}
 	return x.result(preEncoded("{}"), &resultFields{})
+}
+
+// answered reports whether every one of responses is stored in r as it
+// is, and there is at least one: an update r has taken already.
+func answered(r *TaskRecord, responses map[string]json.RawMessage) bool {
+	for k, v := range responses {
+		if got, ok := r.Responses[k]; !ok || !bytes.Equal(got, v) {
+			return false
+		}
+	}
+	return len(responses) > 0
 }
 
 // serveCancelTask marks a task that has not ended cancelled; a running

@@ -51,16 +51,26 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 		end = d.Add(-s.opts.DeadlineMargin)
 	}
 	owner := newTaskID()
-	rec, err := mutateTask(ctx, to.Store, id, func(r *TaskRecord, now time.Time) bool {
+	take := func(r *TaskRecord, now time.Time) bool {
 		if r.Status != TaskWorking || r.Owner != "" && !leaseLapsed(r, now) {
-			return false
+			return false // ended, waiting, or held: by another worker, or by this one already
 		}
 		if failIfOutOfRuns(r, to) {
 			return true
 		}
 		r.Owner, r.Attempts, r.LeaseUntil = owner, r.Attempts+1, end.Add(s.opts.DeadlineMargin)
 		return true
-	})
+	}
+	rec, err := mutateTask(ctx, to.Store, id, take)
+	// A take that failed may have landed (its acknowledgement lost): read
+	// again, a few times, rather than leave the task held by this worker
+	// for its whole lease.
+	for backoff := 50 * time.Millisecond; err != nil && !errors.Is(err, ErrNoTask) && backoff <= 400*time.Millisecond; backoff *= 2 {
+		if sleep(ctx, backoff) != nil {
+			break
+		}
+		rec, err = mutateTask(ctx, to.Store, id, take)
+	}
 	switch {
 	case errors.Is(err, ErrNoTask):
 		o.Kind = "task_not_taken"
@@ -88,8 +98,15 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), taken.LeaseUntil)
 	defer cancel()
 	backoff, shrunk := 20*time.Millisecond, false
+	// sent is the last outcome this worker wrote: one that failed to be
+	// acknowledged may have landed, and is then found here, not taken
+	// for another's.
+	var sent *TaskRecord
 	for {
 		_, err := mutateTask(wctx, s.tasks.Store, taken.ID, func(r *TaskRecord, _ time.Time) bool {
+			if sent != nil && sameWrite(r, sent) {
+				return false // written after all
+			}
 			if !heldBy(r, taken) {
 				// Cancelled meanwhile, or taken over: its outcome stands.
 				if r.Status == TaskCancelled {
@@ -100,6 +117,7 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 				return false
 			}
 			finish(r)
+			sent = r // mutateTask sets its version and time before writing it
 			return true
 		})
 		switch {
@@ -107,19 +125,15 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 			return nil
 		case errors.Is(err, ErrTaskTooLarge) && !shrunk:
 			// Permanent: the same write never fits. A failure does.
-			finish, shrunk = resultTooLarge(o, err), true
+			finish, shrunk, sent = resultTooLarge(o, err), true, nil
 			continue
 		case errors.Is(err, ErrTaskTooLarge):
 			o.Fault, o.Kind, o.Err = true, "task_outcome_lost", fmt.Errorf("recording the task's failure: %w", err)
 			return o.Err
 		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-wctx.Done():
-			timer.Stop()
+		if sleep(wctx, backoff) != nil {
 			o.Fault, o.Kind, o.Err = true, "task_outcome_lost", fmt.Errorf("recording the task's outcome before the worker's lease ended: %w", err)
 			return o.Err
-		case <-timer.C:
 		}
 		backoff = min(2*backoff, time.Second)
 	}
@@ -244,5 +258,17 @@ func inputRound(x *exchange, o *Outcome, ir *InputRequired) func(*TaskRecord) {
 		r.Asked = append(r.Asked, sortedKeys(reqs)...)
 		r.State, r.HasState = ir.State, ir.State != nil
 		r.Attempts = 0 // the run ended: the next is a new round's
+	}
+}
+
+// sleep waits d, or less when ctx ends first, which it reports.
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
 	}
 }

@@ -425,3 +425,51 @@ func countTasks(t *testing.T) int {
 	}
 	return n
 }
+
+// echoPuts is a DynamoDB client whose first PutItem of each task is
+// sent twice, as the SDK resends a request whose response was lost
+// after DynamoDB applied it: the caller sees the second answer.
+type echoPuts struct {
+	tasks.DynamoAPI
+	echoed atomic.Int32
+}
+
+func (e *echoPuts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	out, err := e.DynamoAPI.PutItem(ctx, in, opts...)
+	if err != nil || !strings.Contains(aws.ToString(in.ConditionExpression), "attribute_not_exists") {
+		return out, err
+	}
+	e.echoed.Add(1)
+	return e.DynamoAPI.PutItem(ctx, in, opts...)
+}
+
+// TestLostCreateAcknowledgement: on DynamoDB, a task call whose item was
+// written but whose acknowledgement was lost (the resent write fails its
+// condition on the item it made) answers with that task and dispatches
+// it once, keyed or not; a keyed retry after it finds the same task.
+func TestLostCreateAcknowledgement(t *testing.T) {
+	r := newSizeRig(t, nil)
+	client := &echoPuts{DynamoAPI: local.Client()}
+	r.store.Client = client
+	before := countTasks(t)
+	for _, key := range []string{"", fmt.Sprint(`,"idempotencyKey":"lost-`, time.Now().UnixNano(), `"`)} {
+		out := r.do(t, nil, "tools/call", "look", `"name":"look","arguments":{}`+key, tasksMeta)
+		id, _ := out.Result["taskId"].(string)
+		if out.Error != nil || id == "" || len(r.dispatched) != 1 {
+			t.Fatalf("key %q: %+v, %d dispatched", key, out, len(r.dispatched))
+		}
+		r.work(t)
+		if st := r.get(t, id); st["status"] != "completed" {
+			t.Fatalf("key %q: %v", key, st["status"])
+		}
+		if key != "" {
+			again := r.do(t, nil, "tools/call", "look", `"name":"look","arguments":{}`+key, tasksMeta)
+			if again.Result["taskId"] != id || again.Result["status"] != "completed" || len(r.dispatched) != 0 {
+				t.Fatalf("the keyed retry: %+v", again)
+			}
+		}
+	}
+	if n := countTasks(t) - before; n != 2 || client.echoed.Load() != 2 || r.runs.Load() != 2 {
+		t.Fatalf("%d tasks stored, %d creates echoed, %d runs; want 2, 2, 2", n, client.echoed.Load(), r.runs.Load())
+	}
+}
