@@ -56,16 +56,7 @@ func TestCheckKeys(t *testing.T) {
 		CheckReplay:      {"differs"},
 		CheckRecovered:   {"unanswered"},
 	}
-	for c, subjects := range want {
-		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
-			t.Errorf("%s: %v, want %v", c, got[c], subjects)
-		}
-	}
-	for c := range got {
-		if want[c] == nil {
-			t.Errorf("unexpected %s: %v", c, got[c])
-		}
-	}
+	sameViolations(t, got, want)
 	r := l.Check(n, nil)
 	// 0: lost, never, unanswered; 1: once; 2+: twice, differs, ghost.
 	if r.Executions != [3]int{3, 1, 3} {
@@ -124,16 +115,7 @@ func TestCheckDeletes(t *testing.T) {
 		CheckExactlyOnce: {"kh", "ki", "delete g (after, key )"},
 		CheckLostWrite:   {"kh", "ki"},
 	}
-	for c, subjects := range want {
-		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
-			t.Errorf("%s: %v, want %v", c, got[c], subjects)
-		}
-	}
-	for c := range got {
-		if want[c] == nil {
-			t.Errorf("unexpected %s: %v", c, got[c])
-		}
-	}
+	sameViolations(t, got, want)
 	r := l.Check(n, nil)
 	if r.DeletesUnknown != 1 || r.DeletesSucceeded != 5 {
 		t.Errorf("unknown %d, succeeded %d", r.DeletesUnknown, r.DeletesSucceeded)
@@ -199,16 +181,7 @@ func TestCheckTasks(t *testing.T) {
 		CheckLostWrite:   {"task key missing"},
 		CheckRecovered:   {"task key unanswered"},
 	}
-	for c, subjects := range want {
-		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
-			t.Errorf("%s: %v, want %v", c, got[c], subjects)
-		}
-	}
-	for c := range got {
-		if want[c] == nil {
-			t.Errorf("unexpected %s: %v", c, got[c])
-		}
-	}
+	sameViolations(t, got, want)
 	r := l.Check(n, killed)
 	// By key: 0: cancelled, failed, working, norun, unanswered; 1: once,
 	// uncalled, missing, resent; 2+: twice, killed, two.
@@ -236,5 +209,20 @@ func TestTaskItem(t *testing.T) {
 	}
 	if got := taskItem("V", map[string]types.AttributeValue{}); got != nil {
 		t.Errorf("empty: %+v", got)
+	}
+}
+
+// sameViolations compares the violations found, by check, with want.
+func sameViolations(t *testing.T, got, want map[string][]string) {
+	t.Helper()
+	for c, subjects := range want {
+		if strings.Join(got[c], ",") != strings.Join(subjects, ",") {
+			t.Errorf("%s: %v, want %v", c, got[c], subjects)
+		}
+	}
+	for c := range got {
+		if want[c] == nil {
+			t.Errorf("unexpected %s: %v", c, got[c])
+		}
 	}
 }

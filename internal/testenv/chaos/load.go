@@ -384,26 +384,33 @@ func (l *Load) add(ctx context.Context, rng *rand.Rand, principal, kind string) 
 	l.mu.Unlock()
 	c := Call{Principal: principal, Method: "tools/call", Name: "notes_add", Params: map[string]any{
 		"name": "notes_add", "arguments": map[string]any{"text": "chaos note " + k.Marker}, "idempotencyKey": key}}
-	switch kind {
-	case "dup-concurrent":
+	l.sendAs(rng, kind == "dup-concurrent", kind == "resend", func(r *rand.Rand) bool { return l.addOnce(ctx, r, k, c) })
+	return k
+}
+
+// sendAs pursues one logical request as its key's kind says: twice at
+// once (each with a random source of its own), once and again after its
+// success (resend), or once.
+func (l *Load) sendAs(rng *rand.Rand, twiceAtOnce, resend bool, send func(*rand.Rand) bool) {
+	switch {
+	case twiceAtOnce:
 		var wg sync.WaitGroup
 		for range 2 {
 			wg.Add(1)
 			r := l.newRand()
 			go func() {
 				defer wg.Done()
-				l.addOnce(ctx, r, k, c)
+				send(r)
 			}()
 		}
 		wg.Wait()
-	case "resend":
-		if l.addOnce(ctx, rng, k, c) {
-			l.addOnce(ctx, rng, k, c)
+	case resend:
+		if send(rng) {
+			send(rng)
 		}
 	default:
-		l.addOnce(ctx, rng, k, c)
+		send(rng)
 	}
-	return k
 }
 
 // addOnce pursues one notes_add and records its outcome in k.
@@ -543,26 +550,8 @@ func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind str
 	l.mu.Unlock()
 	create := Call{Principal: principal, Method: "tools/call", Name: "notes_export", Tasks: true, Params: map[string]any{
 		"name": "notes_export", "arguments": map[string]any{"seconds": k.Seconds}, "idempotencyKey": key}}
-	switch kind {
-	case "task-dup-concurrent":
-		var wg sync.WaitGroup
-		for range 2 {
-			wg.Add(1)
-			r := l.newRand()
-			go func() {
-				defer wg.Done()
-				l.createOnce(ctx, r, k, create)
-			}()
-		}
-		wg.Wait()
-	case "task-resend":
-		// The answer is taken as lost: the same create again.
-		if l.createOnce(ctx, rng, k, create) {
-			l.createOnce(ctx, rng, k, create)
-		}
-	default:
-		l.createOnce(ctx, rng, k, create)
-	}
+	// A resend takes the answer as lost: the same create again.
+	l.sendAs(rng, kind == "task-dup-concurrent", kind == "task-resend", func(r *rand.Rand) bool { return l.createOnce(ctx, r, k, create) })
 	id := k.TaskID()
 	if id == "" {
 		return

@@ -122,14 +122,7 @@ func call(url, principal, body string) (*http.Response, map[string]string) {
 // front passes the principal and a request id of its own, and requests
 // beyond the instances wait rather than fail.
 func TestPoolOneAtATime(t *testing.T) {
-	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
-	p, err := NewPool(context.Background(), 2, ff.start, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	ff, p, srv := newTestPool(t, 2)
 
 	// Both instances held: a third request waits for one.
 	var wg sync.WaitGroup
@@ -183,14 +176,7 @@ func TestPoolOneAtATime(t *testing.T) {
 // 502 marked injected, and a fresh instance takes its place; an instance
 // that ends on its own is a gateway error, not marked, and replaced too.
 func TestPoolKill(t *testing.T) {
-	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
-	p, err := NewPool(context.Background(), 1, ff.start, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	ff, p, srv := newTestPool(t, 1)
 
 	got := make(chan *http.Response)
 	go func() {
@@ -278,14 +264,7 @@ func TestPoolWorkers(t *testing.T) {
 // function as a function URL's event, and its response stream is
 // answered by its prelude; the others are buffered.
 func TestPoolStreamDoor(t *testing.T) {
-	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
-	p, err := NewPool(context.Background(), 1, ff.start, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	srv := httptest.NewServer(p)
-	defer srv.Close()
+	_, p, srv := newTestPool(t, 1)
 	for _, stream := range []bool{true, false} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader("x"))
 		req.Header.Set(HeaderPrincipal, "alice")
@@ -306,4 +285,19 @@ func TestPoolStreamDoor(t *testing.T) {
 	if s := p.Stats(); s.Requests != 2 || s.Streamed != 1 {
 		t.Errorf("stats %+v", s)
 	}
+}
+
+// newTestPool is a pool of n instances of a fake fleet behind a test
+// server, all stopped when the test ends.
+func newTestPool(t *testing.T, n int) (*fakeFleet, *Pool, *httptest.Server) {
+	t.Helper()
+	ff := &fakeFleet{held: make(chan struct{}, 16), release: make(chan struct{})}
+	p, err := NewPool(context.Background(), n, ff.start, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return ff, p, srv
 }
