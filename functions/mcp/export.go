@@ -20,14 +20,50 @@ var exportTool = &stateless.Tool{
 	Title: "Export notes",
 	Description: "Exports all your notes as one Markdown document. It takes about a minute (the export is paced, as a " +
 		"slow downstream system would pace it), so it runs as a task: poll it with tasks/get. A client that does not " +
-		"take tasks (io.modelcontextprotocol/tasks) is refused with -32021.",
+		"take tasks (io.modelcontextprotocol/tasks) is refused with -32021. With askTitle the task first asks the user " +
+		"for the document's title (answer it with tasks/update).",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesRead,
 	TaskSupport: stateless.TaskRequired,
 }
 
 type exportIn struct {
-	Seconds *int `json:"seconds,omitempty" jsonschema:"how long the export takes, in seconds: 0 to 600, default 60"`
+	Seconds  *int `json:"seconds,omitempty" jsonschema:"how long the export takes, in seconds: 0 to 600, default 60"`
+	AskTitle bool `json:"askTitle,omitempty" jsonschema:"ask the user for the document's title first (needs elicitation)"`
+}
+
+// titleKey is the key of the export's one input request.
+const titleKey = "title"
+
+// maxTitle bounds a title, in characters.
+const maxTitle = 200
+
+// askTitle is the export's input request: a task that waits for input
+// (input_required) until tasks/update answers it.
+func askTitle() *stateless.InputRequired {
+	return &stateless.InputRequired{Requests: map[string]stateless.InputRequest{titleKey: stateless.ElicitForm("Title of the export?",
+		map[string]any{
+			"type":       "object",
+			"properties": map[string]any{"title": map[string]any{"type": "string", "maxLength": maxTitle}},
+			"required":   []string{"title"},
+		})}}
+}
+
+// exportTitle is the document's title: the user's answer, on one line and
+// at most maxTitle characters, or "Notes" when there is none.
+func exportTitle(req *stateless.ToolRequest) string {
+	r, ok := req.ElicitResult(titleKey)
+	if !ok || !r.Accepted() {
+		return "Notes"
+	}
+	t, _ := r.Content["title"].(string)
+	if t = strings.Join(strings.Fields(t), " "); t == "" {
+		return "Notes"
+	}
+	if runes := []rune(t); len(runes) > maxTitle {
+		t = string(runes[:maxTitle])
+	}
+	return t
 }
 
 type exportOut struct {
@@ -39,7 +75,9 @@ type exportOut struct {
 const exportDuration = 60 * time.Second
 
 // export reads the caller's notes page by page and renders them, spread
-// over the export's duration; cancelling the task stops it. A run that
+// over the export's duration; cancelling the task stops it. With
+// askTitle it first asks for the document's title: an input round within
+// the task. A run that
 // completes records itself (NoteStore.RecordExport) just before it
 // returns, so that the store shows how many times a task's export ran.
 // A store that fails is tried again for a while (outlast).
@@ -51,9 +89,12 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 		}
 		total = time.Duration(*in.Seconds) * time.Second
 	}
+	if _, answered := req.ElicitResult(titleKey); in.AskTitle && !answered {
+		return nil, exportOut{}, askTitle()
+	}
 	start := time.Now()
 	var b strings.Builder
-	b.WriteString("# Notes\n")
+	b.WriteString("# " + exportTitle(req) + "\n")
 	n, after := 0, ""
 	for {
 		var page []Note

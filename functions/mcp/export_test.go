@@ -150,3 +150,51 @@ func TestExportOutlastsAnOutage(t *testing.T) {
 		t.Errorf("%d runs recorded, %d record writes, %d lists", n, notes.records, notes.lists)
 	}
 }
+
+// TestExportAsksTitle: with askTitle the export task waits for input,
+// asking for the title; tasks/update answers it and the export is titled
+// so, on one line and at most 200 characters; a declined question is
+// the default title; a client without elicitation gets a failed task
+// that says which capability it lacks.
+func TestExportAsksTitle(t *testing.T) {
+	srv := newDemoServer(t)
+	alice := &demoClient{t: t, srv: srv, principal: "alice", caps: `{"elicitation":{},"extensions":{"io.modelcontextprotocol/tasks":{}}}`}
+	alice.add("a note")
+	wait := func(id, not string) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st := alice.call("tasks/get", id, `"taskId":"`+id+`"`)
+			if st["status"] != not || time.Now().After(deadline) {
+				return st
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for answer, title := range map[string]string{
+		`{"action":"accept","content":{"title":"My\nexport"}}`:                       "# My export\n",
+		`{"action":"accept","content":{"title":"` + strings.Repeat("é", 250) + `"}}`: "# " + strings.Repeat("é", 200) + "\n",
+		`{"action":"decline"}`: "# Notes\n",
+	} {
+		id, _ := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":0,"askTitle":true}`)["taskId"].(string)
+		st := wait(id, "working")
+		reqs, _ := st["inputRequests"].(map[string]any)
+		if st["status"] != "input_required" || reqs["title"] == nil {
+			t.Fatalf("before the answer: %v", st)
+		}
+		if r := alice.call("tasks/update", id, `"taskId":"`+id+`","inputResponses":{"title":`+answer+`}`); r["error"] != nil {
+			t.Fatalf("tasks/update: %v", r)
+		}
+		st = wait(id, "working")
+		md, _ := structured(st["result"].(map[string]any))["markdown"].(string)
+		if st["status"] != "completed" || !strings.HasPrefix(md, title) || !strings.Contains(md, "a note") {
+			t.Errorf("answered %s: %v %q", answer, st["status"], md[:min(len(md), 80)])
+		}
+	}
+	alice.caps = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
+	id, _ := alice.call("tools/call", "notes_export", `"name":"notes_export","arguments":{"seconds":0,"askTitle":true}`)["taskId"].(string)
+	st := wait(id, "working")
+	if e, _ := st["error"].(map[string]any); st["status"] != "failed" || e["code"] != float64(-32021) {
+		t.Fatalf("without elicitation: %v", st)
+	}
+}
