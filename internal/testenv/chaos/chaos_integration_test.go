@@ -160,14 +160,14 @@ func TestChaos(t *testing.T) {
 	// A run that injected nothing, or did nothing, proves nothing.
 	injected := sum.Faults
 	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultKMSOutage,
-		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome} {
+		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer} {
 		if injected[f] == 0 {
 			t.Errorf("no fault %q was injected", f)
 		}
 	}
-	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 || res.TaskEnds["completed"] == 0 || res.TaskEnds["cancelled"] == 0 {
-		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads, %d tasks completed, %d cancelled",
-			res.KeysSucceeded, res.DeletesSucceeded, res.Reads, res.TaskEnds["completed"], res.TaskEnds["cancelled"])
+	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 || res.TaskEnds["completed"] == 0 || res.TaskEnds["cancelled"] == 0 || res.TaskUpdates == 0 {
+		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads, %d tasks completed, %d cancelled, %d tasks/update",
+			res.KeysSucceeded, res.DeletesSucceeded, res.Reads, res.TaskEnds["completed"], res.TaskEnds["cancelled"], res.TaskUpdates)
 	}
 	if streamed := sum.Pool.Streamed; streamed == 0 || duplicated == 0 || sum.Pool.WorkerRuns == 0 {
 		t.Errorf("the load did too little: %d requests through the streaming door, %d worker runs, %d delivered twice", streamed, sum.Pool.WorkerRuns, duplicated)

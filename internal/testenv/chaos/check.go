@@ -192,7 +192,10 @@ type Result struct {
 	// seen to end).
 	TaskKeys, TasksCreated int
 	TaskKeysByKind         map[string]int
-	TaskEnds               map[string]int
+	// TasksAsked are the task keys whose export asked for its title;
+	// TaskUpdates the tasks/update requests that answered it.
+	TasksAsked, TaskUpdates int
+	TaskEnds                map[string]int
 	// TaskExecutions counts the task keys by the runs of the export
 	// recorded at its effect, in all the key's tasks: 0, 1, 2+.
 	// TasksKilled are keys whose task's worker was killed while it ran
@@ -402,10 +405,19 @@ func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add fu
 		r.TaskKeys++
 		r.TaskKeysByKind[k.Kind]++
 		subject := "task key " + k.Key
-		hs := append(append(slices.Clone(k.Creates), k.Polls...), k.Cancel)
+		hs := append(append(append(slices.Clone(k.Creates), k.Updates...), k.Polls...), k.Cancel)
 		for _, h := range k.Polls {
 			if h != nil {
 				r.TaskPolls++
+			}
+		}
+		if k.Title != "" {
+			r.TasksAsked++
+		}
+		for _, h := range k.Updates {
+			r.TaskUpdates++
+			if h.Final == nil {
+				add(CheckRecovered, subject, fmt.Sprintf("tasks/update given up after %d attempts, last %s", len(h.Attempts), last(h)), h)
 			}
 		}
 		for _, u := range k.Unexpected {
@@ -470,8 +482,13 @@ func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add fu
 		case status == "completed" && k.Final.Result["result"] == nil:
 			add(CheckTaskEnd, subject, fmt.Sprintf("task %s completed without a result: %s", id, k.Final.Describe()), hs...)
 		case status == "completed":
-			if res, _ := k.Final.Result["result"].(map[string]any); res["isError"] == true {
+			res, _ := k.Final.Result["result"].(map[string]any)
+			if res["isError"] == true {
 				add(CheckTaskEnd, subject, fmt.Sprintf("task %s completed with a tool error: %v", id, res), hs...)
+			}
+			sc, _ := res["structuredContent"].(map[string]any)
+			if md, _ := sc["markdown"].(string); k.Title != "" && !strings.HasPrefix(md, "# "+k.Title+"\n") {
+				add(CheckUnexpected, subject, fmt.Sprintf("task %s's export is not titled as tasks/update answered (%q): %.60q", id, k.Title, md), hs...)
 			}
 		case status == "cancelled" && cancelled:
 		case status == "":

@@ -149,6 +149,15 @@ func TestCheckTasks(t *testing.T) {
 		}
 		return k
 	}
+	// titled is a completed task whose export asked for its title, was
+	// answered title, and exported md.
+	titled := func(key, title, md string) *TaskKey {
+		k := task(key, "task", "completed", false, "X"+key)
+		k.Title = title
+		k.Updates = []*History{okHistory(&Answer{Status: 200, Result: map[string]any{"resultType": "complete"}})}
+		k.Final.Result["result"] = map[string]any{"structuredContent": map[string]any{"markdown": md + "\n## n1\n"}}
+		return k
+	}
 	l := &Load{tasks: []*TaskKey{
 		task("once", "task", "completed", false, "T1"),
 		task("twice", "task", "completed", false, "T2"),  // a planted double execution
@@ -162,16 +171,21 @@ func TestCheckTasks(t *testing.T) {
 		task("missing", "task", "completed", false, "T10"), // not in the table
 		task("resent", "task-resend", "completed", false, "T11", "T11", "T11"),
 		{Key: "unanswered", Kind: "task", Creates: []*History{{What: "x"}}}, // given up
+		titled("titled", "title titled", "# title titled\n"),
+		titled("untitled", "title untitled", "# Notes\n"), // completed without the answer's title
+		titled("stuck", "title stuck", "# title stuck\n"),
 	}}
+	l.tasks[len(l.tasks)-1].Updates = append(l.tasks[len(l.tasks)-1].Updates, &History{What: "tasks/update"}) // an update given up
 	n := NewNotes()
 	for key, ids := range map[string][]string{"once": {"T1"}, "twice": {"T2"}, "killed": {"T3"}, "two": {"T4", "U4"}, "cancelled": {"T5"},
-		"uncalled": {"T6"}, "failed": {"T7"}, "working": {"T8"}, "norun": {"T9"}, "resent": {"T11"}} {
+		"uncalled": {"T6"}, "failed": {"T7"}, "working": {"T8"}, "norun": {"T9"}, "resent": {"T11"},
+		"titled": {"Xtitled"}, "untitled": {"Xuntitled"}, "stuck": {"Xstuck"}} {
 		for _, id := range ids {
 			n.Tasks[id] = &TaskItem{ID: id, Key: key, Status: "completed"}
 		}
 	}
 	// "two" made two tasks and both ran: the key's export ran twice.
-	n.ExportRuns = map[string]int{"T1": 1, "T2": 2, "T3": 2, "T4": 1, "U4": 1, "T6": 1, "T10": 1, "T11": 1}
+	n.ExportRuns = map[string]int{"T1": 1, "T2": 2, "T3": 2, "T4": 1, "U4": 1, "T6": 1, "T10": 1, "T11": 1, "Xtitled": 1, "Xuntitled": 1, "Xstuck": 1}
 	killed := map[string]int{"T3": 1}
 	got := violations(l, n, killed)
 	want := map[string][]string{
@@ -179,16 +193,21 @@ func TestCheckTasks(t *testing.T) {
 		CheckTaskPerKey:  {"task key two", "task key two"},
 		CheckTaskEnd:     {"task key uncalled", "task key failed", "task key working"},
 		CheckLostWrite:   {"task key missing"},
-		CheckRecovered:   {"task key unanswered"},
+		CheckRecovered:   {"task key unanswered", "task key stuck"},
+		CheckUnexpected:  {"task key untitled"},
 	}
 	sameViolations(t, got, want)
 	r := l.Check(n, killed)
+	if r.TasksAsked != 3 || r.TaskUpdates != 4 {
+		t.Errorf("asked %d, updates %d", r.TasksAsked, r.TaskUpdates)
+	}
 	// By key: 0: cancelled, failed, working, norun, unanswered; 1: once,
-	// uncalled, missing, resent; 2+: twice, killed, two.
-	if r.TaskExecutions != [3]int{5, 4, 3} || r.TaskReruns != 1 || r.TasksKilled != 1 || r.TasksCreated != 11 {
+	// uncalled, missing, resent, titled, untitled, stuck; 2+: twice,
+	// killed, two.
+	if r.TaskExecutions != [3]int{5, 7, 3} || r.TaskReruns != 1 || r.TasksKilled != 1 || r.TasksCreated != 14 {
 		t.Errorf("executions %v, reruns %d, killed %d, created %d", r.TaskExecutions, r.TaskReruns, r.TasksKilled, r.TasksCreated)
 	}
-	if r.TaskEnds["completed"] != 7 || r.TaskEnds["cancelled"] != 2 || r.TaskEnds["failed"] != 1 || r.TaskEnds[""] != 1 {
+	if r.TaskEnds["completed"] != 10 || r.TaskEnds["cancelled"] != 2 || r.TaskEnds["failed"] != 1 || r.TaskEnds[""] != 1 {
 		t.Errorf("ends %v", r.TaskEnds)
 	}
 }

@@ -117,8 +117,13 @@ type TaskKey struct {
 	// that was lost, and again after the task ended).
 	Kind    string
 	Seconds int
+	// Title is the title the flow answered the export's question with
+	// (tasks/update), when it asked for one (askTitle); Updates are the
+	// tasks/update requests.
+	Title   string
 	mu      sync.Mutex
 	Creates []*History
+	Updates []*History
 	// IDs are the taskIds of the answers, in order.
 	IDs        []string
 	Unexpected []string
@@ -545,11 +550,18 @@ func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind str
 	if cancel {
 		k.Seconds = 3
 	}
+	// A third of the others ask for their title: an input round in the
+	// task, answered with tasks/update.
+	ask := !cancel && rng.Float64() < askShare
+	args := map[string]any{"seconds": k.Seconds}
+	if ask {
+		k.Title, args["askTitle"] = "title "+key, true
+	}
 	l.mu.Lock()
 	l.tasks = append(l.tasks, k)
 	l.mu.Unlock()
-	create := Call{Principal: principal, Method: "tools/call", Name: "notes_export", Tasks: true, Params: map[string]any{
-		"name": "notes_export", "arguments": map[string]any{"seconds": k.Seconds}, "idempotencyKey": key}}
+	create := Call{Principal: principal, Method: "tools/call", Name: "notes_export", Tasks: true, Elicitation: ask, Params: map[string]any{
+		"name": "notes_export", "arguments": args, "idempotencyKey": key}}
 	// A resend takes the answer as lost: the same create again.
 	l.sendAs(rng, kind == "task-dup-concurrent", kind == "task-resend", func(r *rand.Rand) bool { return l.createOnce(ctx, r, k, create) })
 	id := k.TaskID()
@@ -567,7 +579,12 @@ func (l *Load) taskFlow(ctx context.Context, rng *rand.Rand, principal, kind str
 		}
 		k.mu.Unlock()
 	}
-	l.poll(ctx, rng, k, id)
+	if ask {
+		if l.poll(ctx, rng, k, id, "input_required"); k.status() == "input_required" {
+			l.answer(ctx, rng, k, id)
+		}
+	}
+	l.poll(ctx, rng, k, id, "")
 	if kind == "task-resend" {
 		// Once the task ended, its key still names it.
 		l.createOnce(ctx, rng, k, create)
@@ -592,9 +609,43 @@ func (l *Load) createOnce(ctx context.Context, rng *rand.Rand, k *TaskKey, c Cal
 	return true
 }
 
+// askShare is the share of the task flows not cancelled that ask for
+// their title.
+const askShare = 1.0 / 3
+
+// answer answers the export's question with k.Title by tasks/update:
+// once, twice at once, or again after its acknowledgement (a client that
+// took its answer for lost), as a client may.
+func (l *Load) answer(ctx context.Context, rng *rand.Rand, k *TaskKey, id string) {
+	c := Call{Principal: k.Principal, Method: "tasks/update", Name: id, Tasks: true, Elicitation: true, Params: map[string]any{
+		"taskId": id, "inputResponses": map[string]any{"title": map[string]any{"action": "accept", "content": map[string]any{"title": k.Title}}}}}
+	x := rng.Float64()
+	l.sendAs(rng, x < 0.2, x >= 0.2 && x < 0.4, func(r *rand.Rand) bool {
+		h := l.pursue(ctx, r, c, "tasks/update "+id)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		k.Updates = append(k.Updates, h)
+		if h.Final == nil {
+			return false
+		}
+		if h.Final.Classify() != OK || h.Final.Result["resultType"] != "complete" {
+			k.Unexpected = append(k.Unexpected, "tasks/update answered "+h.Final.Describe())
+			return false
+		}
+		return true
+	})
+}
+
+// status is the task's status as tasks/get last told it.
+func (k *TaskKey) status() string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.Status
+}
+
 // poll polls the task with tasks/get as its answers ask (pollIntervalMs),
-// until it ends or the run stops retrying.
-func (l *Load) poll(ctx context.Context, rng *rand.Rand, k *TaskKey, id string) {
+// until it ends, or has the status stopAt, or the run stops retrying.
+func (l *Load) poll(ctx context.Context, rng *rand.Rand, k *TaskKey, id, stopAt string) {
 	for ctx.Err() == nil {
 		h := l.pursue(ctx, rng, Call{Principal: k.Principal, Method: "tasks/get", Name: id, Tasks: true,
 			Params: map[string]any{"taskId": id}}, "tasks/get "+id)
@@ -609,7 +660,7 @@ func (l *Load) poll(ctx context.Context, rng *rand.Rand, k *TaskKey, id string) 
 			}
 			k.Status, k.Final = status, a
 		}
-		done := terminal(k.Status)
+		done := terminal(k.Status) || stopAt != "" && k.Status == stopAt
 		k.mu.Unlock()
 		if done || h.Final == nil {
 			return

@@ -246,6 +246,14 @@ func IsTaskOutcome(body []byte) bool {
 		(bytes.Contains(body, []byte(`"status":{"S":"completed"}`)) || bytes.Contains(body, []byte(`"status":{"S":"failed"}`)))
 }
 
+// IsTaskAnswer reports whether a PutItem's body writes a task item that
+// a tasks/update has just woken: working, no worker holding it, and
+// answers among its responses (a worker's take writes its owner).
+func IsTaskAnswer(body []byte) bool {
+	return bytes.Contains(body, []byte(`"task#`)) && bytes.Contains(body, []byte(`"status":{"S":"working"}`)) &&
+		bytes.Contains(body, []byte(`"responses":{"M":{`)) && !bytes.Contains(body, []byte(`"owner":`))
+}
+
 // operation is the DynamoDB operation of a request: the X-Amz-Target
 // header's part after the dot.
 func operation(r *http.Request) string {

@@ -209,6 +209,22 @@ func TestIsTaskOutcome(t *testing.T) {
 	}
 }
 
+// TestIsTaskAnswer: the write of a task a tasks/update woke is told from
+// a worker's take of it and from its other writes.
+func TestIsTaskAnswer(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"Item":{"pk":{"S":"task#abc"},"responses":{"M":{".title":{"B":"e30="}}},"status":{"S":"working"}}}`:                    true,
+		`{"Item":{"owner":{"S":"w1"},"pk":{"S":"task#abc"},"responses":{"M":{".title":{"B":"e30="}}},"status":{"S":"working"}}}`: false,
+		`{"Item":{"pk":{"S":"task#abc"},"requests":{"M":{".title":{"B":"e30="}}},"status":{"S":"input_required"}}}`:              false,
+		`{"Item":{"pk":{"S":"task#abc"},"status":{"S":"working"}}}`:                                                              false,
+		`{"Item":{"pk":{"S":"claim#abc"},"responses":{"M":{}},"status":{"S":"working"}}}`:                                        false,
+	} {
+		if got := IsTaskAnswer([]byte(body)); got != want {
+			t.Errorf("%s: %v, want %v", body, got, want)
+		}
+	}
+}
+
 // TestRuleEvery: a rule with Every hits the Every-th matching request,
 // and the next rule sees the others; an inserted rule is tried first.
 func TestRuleEvery(t *testing.T) {

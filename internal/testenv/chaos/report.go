@@ -119,6 +119,7 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	row("  tasks ended completed / cancelled / failed / not seen to end", fmt.Sprintf("%d / %d / %d / %d",
 		r.TaskEnds["completed"], r.TaskEnds["cancelled"], r.TaskEnds["failed"], r.TaskEnds[""]))
 	row("  tasks/get polls", r.TaskPolls)
+	row("  tasks asking for input (tasks/update sent)", fmt.Sprintf("%d (%d)", r.TasksAsked, r.TaskUpdates))
 	row("  keys whose export ran 0 / 1 / 2+ times, by the export records", fmt.Sprintf("%d / %d / %d",
 		r.TaskExecutions[0], r.TaskExecutions[1], r.TaskExecutions[2]))
 	row("  keys whose task's worker was killed mid-run (re-runs)", fmt.Sprintf("%d (%d)", r.TasksKilled, r.TaskReruns))

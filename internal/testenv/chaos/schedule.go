@@ -30,6 +30,7 @@ const (
 	FaultKillOutcome   = "task worker killed right after its outcome write was applied"
 	FaultDropOutcome   = "task outcome write's response dropped (applied)"
 	FaultDelayOutcome  = "task outcome write's response delayed"
+	FaultDropAnswer    = "task answer write's response dropped (applied)"
 )
 
 // Step is one fault in a schedule: at a fraction of the load's duration.
@@ -237,10 +238,12 @@ func (f *Faults) killWorker(ctx context.Context) error {
 // outcomeFaults drops, after DynamoDB applied it, the response of every
 // second write that records a task's outcome, and answers the others a
 // second late: the run makes few of them (a task takes seconds), and
-// each must meet a fault.
+// each must meet a fault. Every second write of a tasks/update's answers
+// loses its response too.
 func (f *Faults) outcomeFaults(ctx context.Context) error {
 	f.c.Proxy.AddRule(&Rule{Name: FaultDropOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Every: 2, Action: DropResponse})
 	f.c.Proxy.AddRule(&Rule{Name: FaultDelayOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Action: DelayResponse, Delay: time.Second})
+	f.c.Proxy.AddRule(&Rule{Name: FaultDropAnswer, Ops: []string{"PutItem"}, Match: IsTaskAnswer, Every: 2, Action: DropResponse})
 	return nil
 }
 
@@ -306,5 +309,5 @@ func (f *Faults) Counts() map[string]int {
 
 // FaultOrder is the order the report lists faults in.
 var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultKillWorker, FaultKillOutcome, FaultInjectedGwErr, FaultDelay,
-	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOutcome, FaultDelayOutcome, FaultDDBRestart,
+	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer, FaultDDBRestart,
 	FaultDDBRefused, FaultKMSOutage, FaultKMSDown}
