@@ -75,10 +75,10 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
 		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds}
 		if len(h.StreamKinds) > 0 {
-			// Only a handler function may return a stream: aws-lambda-go
-			// sends a returned reader as it is read.
-			lambda.StartWithOptions(h.streamInvoke, lambda.WithContext(ctx))
-			return nil
+			// aws-lambda-go would post a stream without the response
+			// mode header Lambda's streaming contract requires: this
+			// runtime keeps it (runtime.go).
+			return serveRuntime(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), h.streamInvoke)
 		}
 		lambda.StartWithOptions(h, lambda.WithContext(ctx))
 		return nil

@@ -38,22 +38,13 @@ func StreamEvents(getenv func(string) string) ([]apigw.Kind, error) {
 	return kinds, nil
 }
 
-// rawEvent is an invocation's payload, kept as it came.
-type rawEvent []byte
-
-func (r *rawEvent) UnmarshalJSON(b []byte) error {
-	*r = append((*r)[:0], b...)
-	return nil
-}
-
 // streamInvoke serves a function some of whose invocations are response
 // streams: events of a kind in StreamKinds are answered with the HTTP
 // integration response format Lambda streams (a JSON prelude with the
 // status and headers, eight NUL bytes, then the body as it is written:
 // each notification the moment it is emitted); everything else as
 // Invoke answers it.
-func (h *Invocations) streamInvoke(ctx context.Context, ev rawEvent) (io.Reader, error) {
-	payload := []byte(ev)
+func (h *Invocations) streamInvoke(ctx context.Context, payload []byte) (io.Reader, error) {
 	// The event is read once: its kind decides the answer's form.
 	r, derr := apigw.Decode(payload)
 	if r == nil || !h.streams(r.Kind) {
@@ -90,16 +81,11 @@ type buffered struct{ *bytes.Reader }
 
 func (*buffered) ContentType() string { return "application/json" }
 
-// MarshalJSON refuses, so that the runtime sends the reader as it is.
-func (*buffered) MarshalJSON() ([]byte, error) { return nil, errors.New("runner: a raw answer") }
-
-// streamed is a response stream in the HTTP integration response format.
+// streamed is a response stream in the HTTP integration response format,
+// which serveRuntime posts as AWS's streaming contract says.
 type streamed struct{ *io.PipeReader }
 
 func (*streamed) ContentType() string { return "application/vnd.awslambda.http-integration-response" }
-
-// MarshalJSON refuses, so that the runtime streams the reader.
-func (*streamed) MarshalJSON() ([]byte, error) { return nil, errors.New("runner: a response stream") }
 
 // preludeStream writes a stateless.Stream in the HTTP integration
 // response format.

@@ -44,7 +44,7 @@ func TestStreamInvoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := h.streamInvoke(context.Background(), rawEvent(payload))
+		r, err := h.streamInvoke(context.Background(), payload)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,9 +6,19 @@
 // invocation/{id}/error (and init/error) for one bootstrap process, one
 // invocation at a time, as Lambda runs an instance. It is a test tool,
 // not part of the deployed product.
+//
+// It holds a function to AWS's streaming contract ("Implementing response
+// streaming in a custom runtime", Lambda developer guide): a response is
+// passed on as it is written only when the runtime posts it with
+// Lambda-Runtime-Function-Response-Mode: streaming; any other response
+// reaches the invoker whole, once the function has posted all of it, as
+// a buffered response does. A streamed response whose
+// Lambda-Runtime-Function-Error-Type trailer is set ends, after what was
+// written, in an error naming it (ErrStreamFailed).
 package runtimeapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -131,11 +141,38 @@ func (r *Runtime) serveResponse(isErr bool) http.HandlerFunc {
 			return
 		}
 		inv := v.(*invocation)
-		inv.answer <- answer{body: req.Body, contentType: req.Header.Get("Content-Type"), err: isErr}
+		var b io.Reader = &trailerCheck{req: req}
+		if isErr || req.Header.Get("Lambda-Runtime-Function-Response-Mode") != "streaming" {
+			all, err := io.ReadAll(req.Body)
+			if err != nil {
+				http.Error(w, `{"errorMessage":"the response body did not arrive"}`, http.StatusBadRequest)
+				return
+			}
+			b = bytes.NewReader(all)
+		}
+		inv.answer <- answer{body: b, contentType: req.Header.Get("Content-Type"), err: isErr}
 		<-inv.done
 		w.WriteHeader(http.StatusAccepted)
 	}
 }
+
+// trailerCheck reads a streamed response's body and, at its end, fails
+// it when the runtime reported an error in the trailers.
+type trailerCheck struct{ req *http.Request }
+
+func (t *trailerCheck) Read(p []byte) (int, error) {
+	n, err := t.req.Body.Read(p)
+	if errors.Is(err, io.EOF) {
+		if typ := t.req.Trailer.Get("Lambda-Runtime-Function-Error-Type"); typ != "" {
+			return n, fmt.Errorf("%w: %s", ErrStreamFailed, typ)
+		}
+	}
+	return n, err
+}
+
+// ErrStreamFailed ends a streamed response whose runtime reported, in its
+// trailers, that it failed after it began.
+var ErrStreamFailed = errors.New("runtimeapi: the function's response stream failed")
 
 // ErrFunction is returned for an invocation the function failed.
 var ErrFunction = errors.New("runtimeapi: the function returned an error")

@@ -33,9 +33,13 @@ var build struct {
 }
 
 // bootstrap builds the fixture as the template builds it (for this
-// machine's architecture).
+// machine's architecture), or is MCP_STREAMRUN_BOOTSTRAP when set: another
+// build, an older commit's, say, held to the same contract.
 func bootstrap(t *testing.T) string {
 	t.Helper()
+	if p := os.Getenv("MCP_STREAMRUN_BOOTSTRAP"); p != "" {
+		return p
+	}
 	build.once.Do(func() {
 		dir, err := os.MkdirTemp("", "streamrun")
 		if err != nil {
