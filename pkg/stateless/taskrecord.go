@@ -84,24 +84,38 @@ var ErrTaskTooLarge = errors.New("stateless: task record too large to store")
 // that lose to concurrent writers.
 const maxTaskRetries = 16
 
-// mutateTask applies change to the task with id, read-modify-write with
-// the store's version check, retrying when another writer came between.
-// change reports whether it changed the record (it is then written, with
-// the version and UpdatedAt advanced); it must only read the record. It
-// returns the record as written or as read when unchanged.
-//
-// A write whose acknowledgement was lost may still have landed: a store
-// client that retries it then meets its own write as a conflict. A record
-// read back with the very version and update time this call wrote is that
-// write, and is returned as written.
+// mutateTask applies change to the task with id: one transition, written
+// by a taskWriter of its own.
 func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *TaskRecord, now time.Time) bool) (*TaskRecord, error) {
-	var sent *TaskRecord
+	return (&taskWriter{store: store, id: id}).mutate(ctx, change)
+}
+
+// taskWriter writes the transitions of one task, read-modify-write with
+// the store's version check. It remembers the last record it sent: a
+// write whose acknowledgement was lost may still have landed (a store
+// client that retries it then meets its own write as a conflict, or the
+// caller sees a failure and tries again), and a record read back with the
+// very version and update time it sent is that write. A caller that
+// retries a transition after a failure keeps one writer for all its
+// tries, so that a write that landed is never taken for another's.
+type taskWriter struct {
+	store TaskStore
+	id    string
+	sent  *TaskRecord
+}
+
+// mutate applies change, retrying when another writer came between a
+// read and its write. change reports whether it changed the record (it
+// is then written, with the version and UpdatedAt advanced); it must only
+// read the record. It returns the record as written, as read when
+// unchanged, or as this writer's earlier write left it.
+func (w *taskWriter) mutate(ctx context.Context, change func(r *TaskRecord, now time.Time) bool) (*TaskRecord, error) {
 	for range maxTaskRetries {
-		rec, err := store.Load(ctx, id)
+		rec, err := w.store.Load(ctx, w.id)
 		if err != nil {
 			return nil, err
 		}
-		if sent != nil && sameWrite(rec, sent) {
+		if w.sent != nil && sameWrite(rec, w.sent) {
 			return rec, nil
 		}
 		now := time.Now()
@@ -117,13 +131,13 @@ func mutateTask(ctx context.Context, store TaskStore, id string, change func(r *
 			now = rec.UpdatedAt.Add(time.Millisecond)
 		}
 		rec.UpdatedAt = now
-		switch err := store.Replace(ctx, rec, prev); {
+		w.sent = rec
+		switch err := w.store.Replace(ctx, rec, prev); {
 		case err == nil:
 			return rec, nil
 		case !errors.Is(err, ErrTaskConflict):
 			return nil, err
 		}
-		sent = rec
 	}
 	return nil, fmt.Errorf("updating a task: %d writers in a row came between a read and its write", maxTaskRetries)
 }

@@ -61,15 +61,16 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 		r.Owner, r.Attempts, r.LeaseUntil = owner, r.Attempts+1, end.Add(s.opts.DeadlineMargin)
 		return true
 	}
-	rec, err := mutateTask(ctx, to.Store, id, take)
-	// A take that failed may have landed (its acknowledgement lost): read
+	w := &taskWriter{store: to.Store, id: id}
+	rec, err := w.mutate(ctx, take)
+	// A take that failed may have landed (its acknowledgement lost): try
 	// again, a few times, rather than leave the task held by this worker
 	// for its whole lease.
 	for backoff := 50 * time.Millisecond; err != nil && !errors.Is(err, ErrNoTask) && backoff <= 400*time.Millisecond; backoff *= 2 {
 		if sleep(ctx, backoff) != nil {
 			break
 		}
-		rec, err = mutateTask(ctx, to.Store, id, take)
+		rec, err = w.mutate(ctx, take)
 	}
 	switch {
 	case errors.Is(err, ErrNoTask):
@@ -98,15 +99,11 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), taken.LeaseUntil)
 	defer cancel()
 	backoff, shrunk := 20*time.Millisecond, false
-	// sent is the last outcome this worker wrote: one that failed to be
-	// acknowledged may have landed, and is then found here, not taken
-	// for another's.
-	var sent *TaskRecord
+	// One writer for every try: an outcome that failed to be acknowledged
+	// may have landed, and is then found as this worker's, not another's.
+	w := &taskWriter{store: s.tasks.Store, id: taken.ID}
 	for {
-		_, err := mutateTask(wctx, s.tasks.Store, taken.ID, func(r *TaskRecord, _ time.Time) bool {
-			if sent != nil && sameWrite(r, sent) {
-				return false // written after all
-			}
+		_, err := w.mutate(wctx, func(r *TaskRecord, _ time.Time) bool {
 			if !heldBy(r, taken) {
 				// Cancelled meanwhile, or taken over: its outcome stands.
 				if r.Status == TaskCancelled {
@@ -117,7 +114,6 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 				return false
 			}
 			finish(r)
-			sent = r // mutateTask sets its version and time before writing it
 			return true
 		})
 		switch {
@@ -125,7 +121,7 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 			return nil
 		case errors.Is(err, ErrTaskTooLarge) && !shrunk:
 			// Permanent: the same write never fits. A failure does.
-			finish, shrunk, sent = resultTooLarge(o, err), true, nil
+			finish, shrunk = resultTooLarge(o, err), true
 			continue
 		case errors.Is(err, ErrTaskTooLarge):
 			o.Fault, o.Kind, o.Err = true, "task_outcome_lost", fmt.Errorf("recording the task's failure: %w", err)
