@@ -26,7 +26,10 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 )
 
 // The Runtime API's headers this runtime reads and writes.
@@ -39,10 +42,6 @@ const (
 	headerErrorType    = "Lambda-Runtime-Function-Error-Type"
 	headerErrorBody    = "Lambda-Runtime-Function-Error-Body"
 )
-
-// lambdaTraceKey is the context key under which aws-lambda-go passes an
-// invocation's X-Ray trace header, and package observe reads it.
-const lambdaTraceKey = "x-amzn-trace-id"
 
 // invokeFunc answers one invocation's payload: a *streamed answer is a
 // response stream, anything else is posted whole.
@@ -113,7 +112,7 @@ func (rt *runtimeClient) serve(ctx context.Context, inv *invocation, invoke invo
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: inv.id, InvokedFunctionArn: inv.arn})
 	//lint:ignore SA1029 the key aws-lambda-go uses, which package observe reads
-	ictx = context.WithValue(ictx, lambdaTraceKey, inv.trace)
+	ictx = context.WithValue(ictx, observe.LambdaTraceKey, inv.trace)
 	answer, panicked, err := call(ictx, invoke, inv.payload)
 	if err != nil {
 		if perr := rt.fail(ctx, inv.id, err); perr != nil {
@@ -151,23 +150,18 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprint(p.value) }
 
-// functionError is the body of invocation/{id}/error and of the error
-// trailer: Lambda's error shape.
-type functionError struct {
-	Message string `json:"errorMessage"`
-	Type    string `json:"errorType"`
-}
-
-func errorOf(err error) functionError {
+// errorOf is Lambda's error shape for err (aws-lambda-go's own type):
+// its message, and its type's name or Runtime.Panic.
+func errorOf(err error) messages.InvokeResponse_Error {
 	var p *panicError
 	if errors.As(err, &p) {
-		return functionError{Message: err.Error(), Type: "Runtime.Panic"}
+		return messages.InvokeResponse_Error{Message: err.Error(), Type: "Runtime.Panic"}
 	}
 	t := reflect.TypeOf(err)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	return functionError{Message: err.Error(), Type: t.Name()}
+	return messages.InvokeResponse_Error{Message: err.Error(), Type: t.Name()}
 }
 
 // post sends a whole answer.

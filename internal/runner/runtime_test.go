@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 )
 
 // posted is what the recording Runtime API received for one invocation.
@@ -116,7 +119,7 @@ func TestRuntimeStreamsAsDocumented(t *testing.T) {
 	invoke := func(ctx context.Context, payload []byte) (io.Reader, error) {
 		lc, _ := lambdacontext.FromContext(ctx)
 		d, _ := ctx.Deadline()
-		seen = append(seen, lc.AwsRequestID+" "+lc.InvokedFunctionArn+" "+ctx.Value(lambdaTraceKey).(string)+" "+strconv.FormatBool(time.Until(d) > 50*time.Second))
+		seen = append(seen, lc.AwsRequestID+" "+lc.InvokedFunctionArn+" "+ctx.Value(observe.LambdaTraceKey).(string)+" "+strconv.FormatBool(time.Until(d) > 50*time.Second))
 		switch string(payload) {
 		case "stream", "broken":
 			pr, pw := io.Pipe()
@@ -159,7 +162,7 @@ func TestRuntimeStreamsAsDocumented(t *testing.T) {
 	}
 	b := posts[1]
 	body, _ := base64.StdEncoding.DecodeString(b.trailer.Get("Lambda-Runtime-Function-Error-Body"))
-	var fe functionError
+	var fe messages.InvokeResponse_Error
 	if b.header.Get("Lambda-Runtime-Function-Response-Mode") != "streaming" || string(b.body) != "first " ||
 		b.trailer.Get("Lambda-Runtime-Function-Error-Type") != "errorString" || json.Unmarshal(body, &fe) != nil || fe.Message != "the store went away" {
 		t.Errorf("the broken stream: %+v, error body %s", b, body)

@@ -351,16 +351,17 @@ func appendTrace(b []byte, ctx context.Context, traceparent string) []byte {
 	return b
 }
 
-// lambdaTraceKey is the context key under which aws-lambda-go puts the
-// invocation's X-Amzn-Trace-Id header (it also sets _X_AMZN_TRACE_ID,
-// which is process-wide and so not read here).
-const lambdaTraceKey = "x-amzn-trace-id"
+// LambdaTraceKey is the context key under which aws-lambda-go puts the
+// invocation's X-Amzn-Trace-Id header, and the Observer reads it (it also
+// sets _X_AMZN_TRACE_ID, which is process-wide and so not read here). A
+// Lambda runtime of one's own passes the header under it too.
+const LambdaTraceKey = "x-amzn-trace-id"
 
 // XRayTraceID returns the Root of the invocation's X-Ray trace header
 // ("Root=1-5759e988-bd862e3fe1be46a994272793;Parent=...;Sampled=1"), or
 // "" outside Lambda or when it is malformed.
 func XRayTraceID(ctx context.Context) string {
-	h, _ := ctx.Value(lambdaTraceKey).(string)
+	h, _ := ctx.Value(LambdaTraceKey).(string)
 	for part := range strings.SplitSeq(h, ";") {
 		if root, ok := strings.CutPrefix(strings.TrimSpace(part), "Root="); ok && validXRayRoot(root) {
 			return root
