@@ -56,8 +56,9 @@ type notesAPI interface {
 // (its id is new) and the counter's UpdateItem (the count is under the
 // limit, and goes up by one). A delete is the note's DeleteItem (it
 // exists), the counter's UpdateItem (down by one) and the note's deletion
-// record's UpdateItem (up by one). Either all happen or none, so the count is exact, and concurrent adds stop at the
-// limit. Reads are consistent, so that a caller reads its own writes.
+// record's UpdateItem (up by one). Either all happen or none, so the
+// count is exact, and concurrent adds stop at the limit. Reads are
+// consistent, so that a caller reads its own writes.
 //
 // In a call with an idempotency key the same writes are enlisted in the
 // call's claim (claims.Enlist): they commit in one transaction with the
