@@ -20,6 +20,7 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"gopkg.in/yaml.v3"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -338,6 +339,25 @@ func TestRoutes(t *testing.T) {
 	reqTimeout, err := time.ParseDuration(at(t, r, "Globals", "Function", "Environment", "Variables", "MCP_REQUEST_TIMEOUT").Value)
 	if err != nil || timeoutMs > 30000 || time.Duration(timeoutMs)*time.Millisecond <= reqTimeout {
 		t.Errorf("TimeoutInMillis = %d: want above MCP_REQUEST_TIMEOUT (%v, %v) and at most 30000", timeoutMs, reqTimeout, err)
+	}
+	if door := rie.HTTPAPI.Timeout(); time.Duration(timeoutMs)*time.Millisecond != door {
+		t.Errorf("TimeoutInMillis = %d: the tests' HTTP API front waits %v", timeoutMs, door)
+	}
+	// The challenges API Gateway sets from the function's relay header:
+	// exactly what the tests' HTTP API front applies.
+	got := rie.ResponseParameters{}
+	params := at(t, integ, "ResponseParameters")
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		var status int
+		fmt.Sscan(params.Content[i].Value, &status)
+		got[status] = map[string]string{}
+		m := params.Content[i+1]
+		for j := 0; j+1 < len(m.Content); j += 2 {
+			got[status][m.Content[j].Value] = m.Content[j+1].Value
+		}
+	}
+	if wantParams := rie.TemplateResponseParameters(); fmt.Sprint(got) != fmt.Sprint(wantParams) {
+		t.Errorf("McpIntegration ResponseParameters %v, want the front's %v", got, wantParams)
 	}
 
 	routes := map[string]*yaml.Node{}

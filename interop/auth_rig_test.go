@@ -238,8 +238,20 @@ func stopGroup(cmd *exec.Cmd, done <-chan struct{}) {
 }
 
 // reserveLambda starts the TLS front on a loopback port; Start puts the
-// function behind it, under the emulator.
-func reserveLambda(t *testing.T) *authEndpoint {
+// function behind it, under the emulator. The front is the template's
+// HTTP API door as the tests hold it to AWS's contract: the function's
+// WWW-Authenticate renamed, the challenge set by API Gateway from the
+// function's relay header (rie.TemplateResponseParameters).
+func reserveLambda(t *testing.T) *authEndpoint { return reserveLambdaWith(t, nil) }
+
+// reserveLambdaNoChallenge is reserveLambda behind a door that delivers no
+// challenge at all: the function's renamed, none set by the gateway. A
+// client then finds the metadata at RFC 9728's well-known URL.
+func reserveLambdaNoChallenge(t *testing.T) *authEndpoint {
+	return reserveLambdaWith(t, rie.ResponseParameters{})
+}
+
+func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoint {
 	t.Helper()
 	bin := functionBinary(t)
 	riePath, _ := filepath.Abs("../.tools/bin/aws-lambda-rie")
@@ -280,7 +292,7 @@ func reserveLambda(t *testing.T) *authEndpoint {
 				t.Logf("emulator and function output (the end):\n%s", tail(ep.log.String()))
 			}
 		})
-		front.Store(&rie.Front{Emulator: e})
+		front.Store(&rie.Front{Emulator: e, Parameters: params})
 	}
 	return ep
 }

@@ -479,6 +479,12 @@ func TestAuthDiscoveryGoSDK(t *testing.T) {
 			})
 		}
 	}
+	// Through a door that delivers no challenge, the client probes the
+	// well-known URL and asks for the metadata's scopes_supported. (A
+	// step-up needs the 403's challenge: the template's doors set it.)
+	t.Run("LambdaNoChallenge/AllScopes", func(t *testing.T) {
+		testAuthDiscovery(t, authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, nil, false, scopeRead+" "+scopeWrite)
+	})
 }
 
 func testAuthDiscovery(t *testing.T, target authTarget, env []string, stepUp bool, firstAsk string) {
@@ -547,7 +553,11 @@ func testAuthDiscovery(t *testing.T, target authTarget, env []string, stepUp boo
 		t.Errorf("the client's journey:\n got %q\nwant %q", labels, want)
 	}
 	first := steps[0]
-	if _, p, err := parseChallenge(first.Challenge); err != nil || p["resource_metadata"] != ep.MetadataURL() {
+	if target.name == "LambdaNoChallenge" {
+		if first.Challenge != "" {
+			t.Errorf("first challenge %q through a door that delivers none", first.Challenge)
+		}
+	} else if _, p, err := parseChallenge(first.Challenge); err != nil || p["resource_metadata"] != ep.MetadataURL() {
 		t.Errorf("first challenge %q (%v): want resource_metadata %s", first.Challenge, err, ep.MetadataURL())
 	}
 	var tokens []journeyStep

@@ -76,7 +76,7 @@ func main() {
 		url  string
 	}{{"local HTTP", localURL}}
 	for _, buffered := range []bool{false, true} {
-		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: boot, Env: []string{"MCP_STREAM_EVENTS=function-url", "MCP_REQUEST_TIMEOUT=28s"}})
+		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: boot, Env: []string{"MCP_STREAM_EVENTS=rest", "MCP_REQUEST_TIMEOUT=28s"}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -85,12 +85,12 @@ func main() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		go http.Serve(ln, &rie.StreamFront{Function: rt, Buffered: buffered})
-		name := "Lambda, streaming door"
+		door, name, path := rie.RESTAPI, "Lambda, streaming door", "/"+rie.RESTStage+"/mcp"
 		if buffered {
-			name = "Lambda, buffered door"
+			door, name, path = rie.HTTPAPI, "Lambda, buffered door", "/mcp"
 		}
-		doors = append(doors, struct{ name, url string }{name, "http://" + ln.Addr().String() + "/mcp"})
+		go http.Serve(ln, &rie.StreamFront{Function: rt, Door: door})
+		doors = append(doors, struct{ name, url string }{name, "http://" + ln.Addr().String() + path})
 	}
 	rep := Report{Runs: *runs}
 	fmt.Fprintf(os.Stderr, "%-24s %12s %12s %12s\n", "door", "first event", "p90", "result")

@@ -33,6 +33,7 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 	case mcperr.InsufficientScope, mcperr.Unauthorized:
 		if c := e.Challenge(); c != "" {
 			h.Set("WWW-Authenticate", c)
+			h.Set(ChallengeRelayHeader, c)
 		}
 	}
 	if d := e.RetryAfter(); d > 0 {

@@ -54,6 +54,16 @@ type AuthOptions struct {
 	ResourceName string
 }
 
+// ChallengeRelayHeader carries a refusal's WWW-Authenticate challenge a
+// second time, under a name no gateway remaps. API Gateway REST APIs
+// rename a Lambda proxy response's WWW-Authenticate to
+// x-amzn-Remapped-WWW-Authenticate, and first-hand reports say function
+// URLs and HTTP APIs do too, so the challenge may not reach a client under
+// its own name. A gateway that can map response headers (an HTTP API's
+// integration response parameters, as the template configures) copies
+// this one into WWW-Authenticate; see docs/aws-contract.md.
+const ChallengeRelayHeader = "Relay-WWW-Authenticate"
+
 // MetadataPath is where the protected-resource metadata is served: at
 // this path (for clients that ask the origin) and at this path followed
 // by the endpoint's path (RFC 9728's well-known URI for the endpoint).

@@ -116,6 +116,10 @@ func TestAuthChallenges(t *testing.T) {
 			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
 				t.Errorf("WWW-Authenticate = %s\nwant               %s", got, tt.challenge)
 			}
+			// The relay a gateway copies from carries the same challenge.
+			if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != tt.challenge {
+				t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, tt.challenge)
+			}
 			r := decodeRPC(t, resp.Body)
 			switch {
 			case tt.code == 0 && r.Error != nil:

@@ -121,7 +121,7 @@ func run(tools, riePath, out string) error {
 	if err != nil {
 		return err
 	}
-	streamFront := &http.Server{Handler: &rie.StreamFront{Function: streamRT}, ReadHeaderTimeout: 10 * time.Second}
+	streamFront := &http.Server{Handler: &rie.StreamFront{Function: streamRT, Door: rie.FunctionURL}, ReadHeaderTimeout: 10 * time.Second}
 	go streamFront.Serve(streamLn)
 	defer streamFront.Close()
 	streamURL := "http://" + streamLn.Addr().String() + "/mcp"

@@ -4,22 +4,38 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/textproto"
 	"strings"
 	"time"
 	"unicode/utf8"
 )
 
 // Front is a loopback HTTP front for a function under the emulator: it
-// turns each HTTP request into an API Gateway HTTP API (payload 2.0)
-// event, invokes the function, and turns the function's response back
-// into HTTP, as API Gateway would. Invocations are serialised, since the
-// emulator serves one at a time. It is a test tool, not part of the
-// deployed product.
+// turns each HTTP request into the event its Door sends, invokes the
+// function, and turns the function's response back into HTTP, applying
+// on both ways what that door is documented (or reported) to do.
+// Invocations are serialised, since the emulator serves one at a time. It
+// is a test tool, not part of the deployed product.
 type Front struct {
-	Emulator *Emulator
+	Emulator Invoker
+	// Door is the door the front stands in for; the zero value is the
+	// template's buffered door, the HTTP API.
+	Door Door
+	// Parameters are the HTTP API integration's response parameters; nil
+	// is the template's (TemplateResponseParameters), an empty map none.
+	Parameters ResponseParameters
+	// Timeout, if set, replaces the door's integration timeout.
+	Timeout time.Duration
+}
+
+// Invoker invokes a function and returns its response payload: an
+// Emulator.
+type Invoker interface {
+	Invoke(ctx context.Context, payload []byte) ([]byte, error)
 }
 
 type v2Event struct {
@@ -52,37 +68,109 @@ type v2Authorizer struct {
 	Lambda map[string]string `json:"lambda"`
 }
 
+// v2Response is a Lambda proxy response, of either payload format (1.0
+// adds multiValueHeaders, 2.0 cookies).
 type v2Response struct {
-	StatusCode      int               `json:"statusCode"`
-	Headers         map[string]string `json:"headers"`
-	Cookies         []string          `json:"cookies"`
-	Body            string            `json:"body"`
-	IsBase64Encoded bool              `json:"isBase64Encoded"`
+	StatusCode        int                 `json:"statusCode"`
+	Headers           map[string]string   `json:"headers"`
+	MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+	Cookies           []string            `json:"cookies"`
+	Body              string              `json:"body"`
+	IsBase64Encoded   bool                `json:"isBase64Encoded"`
 }
 
 // ServeHTTP implements http.Handler.
 func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
-	if err != nil {
-		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := readBody(w, r, f.Door)
+	if !ok {
 		return
 	}
-	payload, err := NewEvent(r, body, EventOptions{})
+	payload, ok := f.Door.event(w, r, body, EventOptions{})
+	if !ok {
+		return
+	}
+	timeout := f.Timeout
+	if timeout == 0 {
+		timeout = f.Door.Timeout()
+	}
+	// The invocation runs to its end even if the client goes away or the
+	// door stops waiting (as on Lambda): the emulator serves one
+	// invocation at a time and crashes if a second starts while the first
+	// still runs.
+	type answer struct {
+		out []byte
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), timeout+time.Minute)
+		defer cancel()
+		out, err := f.Emulator.Invoke(ctx, payload)
+		done <- answer{out, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case a := <-done:
+		if a.err != nil {
+			http.Error(w, "front: "+a.err.Error(), http.StatusBadGateway)
+			return
+		}
+		params := f.Parameters
+		if params == nil && f.Door == HTTPAPI {
+			params = TemplateResponseParameters()
+		}
+		f.Door.writeResponse(w, a.out, params)
+	case <-timer.C:
+		f.Door.timedOut(w)
+	}
+}
+
+// readBody reads a request's body within the door's limit, answering 413
+// over it.
+func readBody(w http.ResponseWriter, r *http.Request, d Door) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, d.maxRequest()))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			d.tooLarge(w)
+		} else {
+			http.Error(w, "front: reading the body: "+err.Error(), http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	return body, true
+}
+
+// event builds the door's event for a request, answering as the door
+// would a request it does not pass on (a REST API path outside its stage
+// or resources).
+func (d Door) event(w http.ResponseWriter, r *http.Request, body []byte, o EventOptions) ([]byte, bool) {
+	var payload []byte
+	var err error
+	switch d {
+	case RESTAPI:
+		rest, inStage := strings.CutPrefix(r.URL.Path, "/"+RESTStage+"/")
+		if !inStage || "/"+rest != restResource {
+			// API Gateway's answer for a path no resource of the stage
+			// matches.
+			d.refusal(w, http.StatusForbidden, "Missing Authentication Token")
+			return nil, false
+		}
+		payload, err = NewRESTEvent(r, body, o)
+	case FunctionURL:
+		if o.DomainName == "" {
+			o.DomainName = StreamDomain
+		}
+		payload, err = NewEvent(r, body, o)
+	default:
+		payload, err = NewEvent(r, body, o)
+	}
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
-		return
+		return nil, false
 	}
-	// The invocation runs to its end even if the client goes away (as on
-	// Lambda): the emulator serves one invocation at a time and crashes
-	// if a second starts while the first still runs.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
-	defer cancel()
-	out, err := f.Emulator.Invoke(ctx, payload)
-	if err != nil {
-		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
-		return
-	}
-	WriteResponse(w, out)
+	return payload, true
 }
 
 // EventOptions say what NewEvent puts in an event beyond the request.
@@ -144,32 +232,144 @@ func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 	return payload, nil
 }
 
+// restResource is the one resource of the REST door whose integration is
+// the function (the template's StreamMcpResource).
+const restResource = "/mcp"
+
+// v1Event is a REST API's Lambda proxy event (payload format 1.0).
+type v1Event struct {
+	Resource                        string              `json:"resource"`
+	Path                            string              `json:"path"`
+	HTTPMethod                      string              `json:"httpMethod"`
+	Headers                         map[string]string   `json:"headers"`
+	MultiValueHeaders               map[string][]string `json:"multiValueHeaders"`
+	QueryStringParameters           map[string]string   `json:"queryStringParameters"`
+	MultiValueQueryStringParameters map[string][]string `json:"multiValueQueryStringParameters"`
+	RequestContext                  v1Context           `json:"requestContext"`
+	Body                            *string             `json:"body"`
+	IsBase64Encoded                 bool                `json:"isBase64Encoded"`
+}
+
+type v1Context struct {
+	ResourcePath string            `json:"resourcePath"`
+	HTTPMethod   string            `json:"httpMethod"`
+	Path         string            `json:"path"`
+	Stage        string            `json:"stage"`
+	DomainName   string            `json:"domainName"`
+	RequestID    string            `json:"requestId"`
+	Identity     map[string]string `json:"identity"`
+	Authorizer   map[string]string `json:"authorizer,omitempty"`
+}
+
+// NewRESTEvent turns an HTTP request to the REST door (its path begins
+// with the stage) into a REST API Lambda proxy event, as API Gateway
+// would: the path without the stage, the stage in the request context
+// with the path as sent, each header's last value in headers and all of
+// them in multiValueHeaders.
+func NewRESTEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
+	path := strings.TrimPrefix(r.URL.Path, "/"+RESTStage)
+	ev := v1Event{Resource: path, Path: path, HTTPMethod: r.Method, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}}
+	for k, vs := range r.Header {
+		ev.Headers[k] = vs[len(vs)-1]
+		ev.MultiValueHeaders[k] = vs
+	}
+	ev.Headers["Host"], ev.MultiValueHeaders["Host"] = r.Host, []string{r.Host}
+	if q := r.URL.Query(); len(q) > 0 {
+		ev.QueryStringParameters, ev.MultiValueQueryStringParameters = map[string]string{}, q
+		for k, vs := range q {
+			ev.QueryStringParameters[k] = vs[len(vs)-1]
+		}
+	}
+	ev.RequestContext = v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage,
+		DomainName: r.Host, RequestID: "front", Identity: map[string]string{"sourceIp": "127.0.0.1"}}
+	if o.RequestID != "" {
+		ev.RequestContext.RequestID = o.RequestID
+	}
+	if o.DomainName != "" {
+		ev.RequestContext.DomainName = o.DomainName
+	}
+	if o.Principal != "" {
+		ev.RequestContext.Authorizer = map[string]string{"principalId": o.Principal}
+	}
+	if len(body) > 0 {
+		b := string(body)
+		if !utf8.Valid(body) {
+			b, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+		ev.Body = &b
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the event: %w", err)
+	}
+	return payload, nil
+}
+
 // WriteResponse writes a function's API Gateway response payload as the
-// HTTP response, as API Gateway would; a payload that is not one is
-// answered 502, as API Gateway answers a malformed Lambda response.
+// HTTP response, as the template's HTTP API would (Front with the HTTPAPI
+// door).
 func WriteResponse(w http.ResponseWriter, out []byte) {
+	HTTPAPI.writeResponse(w, out, TemplateResponseParameters())
+}
+
+// writeResponse writes a function's response payload as the door would: a
+// payload that is not a proxy response, or one over Lambda's 6 MB, is the
+// door's own 5xx; the headers (a REST response's headers and
+// multiValueHeaders merged) are renamed as the door renames them, and the
+// HTTP API's response parameters applied.
+func (d Door) writeResponse(w http.ResponseWriter, out []byte, params ResponseParameters) {
 	var resp v2Response
-	if err := json.Unmarshal(out, &resp); err != nil {
-		http.Error(w, "front: the function's response is not an API Gateway response", http.StatusBadGateway)
+	if len(out) > lambdaMaxSyncPayload || json.Unmarshal(out, &resp) != nil {
+		d.badResponse(w)
 		return
 	}
 	respBody := []byte(resp.Body)
 	if resp.IsBase64Encoded {
 		var err error
 		if respBody, err = base64.StdEncoding.DecodeString(resp.Body); err != nil {
-			http.Error(w, "front: bad base64 body", http.StatusBadGateway)
+			d.badResponse(w)
 			return
 		}
 	}
+	fn := http.Header{}
 	for k, v := range resp.Headers {
-		w.Header().Set(k, v)
+		fn.Set(k, v)
 	}
+	if d == RESTAPI {
+		// "If you specify values for both headers and multiValueHeaders,
+		// API Gateway merges them into a single list. If the same
+		// key-value pair is specified in both, only the values from
+		// multiValueHeaders will appear" (API Gateway developer guide,
+		// "Output format of a Lambda function for proxy integration").
+		for k, vs := range resp.MultiValueHeaders {
+			fn[textproto.CanonicalMIMEHeaderKey(k)] = vs
+		}
+	}
+	status := resp.StatusCode
+	if status == 0 {
+		status = http.StatusOK
+	}
+	status = d.writeHead(w, status, fn, params)
 	for _, c := range resp.Cookies {
 		w.Header().Add("Set-Cookie", c)
 	}
-	if resp.StatusCode == 0 {
-		resp.StatusCode = http.StatusOK
-	}
-	w.WriteHeader(resp.StatusCode)
+	w.WriteHeader(status)
 	w.Write(respBody)
+}
+
+// writeHead puts the function's headers fn in w as the door passes them
+// on, and returns the status the door answers with.
+func (d Door) writeHead(w http.ResponseWriter, status int, fn http.Header, params ResponseParameters) int {
+	h := fn.Clone()
+	d.remap(h)
+	if d == HTTPAPI {
+		var err error
+		if status, err = params.apply(status, fn, h); err != nil {
+			panic("front: " + err.Error()) // a test's mapping, not a request, is wrong
+		}
+	}
+	for k, vs := range h {
+		w.Header()[k] = vs
+	}
+	return status
 }

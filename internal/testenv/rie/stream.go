@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"time"
 )
 
 // InvokeStream sends one invocation payload and returns the function's
@@ -51,18 +50,21 @@ func (h *heldBody) Close() error {
 }
 
 // StreamFront is a loopback front for a function invoked as a response
-// stream, as a function URL in RESPONSE_STREAM mode invokes it: each HTTP
-// request becomes a function URL event; the function's answer, in the
+// stream, as the REST door (an integration whose response transfer mode
+// is STREAM) or a function URL in RESPONSE_STREAM mode invokes it: each
+// HTTP request becomes the door's event; the function's answer, in the
 // HTTP integration response format (a JSON prelude with the status and
 // headers, eight NUL bytes, the body), is passed on as it comes, each
-// piece flushed. An answer without the prelude (a buffered one) is
-// answered as Front answers it. It is a test tool.
+// piece flushed, its headers renamed as the door renames them. An answer
+// without the prelude (a buffered one) is answered as Front answers it.
+// It is a test tool.
 type StreamFront struct {
 	Function Streamer
-	// Buffered, if set, answers each request as the buffered door does
+	// Door is the door: FunctionURL or RESTAPI stream; HTTPAPI (the zero
+	// value) answers each request as the buffered door does
 	// (MCP_REQUEST_TIMEOUT's bound included, when the function has it):
 	// the event is an HTTP API's and the answer is read whole.
-	Buffered bool
+	Door Door
 }
 
 // Streamer invokes a function and returns its response as it is written:
@@ -72,29 +74,23 @@ type Streamer interface {
 	InvokeStream(ctx context.Context, payload []byte) (io.ReadCloser, error)
 }
 
-// StreamDomain is the domain name of StreamFront's events: a function
-// URL's.
+// StreamDomain is the domain name of a FunctionURL door's events: a
+// function URL's.
 const StreamDomain = "stream.lambda-url.us-east-1.on.aws"
 
 // ServeHTTP implements http.Handler.
 func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
-	if err != nil {
-		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := readBody(w, r, f.Door)
+	if !ok {
 		return
 	}
-	o := EventOptions{DomainName: StreamDomain}
-	if f.Buffered {
-		o = EventOptions{}
-	}
-	payload, err := NewEvent(r, body, o)
-	if err != nil {
-		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+	payload, ok := f.Door.event(w, r, body, EventOptions{})
+	if !ok {
 		return
 	}
 	// The invocation runs to its end even if the client goes away (the
 	// emulator serves one at a time); its output is then discarded.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), functionMaxTimeout)
 	defer cancel()
 	out, err := f.Function.InvokeStream(ctx, payload)
 	if err != nil {
@@ -102,21 +98,27 @@ func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer out.Close()
-	WriteStreamResponse(w, out)
+	f.Door.writeStream(w, out)
 }
 
 // WriteStreamResponse writes a function's response stream as the HTTP
-// response, as a function URL in RESPONSE_STREAM mode (or a REST API
-// integration in STREAM mode) would: the status and headers of its JSON
-// prelude, then the body after the eight NUL bytes, each piece flushed as
-// it comes. An answer without the prelude (a buffered one) is answered as
-// WriteResponse answers it.
+// response, as a function URL in RESPONSE_STREAM mode would (see
+// StreamFront).
 func WriteStreamResponse(w http.ResponseWriter, out io.Reader) {
+	FunctionURL.writeStream(w, out)
+}
+
+// writeStream writes a response stream as the door would: the status and
+// headers of its JSON prelude, renamed as the door renames them, then the
+// body after the eight NUL bytes, each piece flushed as it comes. An
+// answer without the prelude (a buffered one) is written as the door
+// writes a buffered answer.
+func (d Door) writeStream(w http.ResponseWriter, out io.Reader) {
 	br := bufio.NewReader(out)
 	head, err := readPrelude(br)
 	if err != nil {
 		rest, _ := io.ReadAll(br)
-		WriteResponse(w, append(head, rest...))
+		d.writeResponse(w, append(head, rest...), TemplateResponseParameters())
 		return
 	}
 	var prelude struct {
@@ -124,11 +126,16 @@ func WriteStreamResponse(w http.ResponseWriter, out io.Reader) {
 		Headers    map[string]string `json:"headers"`
 	}
 	if err := json.Unmarshal(head, &prelude); err != nil || prelude.StatusCode == 0 {
-		http.Error(w, "front: a malformed prelude", http.StatusBadGateway)
+		d.badResponse(w)
 		return
 	}
+	fn := http.Header{}
 	for k, v := range prelude.Headers {
-		w.Header().Set(k, v)
+		fn.Set(k, v)
+	}
+	d.remap(fn)
+	for k, vs := range fn {
+		w.Header()[k] = vs
 	}
 	w.WriteHeader(prelude.StatusCode)
 	rc := http.NewResponseController(w)

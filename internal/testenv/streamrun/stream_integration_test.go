@@ -66,12 +66,13 @@ func bootstrap(t *testing.T) string {
 	return build.path
 }
 
-// door starts the fixture behind a front: a streaming one, or the
-// buffered one (an HTTP API's event, answered whole).
-func door(t *testing.T, buffered bool) string {
+// door starts the fixture behind a front for d: a streaming one (the
+// REST door, a function URL), or the buffered one (an HTTP API's event,
+// answered whole). It returns the endpoint's URL at that door.
+func door(t *testing.T, d rie.Door) string {
 	t.Helper()
 	rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bootstrap(t), Timeout: 60 * time.Second,
-		Env: []string{"MCP_STREAM_EVENTS=function-url", "MCP_REQUEST_TIMEOUT=28s"}})
+		Env: []string{"MCP_STREAM_EVENTS=rest,function-url", "MCP_REQUEST_TIMEOUT=28s"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func door(t *testing.T, buffered bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: &rie.StreamFront{Function: rt, Buffered: buffered}, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: &rie.StreamFront{Function: rt, Door: d}, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	t.Cleanup(func() {
 		hs.Close()
@@ -88,6 +89,9 @@ func door(t *testing.T, buffered bool) string {
 			t.Logf("function output:\n%s", rt.Log())
 		}
 	})
+	if d == rie.RESTAPI {
+		return "http://" + ln.Addr().String() + "/" + rie.RESTStage + "/mcp"
+	}
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
@@ -135,12 +139,14 @@ func ticks(t *testing.T, url string, count, intervalMs int) (http.Header, []arri
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// TestLiveProgressThroughLambda: through the streaming door each progress
-// report reaches the client as the tool makes it, in order, before the
-// result; through the buffered door all of them come with the result.
+// TestLiveProgressThroughLambda: through the streaming doors (the REST
+// door and a function URL) each progress report reaches the client as the
+// tool makes it, in order, before the result; through the buffered door
+// all of them come with the result.
 func TestLiveProgressThroughLambda(t *testing.T) {
-	for _, buffered := range []bool{false, true} {
-		h, events := ticks(t, door(t, buffered), 20, 100)
+	for _, d := range []rie.Door{rie.RESTAPI, rie.FunctionURL, rie.HTTPAPI} {
+		buffered := d == rie.HTTPAPI
+		h, events := ticks(t, door(t, d), 20, 100)
 		if len(events) != 21 || events[20].msg["result"] == nil {
 			t.Fatalf("buffered=%v: %d events, last %v", buffered, len(events), events[len(events)-1].msg)
 		}
@@ -150,7 +156,7 @@ func TestLiveProgressThroughLambda(t *testing.T) {
 			}
 		}
 		first, result := events[0].at, events[20].at
-		t.Logf("buffered=%v: Content-Type %s, first event after %v, result after %v", buffered, h.Get("Content-Type"), first, result)
+		t.Logf("%v: Content-Type %s, first event after %v, result after %v", d, h.Get("Content-Type"), first, result)
 		// The tool takes 2 s: a stream delivers the first report about
 		// 1.9 s before the result; a buffered answer all at once.
 		if streamed := result-first > time.Second; streamed == buffered {
@@ -165,8 +171,8 @@ func TestLiveProgressThroughLambda(t *testing.T) {
 func TestLongCallThroughLambda(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([][]arrival, 2)
-	for i, buffered := range []bool{false, true} {
-		url := door(t, buffered)
+	for i, d := range []rie.Door{rie.RESTAPI, rie.HTTPAPI} {
+		url := door(t, d)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
