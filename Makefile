@@ -177,6 +177,19 @@ stress: tools
 browser: chromium $(RIE)
 	cd functions/mcp && $(GO) test -count=1 -run '^TestBrowserCORS' -v .
 
+## smoke: check a deployed stack from outside, after every sam deploy
+## (docs/deploy.md): make smoke URL=https://<api>/mcp [TOKEN=<bearer>]
+## [STREAM_URL=<StreamingUrl> [STREAM_TOKEN=...]] [ORIGIN=<allowed origin>];
+## one verdict line per check, non-zero exit on any failure. make test runs
+## it against the emulated stack (interop's TestSmoke). The tokens reach it
+## through the environment, never its command line.
+.PHONY: smoke
+smoke: export TOKEN := $(TOKEN)
+smoke: export STREAM_TOKEN := $(STREAM_TOKEN)
+smoke:
+	@test -n "$(URL)" || { echo "usage: make smoke URL=https://<api>/mcp [TOKEN=...] [STREAM_URL=...] [STREAM_TOKEN=...] [ORIGIN=...]"; exit 2; }
+	@$(GO) run ./internal/testenv/smoke/cmd -url '$(URL)' $(if $(STREAM_URL),-stream-url '$(STREAM_URL)') $(if $(ORIGIN),-origin '$(ORIGIN)')
+
 ## auth: the authorization tests alone: a real authorization server
 ## (oauth2-mock-server on tools/' Node 22), the endpoint local and under the
 ## emulator, go-sdk's client discovering its way in (make test runs them

@@ -1,0 +1,519 @@
+// Package smoke checks a deployed endpoint from outside, as a client
+// sees it after `sam deploy`: the OAuth discovery walk from an
+// unauthenticated call, the protocol's refusals, a keyed call and its
+// replay, the first progress event through the streaming door, a CORS
+// preflight. `make smoke URL=...` runs it (cmd/ is its command); `make
+// test` runs it against the emulated stack. Each check prints one verdict
+// line; Run returns how many failed.
+package smoke
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is what to check.
+type Config struct {
+	// URL is the endpoint (the stack's EndpointUrl output, or the custom
+	// domain's).
+	URL string
+	// Token, if set, is a bearer token for URL; without it a protected
+	// endpoint's calls are not checked.
+	Token string
+	// StreamURL, if set, is the streaming door's endpoint (StreamingUrl);
+	// StreamToken a bearer token for it (its audience is its own URL
+	// unless the stack names one canonical URL), Token when empty.
+	StreamURL, StreamToken string
+	// Origin, if set, is a browser origin the stack allows
+	// (AllowedOrigins): the preflight is checked.
+	Origin string
+	// KeyedTool and KeyedArgs are the tool called twice with one
+	// idempotency key; ProgressTool and ProgressArgs the tool that
+	// reports progress. Their defaults are the demo's.
+	KeyedTool, KeyedArgs       string
+	ProgressTool, ProgressArgs string
+	// Client makes the requests; nil is a client with a 60-second
+	// timeout.
+	Client *http.Client
+}
+
+const revision = "2026-07-28"
+
+// Verdict is one check's outcome.
+type Verdict struct {
+	Check  string
+	Result string // PASS, FAIL or SKIP
+	Detail string
+}
+
+func (v Verdict) String() string { return fmt.Sprintf("%s %-20s %s", v.Result, v.Check, v.Detail) }
+
+// Run runs the checks, writes each verdict to w as it is reached, and
+// returns the verdicts.
+func Run(ctx context.Context, c Config, w io.Writer) []Verdict {
+	if c.Client == nil {
+		c.Client = &http.Client{Timeout: 60 * time.Second}
+	}
+	if c.StreamToken == "" {
+		c.StreamToken = c.Token
+	}
+	if c.KeyedTool == "" {
+		c.KeyedTool, c.KeyedArgs = "notes_add", `{"text":"smoke test"}`
+	}
+	if c.ProgressTool == "" {
+		c.ProgressTool, c.ProgressArgs = "notes_digest", `{}`
+	}
+	r := &run{c: c, w: w}
+	r.discovery(ctx)
+	r.protocol(ctx)
+	r.keyed(ctx)
+	r.streaming(ctx)
+	r.preflight(ctx)
+	return r.verdicts
+}
+
+// Failed counts the failed verdicts.
+func Failed(vs []Verdict) int {
+	n := 0
+	for _, v := range vs {
+		if v.Result == "FAIL" {
+			n++
+		}
+	}
+	return n
+}
+
+type run struct {
+	c         Config
+	w         io.Writer
+	verdicts  []Verdict
+	protected bool
+}
+
+func (r *run) verdict(check, result, format string, args ...any) {
+	v := Verdict{Check: check, Result: result, Detail: fmt.Sprintf(format, args...)}
+	r.verdicts = append(r.verdicts, v)
+	fmt.Fprintln(r.w, v)
+}
+
+func (r *run) pass(check, format string, args ...any) { r.verdict(check, "PASS", format, args...) }
+func (r *run) fail(check, format string, args ...any) { r.verdict(check, "FAIL", format, args...) }
+func (r *run) skip(check, format string, args ...any) { r.verdict(check, "SKIP", format, args...) }
+
+// answer is an HTTP answer to a JSON-RPC request: its messages (one for a
+// JSON answer, the events' for a stream) and when each arrived.
+type answer struct {
+	Status   int
+	Header   http.Header
+	Messages []map[string]any
+	Arrived  []time.Duration
+}
+
+// last is the answer's final message (the response), or nil.
+func (a *answer) last() map[string]any {
+	if len(a.Messages) == 0 {
+		return nil
+	}
+	return a.Messages[len(a.Messages)-1]
+}
+
+// errorOf returns the response's error code and data, if it is an error.
+func (a *answer) errorOf() (code int, data map[string]any, ok bool) {
+	e, ok := a.last()["error"].(map[string]any)
+	if !ok {
+		return 0, nil, false
+	}
+	c, _ := e["code"].(float64)
+	data, _ = e["data"].(map[string]any)
+	return int(c), data, true
+}
+
+// call posts one JSON-RPC request; meta false leaves out params._meta.
+func (r *run) call(ctx context.Context, endpoint, token, method, name string, params map[string]any, meta bool, extra http.Header) (*answer, error) {
+	if params == nil {
+		params = map[string]any{}
+	}
+	if meta {
+		m, _ := params["_meta"].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+		}
+		m["io.modelcontextprotocol/protocolVersion"], m["io.modelcontextprotocol/clientCapabilities"] = revision, map[string]any{}
+		params["_meta"] = m
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", revision)
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
+	start := time.Now()
+	resp, err := r.c.Client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	a := &answer{Status: resp.StatusCode, Header: resp.Header}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 8<<20)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(data), &m); err != nil {
+					return nil, fmt.Errorf("an event that is not JSON: %.80q", data)
+				}
+				a.Messages, a.Arrived = append(a.Messages, m), append(a.Arrived, time.Since(start))
+			}
+		}
+		return a, sc.Err()
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if json.Unmarshal(b, &m) == nil {
+		a.Messages, a.Arrived = []map[string]any{m}, []time.Duration{time.Since(start)}
+	}
+	return a, nil
+}
+
+// getJSON fetches a JSON document.
+func (r *run) getJSON(ctx context.Context, u string, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := r.c.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	return resp.StatusCode, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
+}
+
+// metadataURL is RFC 9728's well-known URL for an endpoint.
+func metadataURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return ""
+	}
+	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// discovery is the OAuth walk a client makes from an unauthenticated
+// call: the 401 and its challenge, the protected-resource metadata where
+// the challenge (or RFC 9728's well-known URL) says, the authorization
+// server's metadata.
+func (r *run) discovery(ctx context.Context) {
+	a, err := r.call(ctx, r.c.URL, "", "server/discover", "", nil, true, nil)
+	if err != nil {
+		r.fail("unauthenticated", "%v", err)
+		return
+	}
+	switch a.Status {
+	case http.StatusOK:
+		r.pass("unauthenticated", "200: the endpoint is open (AllowAnonymous)")
+		r.skip("challenge", "open endpoint")
+		return
+	case http.StatusUnauthorized:
+		r.protected = true
+		r.pass("unauthenticated", "401")
+	default:
+		r.fail("unauthenticated", "status %d, want 401 (protected) or 200 (open)", a.Status)
+		return
+	}
+	prm := metadataURL(r.c.URL)
+	challenge := a.Header.Get("WWW-Authenticate")
+	switch rm := challengeParam(challenge, "resource_metadata"); {
+	case challenge == "" && a.Header.Get("X-Amzn-Remapped-WWW-Authenticate") != "":
+		r.fail("challenge", "no WWW-Authenticate: the door renamed it to x-amzn-Remapped-WWW-Authenticate (docs/aws-contract.md)")
+	case challenge == "":
+		r.fail("challenge", "the 401 has no WWW-Authenticate")
+	case rm == "":
+		r.fail("challenge", "WWW-Authenticate names no resource_metadata: %.200q", challenge)
+	default:
+		r.pass("challenge", "resource_metadata %s", rm)
+		prm = rm
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+		ScopesSupported      []string `json:"scopes_supported"`
+	}
+	status, err := r.getJSON(ctx, prm, &meta)
+	switch {
+	case err != nil:
+		r.fail("metadata", "%s: %v", prm, err)
+		return
+	case status != http.StatusOK:
+		r.fail("metadata", "%s answered %d", prm, status)
+		return
+	case !strings.EqualFold(strings.TrimSuffix(meta.Resource, "/"), strings.TrimSuffix(r.c.URL, "/")):
+		r.fail("metadata", "resource %q is not the endpoint %s: clients refuse it", meta.Resource, r.c.URL)
+		return
+	case len(meta.AuthorizationServers) == 0:
+		r.fail("metadata", "no authorization_servers")
+		return
+	}
+	r.pass("metadata", "%s: authorization server %s, scopes %q", prm, meta.AuthorizationServers[0], meta.ScopesSupported)
+	issuer := strings.TrimSuffix(meta.AuthorizationServers[0], "/")
+	u, err := url.Parse(issuer)
+	if err != nil {
+		r.fail("authorization-server", "issuer %q: %v", issuer, err)
+		return
+	}
+	// RFC 8414's well-known URL, then OpenID Connect discovery's.
+	candidates := []string{u.Scheme + "://" + u.Host + "/.well-known/oauth-authorization-server" + u.EscapedPath(), issuer + "/.well-known/openid-configuration"}
+	for _, cand := range candidates {
+		var as struct {
+			Issuer        string `json:"issuer"`
+			TokenEndpoint string `json:"token_endpoint"`
+		}
+		if status, err := r.getJSON(ctx, cand, &as); err == nil && status == http.StatusOK && as.TokenEndpoint != "" {
+			r.pass("authorization-server", "%s: token endpoint %s", cand, as.TokenEndpoint)
+			return
+		}
+	}
+	r.fail("authorization-server", "no metadata with a token endpoint at %s", strings.Join(candidates, " or "))
+}
+
+// challengeParam returns a parameter of a Bearer challenge.
+func challengeParam(challenge, name string) string {
+	i := strings.Index(challenge, name+`="`)
+	if i < 0 {
+		return ""
+	}
+	rest := challenge[i+len(name)+2:]
+	if j := strings.IndexByte(rest, '"'); j >= 0 {
+		return rest[:j]
+	}
+	return ""
+}
+
+// callable reports whether calls can be checked: the endpoint is open or
+// a token was given.
+func (r *run) callable(check string) bool {
+	if r.protected && r.c.Token == "" {
+		r.skip(check, "protected endpoint: set TOKEN")
+		return false
+	}
+	return true
+}
+
+// protocol checks the answers every client depends on: discovery, the
+// tool list, and the refusals of a request without its _meta and of an
+// unsupported revision.
+func (r *run) protocol(ctx context.Context) {
+	if r.callable("discover") {
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "server/discover", "", nil, true, nil)
+		res, _ := resultOf(a, err)
+		if versions, _ := res["supportedVersions"].([]any); slices.Contains(versions, any(revision)) {
+			r.pass("discover", "supported versions %v", versions)
+		} else {
+			r.fail("discover", "%s", describe(a, err, "supportedVersions with "+revision))
+		}
+	}
+	if r.callable("tools-list") {
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/list", "", nil, true, nil)
+		res, _ := resultOf(a, err)
+		if tools, _ := res["tools"].([]any); len(tools) > 0 {
+			r.pass("tools-list", "%d tools", len(tools))
+		} else {
+			r.fail("tools-list", "%s", describe(a, err, "a list of tools"))
+		}
+	}
+	if r.callable("missing-meta") {
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/list", "", nil, false, nil)
+		if code, _, ok := errorCode(a, err); ok && code == -32602 && a.Status == http.StatusBadRequest {
+			r.pass("missing-meta", "400, -32602")
+		} else {
+			r.fail("missing-meta", "%s", describe(a, err, "400 with -32602"))
+		}
+	}
+	if r.callable("unsupported-version") {
+		params := map[string]any{"_meta": map[string]any{"io.modelcontextprotocol/protocolVersion": "1999-01-01", "io.modelcontextprotocol/clientCapabilities": map[string]any{}}}
+		// The header says what the body says: a mismatch is refused first.
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/list", "", params, false, http.Header{"Mcp-Protocol-Version": {"1999-01-01"}})
+		if code, data, ok := errorCode(a, err); ok && code == -32022 && data["supported"] != nil {
+			r.pass("unsupported-version", "-32022, supported %v", data["supported"])
+		} else {
+			r.fail("unsupported-version", "%s", describe(a, err, "-32022 with data.supported"))
+		}
+	}
+}
+
+// keyed calls the keyed tool twice with one idempotency key: the second
+// must be the first's answer again.
+func (r *run) keyed(ctx context.Context) {
+	if !r.callable("keyed-call") {
+		r.skip("keyed-replay", "protected endpoint: set TOKEN")
+		return
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(r.c.KeyedArgs), &args); err != nil {
+		r.fail("keyed-call", "the keyed tool's arguments: %v", err)
+		return
+	}
+	key := make([]byte, 16)
+	rand.Read(key)
+	h := http.Header{"Idempotency-Key": {"smoke-" + hex.EncodeToString(key)}}
+	var results [2]map[string]any
+	for i := range results {
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/call", r.c.KeyedTool, map[string]any{"name": r.c.KeyedTool, "arguments": args}, true, h)
+		res, ok := resultOf(a, err)
+		check := [2]string{"keyed-call", "keyed-replay"}[i]
+		if !ok || res["isError"] == true {
+			r.fail(check, "%s", describe(a, err, r.c.KeyedTool+"'s result"))
+			return
+		}
+		results[i] = res
+	}
+	r.pass("keyed-call", "%s answered", r.c.KeyedTool)
+	first, _ := json.Marshal(results[0]["structuredContent"])
+	second, _ := json.Marshal(results[1]["structuredContent"])
+	if results[0]["structuredContent"] == nil {
+		first, _ = json.Marshal(results[0]["content"])
+		second, _ = json.Marshal(results[1]["content"])
+	}
+	if !bytes.Equal(first, second) {
+		r.fail("keyed-replay", "the second call with the key answered %.200s, the first %.200s: the call ran twice", second, first)
+		return
+	}
+	r.pass("keyed-replay", "the same answer: %.120s", first)
+}
+
+// streaming calls the progress tool through the streaming door and times
+// its first progress event and its result.
+func (r *run) streaming(ctx context.Context) {
+	if r.c.StreamURL == "" {
+		r.skip("streaming", "no STREAM_URL")
+		return
+	}
+	if !r.callable("streaming") {
+		return
+	}
+	var args map[string]any
+	if err := json.Unmarshal([]byte(r.c.ProgressArgs), &args); err != nil {
+		r.fail("streaming", "the progress tool's arguments: %v", err)
+		return
+	}
+	params := map[string]any{"name": r.c.ProgressTool, "arguments": args, "_meta": map[string]any{"progressToken": "smoke"}}
+	a, err := r.call(ctx, r.c.StreamURL, r.c.StreamToken, "tools/call", r.c.ProgressTool, params, true, nil)
+	if err != nil {
+		r.fail("streaming", "%v", err)
+		return
+	}
+	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		r.fail("streaming", "status %d, Content-Type %q: want an event stream", a.Status, ct)
+		return
+	}
+	first := -1
+	for i, m := range a.Messages {
+		if m["method"] == "notifications/progress" {
+			first = i
+			break
+		}
+	}
+	if _, ok := a.last()["result"]; !ok || first < 0 {
+		r.fail("streaming", "%d events, no progress before the result: %.200v", len(a.Messages), a.last())
+		return
+	}
+	// A buffered answer brings every event with the result; a tool that
+	// runs longer than a moment shows, in the gap, that they came live.
+	r.pass("streaming", "first progress event after %v, result after %v", a.Arrived[first].Round(time.Millisecond), a.Arrived[len(a.Arrived)-1].Round(time.Millisecond))
+}
+
+// preflight checks the CORS preflight a browser on Origin sends.
+func (r *run) preflight(ctx context.Context) {
+	if r.c.Origin == "" {
+		r.skip("cors-preflight", "no ORIGIN")
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodOptions, r.c.URL, nil)
+	if err != nil {
+		r.fail("cors-preflight", "%v", err)
+		return
+	}
+	req.Header.Set("Origin", r.c.Origin)
+	req.Header.Set("Access-Control-Request-Method", http.MethodPost)
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type,mcp-method,mcp-protocol-version")
+	resp, err := r.c.Client.Do(req)
+	if err != nil {
+		r.fail("cors-preflight", "%v", err)
+		return
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 || resp.Header.Get("Access-Control-Allow-Origin") != r.c.Origin {
+		r.fail("cors-preflight", "status %d, Access-Control-Allow-Origin %q: want 2xx allowing %s", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"), r.c.Origin)
+		return
+	}
+	allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	for _, h := range []string{"authorization", "mcp-method"} {
+		if !strings.Contains(allowed, h) && !strings.Contains(allowed, "*") {
+			r.fail("cors-preflight", "Access-Control-Allow-Headers %q lacks %s", allowed, h)
+			return
+		}
+	}
+	r.pass("cors-preflight", "%d, allows %s", resp.StatusCode, r.c.Origin)
+}
+
+// resultOf returns an answer's result.
+func resultOf(a *answer, err error) (map[string]any, bool) {
+	if err != nil || a == nil || a.Status != http.StatusOK {
+		return nil, false
+	}
+	res, ok := a.last()["result"].(map[string]any)
+	return res, ok
+}
+
+// errorCode returns an answer's JSON-RPC error.
+func errorCode(a *answer, err error) (int, map[string]any, bool) {
+	if err != nil || a == nil {
+		return 0, nil, false
+	}
+	return a.errorOf()
+}
+
+// describe says what an answer was, for a failed check.
+func describe(a *answer, err error, want string) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case a == nil:
+		return "no answer"
+	}
+	b, _ := json.Marshal(a.last())
+	return fmt.Sprintf("status %d, %.200s: want %s", a.Status, b, want)
+}
