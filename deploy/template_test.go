@@ -351,9 +351,9 @@ func TestRoutes(t *testing.T) {
 		var status int
 		fmt.Sscan(params.Content[i].Value, &status)
 		got[status] = map[string]string{}
-		m := params.Content[i+1]
-		for j := 0; j+1 < len(m.Content); j += 2 {
-			got[status][m.Content[j].Value] = m.Content[j+1].Value
+		// CloudFormation's form: a list of Destination and Source.
+		for _, p := range at(t, params.Content[i+1], "ResponseParameters").Content {
+			got[status][at(t, p, "Destination").Value] = at(t, p, "Source").Value
 		}
 	}
 	if wantParams := rie.TemplateResponseParameters(); fmt.Sprint(got) != fmt.Sprint(wantParams) {
