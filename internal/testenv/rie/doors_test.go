@@ -247,3 +247,20 @@ func TestStreamDoors(t *testing.T) {
 		}
 	}
 }
+
+// TestResponseParameterForms: a status override applies, and a mapping
+// API Gateway would not accept is the front's 500, not a guess.
+func TestResponseParameterForms(t *testing.T) {
+	fn := &fakeFunction{answer: proxyAnswer(t, 401, map[string]string{"X-From": "v"}, nil)}
+	params := ResponseParameters{401: {"overwrite:statuscode": "418", "append:header.X-To": "$response.header.X-From", "remove:header.X-From": "''"}}
+	resp := serve(t, &Front{Emulator: fn, Parameters: params}, "POST", "/mcp", nil, "{}")
+	if resp.StatusCode != 418 || resp.Header.Get("X-To") != "v" || resp.Header.Get("X-From") != "" {
+		t.Errorf("%d %v", resp.StatusCode, resp.Header)
+	}
+	for _, bad := range []map[string]string{{"overwrite:body": "x"}, {"rename:header.X": "y"}, {"overwrite:statuscode": "9999"}, {"header.X": "y"}} {
+		resp := serve(t, &Front{Emulator: fn, Parameters: ResponseParameters{401: bad}}, "POST", "/mcp", nil, "{}")
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Errorf("%v: %d, want the front's 500", bad, resp.StatusCode)
+		}
+	}
+}

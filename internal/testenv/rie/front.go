@@ -349,7 +349,11 @@ func (d Door) writeResponse(w http.ResponseWriter, out []byte, params ResponsePa
 	if status == 0 {
 		status = http.StatusOK
 	}
-	status = d.writeHead(w, status, fn, params)
+	status, err := d.writeHead(w, status, fn, params)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError) // a test's mapping, not the request, is wrong
+		return
+	}
 	for _, c := range resp.Cookies {
 		w.Header().Add("Set-Cookie", c)
 	}
@@ -359,17 +363,17 @@ func (d Door) writeResponse(w http.ResponseWriter, out []byte, params ResponsePa
 
 // writeHead puts the function's headers fn in w as the door passes them
 // on, and returns the status the door answers with.
-func (d Door) writeHead(w http.ResponseWriter, status int, fn http.Header, params ResponseParameters) int {
+func (d Door) writeHead(w http.ResponseWriter, status int, fn http.Header, params ResponseParameters) (int, error) {
 	h := fn.Clone()
 	d.remap(h)
 	if d == HTTPAPI {
 		var err error
 		if status, err = params.apply(status, fn, h); err != nil {
-			panic("front: " + err.Error()) // a test's mapping, not a request, is wrong
+			return 0, err
 		}
 	}
 	for k, vs := range h {
 		w.Header()[k] = vs
 	}
-	return status
+	return status, nil
 }
