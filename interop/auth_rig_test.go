@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +65,9 @@ type authEndpoint struct {
 	// Front records the requests that reached the Lambda path's front;
 	// nil locally.
 	Front *frontLog
+	// CAFile is a PEM file of the TLS front's certificate, for clients
+	// other than Client (Node's); "" locally.
+	CAFile string
 
 	// pinAudience: AuthEnv names the canonical URL in MCP_AUTH_AUDIENCE
 	// rather than leave the function to derive it (see AuthEnv).
@@ -276,7 +280,11 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 	t.Cleanup(ts.Close)
 	client := ts.Client()
 	client.Timeout = testTimeout
-	ep := &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, pinAudience: true, log: &syncbuf.Buffer{}}
+	ca := filepath.Join(t.TempDir(), "front.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ep := &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
 	ep.start = func(env ...string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

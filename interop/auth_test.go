@@ -10,6 +10,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -765,4 +768,46 @@ func (j *journey) RoundTrip(req *http.Request) (*http.Response, error) {
 	s.Seq = len(j.steps)
 	j.steps = append(j.steps, s)
 	return resp, nil
+}
+
+// TestAuthDiscoveryTypeScript runs the TypeScript MCP client 2.4.0's
+// client-credentials provider (tools/oauth-walk.mjs) from nothing to a
+// notes_add through the template's HTTP API door as the tests hold it to
+// AWS (the function's WWW-Authenticate renamed, the challenge set by API
+// Gateway from the relay), with and without the 403 step-up, and through
+// a door that delivers no challenge.
+func TestAuthDiscoveryTypeScript(t *testing.T) {
+	node, err := filepath.Abs("../tools/node_modules/.bin/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []struct {
+		name   string
+		target authTarget
+		env    []string
+	}{
+		{"Lambda/AllScopes", authTarget{"Lambda", reserveLambda}, nil},
+		{"Lambda/StepUp", authTarget{"Lambda", reserveLambda}, []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}},
+		{"LambdaNoChallenge/AllScopes", authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, nil},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			ctx := authContext(t)
+			rig := newAuthRig(t, v.target, v.env...)
+			cmd := exec.CommandContext(ctx, node, "oauth-walk.mjs", rig.EP.URL, "svc-typescript", "secret-of-svc-typescript", rig.AS.Issuer)
+			cmd.Dir = "../tools"
+			cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+rig.EP.CAFile)
+			out, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(out), "oauth-walk: ok") {
+				t.Fatalf("the TypeScript client's walk: %v\n%s", err, out)
+			}
+			var got []string
+			for _, e := range rig.EP.Front.Entries() {
+				got = append(got, fmt.Sprintf("%s %s %d", e.Method, e.Path, e.Status))
+			}
+			t.Logf("%s; at the front: %q", strings.TrimSpace(string(out)), got)
+			if v.name == "Lambda/StepUp" && !slices.Contains(got, "POST /mcp 403") {
+				t.Errorf("no step-up at the front: %q", got)
+			}
+		})
+	}
 }
