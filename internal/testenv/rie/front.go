@@ -116,11 +116,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "front: "+a.err.Error(), http.StatusBadGateway)
 			return
 		}
-		params := f.Parameters
-		if params == nil && f.Door == HTTPAPI {
-			params = TemplateResponseParameters()
-		}
-		f.Door.writeResponse(w, a.out, params)
+		f.Door.writeResponse(w, a.out, f.Parameters)
 	case <-timer.C:
 		f.Door.timedOut(w)
 	}
@@ -192,6 +188,29 @@ type EventOptions struct {
 	DomainName string
 }
 
+func (o EventOptions) requestID() string {
+	if o.RequestID != "" {
+		return o.RequestID
+	}
+	return "front"
+}
+
+func (o EventOptions) domainName(r *http.Request) string {
+	if o.DomainName != "" {
+		return o.DomainName
+	}
+	return r.Host
+}
+
+// eventBody is a request body as an event carries it: the text itself,
+// or base64 when it is not UTF-8.
+func eventBody(body []byte) (string, bool) {
+	if utf8.Valid(body) {
+		return string(body), false
+	}
+	return base64.StdEncoding.EncodeToString(body), true
+}
+
 // NewEvent turns an HTTP request whose body was read into an API Gateway
 // HTTP API (payload 2.0) event, as API Gateway would.
 func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
@@ -202,29 +221,17 @@ func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 		ev.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
 	}
 	ev.Headers["host"] = r.Host
-	ev.RequestContext.RequestID = "front"
-	if o.RequestID != "" {
-		ev.RequestContext.RequestID = o.RequestID
-	}
+	ev.RequestContext.RequestID = o.requestID()
 	if o.Principal != "" {
 		ev.RequestContext.Authorizer = &v2Authorizer{Lambda: map[string]string{"principalId": o.Principal}}
 	}
-	ev.RequestContext.DomainName = r.Host
-	if o.DomainName != "" {
-		ev.RequestContext.DomainName = o.DomainName
-	}
+	ev.RequestContext.DomainName = o.domainName(r)
 	ev.RequestContext.Stage = "$default"
 	ev.RequestContext.HTTP.Method = r.Method
 	ev.RequestContext.HTTP.Path = r.URL.Path
 	ev.RequestContext.HTTP.Protocol = r.Proto
 	ev.RequestContext.HTTP.SourceIP = "127.0.0.1"
-	if len(body) > 0 {
-		if utf8.Valid(body) {
-			ev.Body = string(body)
-		} else {
-			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
-		}
-	}
+	ev.Body, ev.IsBase64Encoded = eventBody(body)
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return nil, fmt.Errorf("encoding the event: %w", err)
@@ -281,22 +288,13 @@ func NewRESTEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) 
 		}
 	}
 	ev.RequestContext = v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage,
-		DomainName: r.Host, RequestID: "front", Identity: map[string]string{"sourceIp": "127.0.0.1"}}
-	if o.RequestID != "" {
-		ev.RequestContext.RequestID = o.RequestID
-	}
-	if o.DomainName != "" {
-		ev.RequestContext.DomainName = o.DomainName
-	}
+		DomainName: o.domainName(r), RequestID: o.requestID(), Identity: map[string]string{"sourceIp": "127.0.0.1"}}
 	if o.Principal != "" {
 		ev.RequestContext.Authorizer = map[string]string{"principalId": o.Principal}
 	}
 	if len(body) > 0 {
-		b := string(body)
-		if !utf8.Valid(body) {
-			b, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
-		}
-		ev.Body = &b
+		b, base64ed := eventBody(body)
+		ev.Body, ev.IsBase64Encoded = &b, base64ed
 	}
 	payload, err := json.Marshal(ev)
 	if err != nil {
@@ -309,14 +307,14 @@ func NewRESTEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) 
 // HTTP response, as the template's HTTP API would (Front with the HTTPAPI
 // door).
 func WriteResponse(w http.ResponseWriter, out []byte) {
-	HTTPAPI.writeResponse(w, out, TemplateResponseParameters())
+	HTTPAPI.writeResponse(w, out, nil)
 }
 
 // writeResponse writes a function's response payload as the door would: a
 // payload that is not a proxy response, or one over Lambda's 6 MB, is the
 // door's own 5xx; the headers (a REST response's headers and
 // multiValueHeaders merged) are renamed as the door renames them, and the
-// HTTP API's response parameters applied.
+// HTTP API's response parameters applied (nil: the template's).
 func (d Door) writeResponse(w http.ResponseWriter, out []byte, params ResponseParameters) {
 	var resp v2Response
 	if len(out) > lambdaMaxSyncPayload || json.Unmarshal(out, &resp) != nil {
@@ -367,6 +365,9 @@ func (d Door) writeHead(w http.ResponseWriter, status int, fn http.Header, param
 	h := fn.Clone()
 	d.remap(h)
 	if d == HTTPAPI {
+		if params == nil {
+			params = TemplateResponseParameters()
+		}
 		var err error
 		if status, err = params.apply(status, fn, h); err != nil {
 			return 0, err

@@ -118,7 +118,7 @@ func (d Door) writeStream(w http.ResponseWriter, out io.Reader) {
 	head, err := readPrelude(br)
 	if err != nil {
 		rest, _ := io.ReadAll(br)
-		d.writeResponse(w, append(head, rest...), TemplateResponseParameters())
+		d.writeResponse(w, append(head, rest...), nil)
 		return
 	}
 	var prelude struct {
