@@ -4,7 +4,9 @@
 // replay, the first progress event through the streaming door, a CORS
 // preflight. `make smoke URL=...` runs it (cmd/ is its command); `make
 // test` runs it against the emulated stack. Each check prints one verdict
-// line; Run returns how many failed.
+// line; Failed counts those that failed. What the endpoint sent (URLs,
+// versions, bodies) is quoted or JSON-encoded in a verdict, never printed
+// raw to the terminal.
 package smoke
 
 import (
@@ -21,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Config is what to check.
@@ -48,7 +52,7 @@ type Config struct {
 	Client *http.Client
 }
 
-const revision = "2026-07-28"
+const revision = stateless.Version20260728
 
 // Verdict is one check's outcome.
 type Verdict struct {
@@ -223,15 +227,6 @@ func (r *run) getJSON(ctx context.Context, u string, out any) (int, error) {
 	return resp.StatusCode, json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
 }
 
-// metadataURL is RFC 9728's well-known URL for an endpoint.
-func metadataURL(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + strings.TrimSuffix(u.EscapedPath(), "/")
-}
-
 // discovery is the OAuth walk a client makes from an unauthenticated
 // call: the 401 and its challenge, the protected-resource metadata where
 // the challenge (or RFC 9728's well-known URL) says, the authorization
@@ -239,7 +234,7 @@ func metadataURL(endpoint string) string {
 func (r *run) discovery(ctx context.Context) {
 	a, err := r.call(ctx, r.c.URL, "", "server/discover", "", nil, true, nil)
 	if err != nil {
-		r.fail("unauthenticated", "%v", err)
+		r.fail("unauthenticated", "%q", err.Error())
 		return
 	}
 	switch a.Status {
@@ -254,7 +249,7 @@ func (r *run) discovery(ctx context.Context) {
 		r.fail("unauthenticated", "status %d, want 401 (protected) or 200 (open)", a.Status)
 		return
 	}
-	prm := metadataURL(r.c.URL)
+	prm := stateless.MetadataURL(r.c.URL)
 	challenge := a.Header.Get("WWW-Authenticate")
 	switch rm := challengeParam(challenge, "resource_metadata"); {
 	case challenge == "" && a.Header.Get("X-Amzn-Remapped-WWW-Authenticate") != "":
@@ -264,7 +259,7 @@ func (r *run) discovery(ctx context.Context) {
 	case rm == "":
 		r.fail("challenge", "WWW-Authenticate names no resource_metadata: %.200q", challenge)
 	default:
-		r.pass("challenge", "resource_metadata %s", rm)
+		r.pass("challenge", "resource_metadata %q", rm)
 		prm = rm
 	}
 	var meta struct {
@@ -275,10 +270,10 @@ func (r *run) discovery(ctx context.Context) {
 	status, err := r.getJSON(ctx, prm, &meta)
 	switch {
 	case err != nil:
-		r.fail("metadata", "%s: %v", prm, err)
+		r.fail("metadata", "%q: %q", prm, err.Error())
 		return
 	case status != http.StatusOK:
-		r.fail("metadata", "%s answered %d", prm, status)
+		r.fail("metadata", "%q answered %d", prm, status)
 		return
 	case !strings.EqualFold(strings.TrimSuffix(meta.Resource, "/"), strings.TrimSuffix(r.c.URL, "/")):
 		r.fail("metadata", "resource %q is not the endpoint %s: clients refuse it", meta.Resource, r.c.URL)
@@ -287,11 +282,11 @@ func (r *run) discovery(ctx context.Context) {
 		r.fail("metadata", "no authorization_servers")
 		return
 	}
-	r.pass("metadata", "%s: authorization server %s, scopes %q", prm, meta.AuthorizationServers[0], meta.ScopesSupported)
+	r.pass("metadata", "%q: authorization server %q, scopes %q", prm, meta.AuthorizationServers[0], meta.ScopesSupported)
 	issuer := strings.TrimSuffix(meta.AuthorizationServers[0], "/")
 	u, err := url.Parse(issuer)
 	if err != nil {
-		r.fail("authorization-server", "issuer %q: %v", issuer, err)
+		r.fail("authorization-server", "issuer %q: %q", issuer, err.Error())
 		return
 	}
 	// RFC 8414's well-known URL, then OpenID Connect discovery's.
@@ -302,11 +297,11 @@ func (r *run) discovery(ctx context.Context) {
 			TokenEndpoint string `json:"token_endpoint"`
 		}
 		if status, err := r.getJSON(ctx, cand, &as); err == nil && status == http.StatusOK && as.TokenEndpoint != "" {
-			r.pass("authorization-server", "%s: token endpoint %s", cand, as.TokenEndpoint)
+			r.pass("authorization-server", "%q: token endpoint %q", cand, as.TokenEndpoint)
 			return
 		}
 	}
-	r.fail("authorization-server", "no metadata with a token endpoint at %s", strings.Join(candidates, " or "))
+	r.fail("authorization-server", "no metadata with a token endpoint at %q", candidates)
 }
 
 // challengeParam returns a parameter of a Bearer challenge.
@@ -340,7 +335,7 @@ func (r *run) protocol(ctx context.Context) {
 		a, err := r.call(ctx, r.c.URL, r.c.Token, "server/discover", "", nil, true, nil)
 		res, _ := resultOf(a, err)
 		if versions, _ := res["supportedVersions"].([]any); slices.Contains(versions, any(revision)) {
-			r.pass("discover", "supported versions %v", versions)
+			r.pass("discover", "supported versions %s", encoded(versions))
 		} else {
 			r.fail("discover", "%s", describe(a, err, "supportedVersions with "+revision))
 		}
@@ -367,7 +362,7 @@ func (r *run) protocol(ctx context.Context) {
 		// The header says what the body says: a mismatch is refused first.
 		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/list", "", params, false, http.Header{"Mcp-Protocol-Version": {"1999-01-01"}})
 		if code, data, ok := errorCode(a, err); ok && code == -32022 && data["supported"] != nil {
-			r.pass("unsupported-version", "-32022, supported %v", data["supported"])
+			r.pass("unsupported-version", "-32022, supported %s", encoded(data["supported"]))
 		} else {
 			r.fail("unsupported-version", "%s", describe(a, err, "-32022 with data.supported"))
 		}
@@ -384,34 +379,46 @@ func (r *run) keyed(ctx context.Context) {
 	var args map[string]any
 	if err := json.Unmarshal([]byte(r.c.KeyedArgs), &args); err != nil {
 		r.fail("keyed-call", "the keyed tool's arguments: %v", err)
+		r.skip("keyed-replay", "no first call")
 		return
 	}
 	key := make([]byte, 16)
 	rand.Read(key)
 	h := http.Header{"Idempotency-Key": {"smoke-" + hex.EncodeToString(key)}}
-	var results [2]map[string]any
-	for i := range results {
-		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/call", r.c.KeyedTool, map[string]any{"name": r.c.KeyedTool, "arguments": args}, true, h)
-		res, ok := resultOf(a, err)
-		check := [2]string{"keyed-call", "keyed-replay"}[i]
-		if !ok || res["isError"] == true {
-			r.fail(check, "%s", describe(a, err, r.c.KeyedTool+"'s result"))
-			return
+	params := map[string]any{"name": r.c.KeyedTool, "arguments": args}
+	call := func() (map[string]any, string) {
+		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/call", r.c.KeyedTool, params, true, h)
+		if res, ok := resultOf(a, err); ok && res["isError"] != true {
+			return res, ""
 		}
-		results[i] = res
+		return nil, describe(a, err, r.c.KeyedTool+"'s result")
 	}
-	r.pass("keyed-call", "%s answered", r.c.KeyedTool)
-	first, _ := json.Marshal(results[0]["structuredContent"])
-	second, _ := json.Marshal(results[1]["structuredContent"])
-	if results[0]["structuredContent"] == nil {
-		first, _ = json.Marshal(results[0]["content"])
-		second, _ = json.Marshal(results[1]["content"])
-	}
-	if !bytes.Equal(first, second) {
-		r.fail("keyed-replay", "the second call with the key answered %.200s, the first %.200s: the call ran twice", second, first)
+	first, why := call()
+	if first == nil {
+		r.fail("keyed-call", "%s", why)
+		r.skip("keyed-replay", "no first call")
 		return
 	}
-	r.pass("keyed-replay", "the same answer: %.120s", first)
+	r.pass("keyed-call", "%q answered", r.c.KeyedTool)
+	second, why := call()
+	if second == nil {
+		r.fail("keyed-replay", "%s", why)
+		return
+	}
+	// The replay is the first answer again, marked as one (its _meta
+	// aside, the same result).
+	meta, _ := second["_meta"].(map[string]any)
+	delete(first, "_meta")
+	delete(second, "_meta")
+	a, b := encoded(first), encoded(second)
+	switch {
+	case meta[stateless.MetaReplay] != true:
+		r.fail("keyed-replay", "the second call with the key is not marked %s: the call ran twice (%.200s, then %.200s)", stateless.MetaReplay, a, b)
+	case a != b:
+		r.fail("keyed-replay", "the replay answered %.200s, the call %.200s", b, a)
+	default:
+		r.pass("keyed-replay", "the first answer, marked a replay: %.120s", a)
+	}
 }
 
 // streaming calls the progress tool through the streaming door and times
@@ -432,7 +439,7 @@ func (r *run) streaming(ctx context.Context) {
 	params := map[string]any{"name": r.c.ProgressTool, "arguments": args, "_meta": map[string]any{"progressToken": "smoke"}}
 	a, err := r.call(ctx, r.c.StreamURL, r.c.StreamToken, "tools/call", r.c.ProgressTool, params, true, nil)
 	if err != nil {
-		r.fail("streaming", "%v", err)
+		r.fail("streaming", "%q", err.Error())
 		return
 	}
 	if ct := a.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
@@ -506,11 +513,17 @@ func errorCode(a *answer, err error) (int, map[string]any, bool) {
 	return a.errorOf()
 }
 
+// encoded is v as JSON, which escapes what a terminal would act on.
+func encoded(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 // describe says what an answer was, for a failed check.
 func describe(a *answer, err error, want string) string {
 	switch {
 	case err != nil:
-		return err.Error()
+		return fmt.Sprintf("%q", err.Error())
 	case a == nil:
 		return "no answer"
 	}
