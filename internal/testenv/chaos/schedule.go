@@ -64,7 +64,10 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	restarts := []float64{0.55}
 	kmsFrom, kmsTo := 0.64, 0.76
 	workerKills := []float64{0.35, 0.6}
-	outcomeKills := []float64{0.25}
+	// Late enough that the outcome writes before it meet the drop and
+	// delay rules (armed at 0.07): a short run completes only a few tasks
+	// while the faults are on, and the run must see both.
+	outcomeKills := []float64{0.5}
 	if full {
 		workerKills = []float64{0.12, 0.3, 0.48, 0.6, 0.72}
 		outcomeKills = []float64{0.2, 0.52}
@@ -92,7 +95,8 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	f.steps = append(f.steps,
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
-		Step{At: 0.10, Name: "proxy: drop every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
+		// After the noise, whose rules replace the proxy's.
+		Step{At: 0.07, Name: "proxy: drop every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
 
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
