@@ -80,8 +80,8 @@ type Rule struct {
 	// Probability that a matching request is hit, in (0, 1]; 0 means 1.
 	Probability float64
 	// Every, if above 1, hits one in Every of the matching requests (the
-	// Every-th, the 2*Every-th, ...) rather than by chance: a rule that
-	// must fire in a run that makes few such requests.
+	// first, the Every+1-th, ...) rather than by chance: a rule that must
+	// fire in a run that makes few such requests, perhaps only one.
 	Every int
 	// Limit is how many requests the rule hits at most; 0 is no limit.
 	Limit  int
@@ -223,7 +223,7 @@ func (p *Proxy) pick(op, tag string, body []byte) *Rule {
 			continue
 		}
 		if r.Every > 1 {
-			if r.seen++; r.seen%r.Every != 0 {
+			if r.seen++; (r.seen-1)%r.Every != 0 {
 				continue
 			}
 		}

@@ -225,8 +225,9 @@ func TestIsTaskAnswer(t *testing.T) {
 	}
 }
 
-// TestRuleEvery: a rule with Every hits the Every-th matching request,
-// and the next rule sees the others; an inserted rule is tried first.
+// TestRuleEvery: a rule with Every hits the first matching request and
+// every Every-th after it, and the next rule sees the others; an
+// inserted rule is tried first.
 func TestRuleEvery(t *testing.T) {
 	p := NewProxy("http://127.0.0.1:1", 1)
 	p.SetRules([]*Rule{
@@ -242,7 +243,7 @@ func TestRuleEvery(t *testing.T) {
 	}
 	p.InsertRule(&Rule{Name: "first", Limit: 1, Action: DropResponse})
 	got = append(got, p.pick("PutItem", "i0", nil).Name, p.pick("PutItem", "i0", nil).Name)
-	if want := "rest every2 rest every2 rest first every2"; strings.Join(got, " ") != want {
+	if want := "every2 rest every2 rest every2 first rest"; strings.Join(got, " ") != want {
 		t.Errorf("%s, want %s", strings.Join(got, " "), want)
 	}
 }

@@ -96,7 +96,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
 		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
 		// After the noise, whose rules replace the proxy's.
-		Step{At: 0.07, Name: "proxy: drop every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
+		Step{At: 0.07, Name: "proxy: drop the first and every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
 
 		Step{At: kmsFrom, Name: "stop local-kms", Do: func(ctx context.Context) error {
 			c.HaltKMS()
@@ -239,11 +239,11 @@ func (f *Faults) killWorker(ctx context.Context) error {
 	return nil
 }
 
-// outcomeFaults drops, after DynamoDB applied it, the response of every
-// second write that records a task's outcome, and answers the others a
-// second late: the run makes few of them (a task takes seconds), and
-// each must meet a fault. Every second write of a tasks/update's answers
-// loses its response too.
+// outcomeFaults drops, after DynamoDB applied it, the response of the
+// first and every second write that records a task's outcome, and
+// answers the others a second late: the run makes few of them (a task
+// takes seconds), and each must meet a fault. The first and every second
+// write of a tasks/update's answers lose their response too.
 func (f *Faults) outcomeFaults(ctx context.Context) error {
 	f.c.Proxy.AddRule(&Rule{Name: FaultDropOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Every: 2, Action: DropResponse})
 	f.c.Proxy.AddRule(&Rule{Name: FaultDelayOutcome, Ops: []string{"PutItem"}, Match: IsTaskOutcome, Action: DelayResponse, Delay: time.Second})
