@@ -124,8 +124,9 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 
 // Invocations serves a function's invocations: the tasks extension's
 // worker events (package tasks), which the function sends itself, run the
-// task; every other payload is a gateway's event. It implements
-// lambda.Handler.
+// task; a REST API's Lambda REQUEST authorizer events are answered with
+// its policy (apigw.Handler.Authorize); every other payload is a
+// gateway's event. It implements lambda.Handler.
 type Invocations struct {
 	Server  *stateless.Server
 	Gateway *apigw.Handler
@@ -147,6 +148,14 @@ func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error
 			}
 			return []byte("{}"), nil
 		}
+	}
+	if apigw.IsAuthorizerEvent(payload) {
+		if h.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
+			defer cancel()
+		}
+		return h.Gateway.Authorize(ctx, payload)
 	}
 	r, err := apigw.Decode(payload)
 	return h.respond(ctx, r, err)

@@ -45,6 +45,14 @@ func StreamEvents(getenv func(string) string) ([]apigw.Kind, error) {
 // each notification the moment it is emitted); everything else as
 // Invoke answers it.
 func (h *Invocations) streamInvoke(ctx context.Context, payload []byte) (io.Reader, error) {
+	if apigw.IsAuthorizerEvent(payload) {
+		// An authorizer's answer is a policy, never streamed.
+		b, err := h.Invoke(ctx, payload)
+		if err != nil {
+			return nil, err
+		}
+		return &buffered{bytes.NewReader(b)}, nil
+	}
 	// The event is read once: its kind decides the answer's form.
 	r, derr := apigw.Decode(payload)
 	if r == nil || !h.streams(r.Kind) {

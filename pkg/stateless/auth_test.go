@@ -204,3 +204,64 @@ func TestProtectedResourceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmit: an authorizer's decision from the headers alone is the
+// server's own: the same refusals for the same tokens, the scopes of the
+// tool Mcp-Name names, and no judgement of a tool the caller may not see
+// or that does not exist (the server answers those as it always does).
+func TestAdmit(t *testing.T) {
+	s, _ := newAuthServer(t)
+	tests := []struct {
+		name      string
+		authz     []string
+		method    string
+		tool      string
+		kind      string // "" let through
+		principal string
+		required  []string
+	}{
+		{"no token", nil, "tools/call", "add", "unauthorized", "", nil},
+		{"another scheme", []string{"Basic dXNlcjpwYXNz"}, "tools/call", "add", "unauthorized", "", nil},
+		{"two Authorization headers", []string{"Bearer reader", "Bearer writer"}, "tools/list", "", "unauthorized", "", nil},
+		{"a forged token", []string{"Bearer forged"}, "tools/list", "", "unauthorized", "", nil},
+		{"the key service down fails closed", []string{"Bearer down"}, "tools/list", "", "dependency_failure", "", nil},
+		{"a listing needs a valid token only", []string{"Bearer none"}, "tools/list", "", "", "jwt:https://issuer.example.com#none", nil},
+		{"a call without the tool's scope", []string{"Bearer reader"}, "tools/call", "add", "insufficient_scope", "jwt:https://issuer.example.com#reader", []string{"notes:write"}},
+		{"a call whose scope is implied", []string{"Bearer writer"}, "tools/call", "search", "", "jwt:https://issuer.example.com#writer", nil},
+		{"a hidden tool is not judged", []string{"Bearer reader"}, "tools/call", "secret", "", "jwt:https://issuer.example.com#reader", nil},
+		{"nor an unknown one", []string{"Bearer reader"}, "tools/call", "nope", "", "jwt:https://issuer.example.com#reader", nil},
+		{"a name in the base64 form", []string{"Bearer reader"}, "tools/call", "=?base64?YWRk?=", "insufficient_scope", "jwt:https://issuer.example.com#reader", []string{"notes:write"}},
+		{"Mcp-Name of another method is not a tool", []string{"Bearer reader"}, "prompts/get", "add", "", "jwt:https://issuer.example.com#reader", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := http.Header{"Mcp-Method": {tt.method}}
+			if tt.tool != "" {
+				h.Set("Mcp-Name", tt.tool)
+			}
+			if tt.authz != nil {
+				h["Authorization"] = tt.authz
+			}
+			adm := s.Admit(context.Background(), endpoint, h)
+			kind := ""
+			if adm.Refusal != nil {
+				kind = adm.Refusal.Kind().String()
+			}
+			if kind != tt.kind || adm.Principal != tt.principal || strings.Join(adm.RequiredScopes, " ") != strings.Join(tt.required, " ") {
+				t.Errorf("Admit = %q, principal %q, required %q; want %q, %q, %q", kind, adm.Principal, adm.RequiredScopes, tt.kind, tt.principal, tt.required)
+			}
+			if tt.kind == "unauthorized" {
+				if ch := adm.Refusal.Challenge(); !strings.HasPrefix(ch, `Bearer resource_metadata="`+prm+`"`) {
+					t.Errorf("challenge %q", ch)
+				}
+			}
+		})
+	}
+	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)
+	if adm := open.Admit(context.Background(), endpoint, http.Header{}); adm.Refusal != nil || adm.Principal != stateless.Anonymous {
+		t.Errorf("an open endpoint: %+v", adm)
+	}
+	if adm := s.Admit(context.Background(), "", http.Header{"Authorization": {"Bearer writer"}}); adm.Refusal == nil || adm.Refusal.Kind() != mcperr.Internal {
+		t.Errorf("no endpoint URL: %+v, want an internal refusal", adm)
+	}
+}

@@ -1,0 +1,94 @@
+package stateless
+
+import (
+	"context"
+	"net/http"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// Admission is the decision of an authorizer in front of the endpoint,
+// which sees a request by its headers alone: an API Gateway REST API's
+// Lambda REQUEST authorizer (package apigw answers its events with
+// [Server.Admit]).
+//
+// Such an authorizer exists for the challenges. A REST API renames the
+// WWW-Authenticate header of a Lambda proxy response, and cannot map it
+// back, so the function's own 401 and 403 reach a client without their
+// challenge; the responses API Gateway gives for an authorizer's refusal
+// (its gateway responses) carry headers the API sets itself. The function
+// still authenticates every request it is invoked for: the authorizer
+// only decides earlier, with the same rules.
+type Admission struct {
+	// Principal is the caller the token names, or Anonymous on an
+	// endpoint without [Options.Auth]; "" when the request is refused 401.
+	Principal string
+	// Refusal is nil to let the request through. Otherwise it is
+	// Unauthorized (no token, a malformed one, or one that fails
+	// validation), InsufficientScope (the token lacks a scope the tool
+	// named by Mcp-Name needs; RequiredScopes names every one), or a
+	// server-side kind such as DependencyFailure (the token could not be
+	// checked: the request fails closed, and the kind says whether a
+	// retry can succeed).
+	Refusal *mcperr.Error
+	// RequiredScopes are, with InsufficientScope, every scope the tool
+	// needs.
+	RequiredScopes []string
+}
+
+// Admit decides whether a request to the endpoint whose canonical URL is
+// endpoint may go on, by its headers alone: the bearer token in
+// Authorization, validated for endpoint as the server validates it, and,
+// for a tools/call (Mcp-Method), the scopes of the tool Mcp-Name names.
+// The body is not read (an authorizer is not given it), so the headers are
+// trusted only this far: the server refuses a request whose Mcp-Method or
+// Mcp-Name differs from its body, and checks the token and the scopes
+// again itself.
+//
+// A tool that is unknown, or that a visibility rule governs, is not
+// judged here: the request goes on, and the server answers it exactly as
+// it answers a call of a tool that does not exist, or checks the scopes
+// of a tool the caller can see.
+func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header) Admission {
+	a := s.opts.Auth
+	if a == nil {
+		return Admission{Principal: Anonymous}
+	}
+	if endpoint == "" {
+		return Admission{Refusal: mcperr.Wrap(mcperr.Internal, errNoEndpoint)}
+	}
+	prm := MetadataURL(endpoint)
+	token, present, ok := bearerToken(header.Values(headerAuthorization))
+	if !present {
+		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, false, errNoToken)}
+	}
+	if !ok {
+		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, errMalformedAuthorization)}
+	}
+	principal, scopes, refusal := a.Authenticator.Authenticate(ctx, token, endpoint)
+	if refusal != nil {
+		if refusal.Kind() == mcperr.Unauthorized {
+			return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, refusal)}
+		}
+		return Admission{Refusal: refusal}
+	}
+	if principal == "" || principal == Anonymous {
+		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, errNoIdentity)}
+	}
+	adm := Admission{Principal: principal}
+	if method, _, ok := headerValue(header, headerMethod); !ok || method != "tools/call" {
+		return adm
+	}
+	name, _, ok := headerValue(header, headerName)
+	if !ok {
+		return adm
+	}
+	t := s.reg.Load().tool(name)
+	if t == nil || t.def.Visible != nil || len(t.def.Scopes) == 0 {
+		return adm
+	}
+	if len(missingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
+		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(t.def.Scopes, prm), t.def.Scopes
+	}
+	return adm
+}
