@@ -30,6 +30,9 @@ type Front struct {
 	Parameters ResponseParameters
 	// Timeout, if set, replaces the door's integration timeout.
 	Timeout time.Duration
+	// REST is what the template deploys on a RESTAPI door beyond the
+	// integration.
+	REST REST
 }
 
 // Invoker invokes a function and returns its response payload: an
@@ -85,7 +88,7 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	payload, ok := f.Door.event(w, r, body, EventOptions{})
+	payload, ok := f.Door.event(r.Context(), w, r, body, EventOptions{}, f.REST, f.Emulator.Invoke)
 	if !ok {
 		return
 	}
@@ -139,19 +142,33 @@ func readBody(w http.ResponseWriter, r *http.Request, d Door) ([]byte, bool) {
 }
 
 // event builds the door's event for a request, answering as the door
-// would a request it does not pass on (a REST API path outside its stage
-// or resources).
-func (d Door) event(w http.ResponseWriter, r *http.Request, body []byte, o EventOptions) ([]byte, bool) {
+// would a request it does not pass on: a REST API path outside its stage
+// or resources, a well-known URL its mock integration answers, a request
+// its authorizer refuses (invoke invokes the function as the
+// authorizer).
+func (d Door) event(ctx context.Context, w http.ResponseWriter, r *http.Request, body []byte, o EventOptions, rest REST,
+	invoke func(context.Context, []byte) ([]byte, error)) ([]byte, bool) {
 	var payload []byte
 	var err error
 	switch d {
 	case RESTAPI:
-		rest, inStage := strings.CutPrefix(r.URL.Path, "/"+RESTStage+"/")
-		if !inStage || "/"+rest != restResource {
+		path, to := rest.route(r)
+		switch to {
+		case routeNone:
 			// API Gateway's answer for a path no resource of the stage
 			// matches.
 			d.refusal(w, http.StatusForbidden, "Missing Authentication Token")
 			return nil, false
+		case routeMetadata:
+			rest.answerMetadata(w)
+			return nil, false
+		}
+		if rest.Authorizer != nil {
+			principal, ok := rest.authorize(ctx, w, r, path, invoke)
+			if !ok {
+				return nil, false
+			}
+			o.Principal = principal
 		}
 		payload, err = NewRESTEvent(r, body, o)
 	case FunctionURL:

@@ -65,6 +65,21 @@ type StreamFront struct {
 	// (MCP_REQUEST_TIMEOUT's bound included, when the function has it):
 	// the event is an HTTP API's and the answer is read whole.
 	Door Door
+	// REST is what the template deploys on a RESTAPI door beyond the
+	// integration: a custom domain, the metadata's mock integrations,
+	// the authorizer.
+	REST REST
+}
+
+// invokeWhole invokes the function and reads its whole answer: an
+// authorizer's.
+func (f *StreamFront) invokeWhole(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := f.Function.InvokeStream(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	return io.ReadAll(out)
 }
 
 // Streamer invokes a function and returns its response as it is written:
@@ -84,7 +99,7 @@ func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	payload, ok := f.Door.event(w, r, body, EventOptions{})
+	payload, ok := f.Door.event(r.Context(), w, r, body, EventOptions{}, f.REST, f.invokeWhole)
 	if !ok {
 		return
 	}

@@ -1,0 +1,265 @@
+package rie
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// REST is what the template deploys on its REST door beyond what every
+// REST API does (the zero value: the invoke URL, no authorizer, no
+// metadata).
+type REST struct {
+	// Domain says the stage is mapped at the root of a custom domain (the
+	// template's StreamingCertificateArn): paths carry no stage, so RFC
+	// 9728's well-known URLs are routable.
+	Domain bool
+	// Metadata, if set, is the document API Gateway's mock integrations
+	// answer at the well-known URLs (TemplateMetadata), without invoking
+	// the function.
+	Metadata []byte
+	// Authorizer, if set, puts the function in front of /mcp as a Lambda
+	// REQUEST authorizer with caching off, and answers its refusals with
+	// these gateway responses (TemplateGatewayResponses).
+	Authorizer GatewayResponses
+}
+
+// GatewayResponse is a REST API's gateway response (API Gateway developer
+// guide, "Gateway responses in API Gateway"): its status, the headers its
+// parameter mappings set (static values: API Gateway sets them itself,
+// so no renaming applies), and a body template in which $context
+// variables are substituted.
+type GatewayResponse struct {
+	Status  int
+	Headers map[string]string
+	Body    string
+}
+
+// GatewayResponses are a REST API's gateway responses, by response type
+// (UNAUTHORIZED, ACCESS_DENIED, AUTHORIZER_CONFIGURATION_ERROR, ...).
+type GatewayResponses map[string]GatewayResponse
+
+// defaultGatewayResponses are API Gateway's own for the types an
+// authorizer meets ("Gateway response types": 401, 403, 500), with its
+// {"message": ...} body.
+var defaultGatewayResponses = GatewayResponses{
+	"UNAUTHORIZED":                   {Status: http.StatusUnauthorized, Body: `{"message":"Unauthorized"}`},
+	"ACCESS_DENIED":                  {Status: http.StatusForbidden, Body: `{"message":"User is not authorized to access this resource with an explicit deny"}`},
+	"AUTHORIZER_CONFIGURATION_ERROR": {Status: http.StatusInternalServerError, Body: `{"message":null}`},
+}
+
+// TemplateMetadata is the protected-resource metadata document the
+// template's mock integrations answer (StreamMetadataMethod), for the
+// endpoint resource, the issuer and the scopes (AuthScopesSupported). The
+// template test in deploy/ holds the template to this text.
+func TemplateMetadata(resource, issuer string, scopes []string) []byte {
+	return []byte(`{"resource":"` + resource + `","authorization_servers":["` + issuer + `"],"scopes_supported":["` +
+		strings.Join(scopes, `","`) + `"],"bearer_methods_supported":["header"]}`)
+}
+
+// TemplateGatewayResponses are the gateway responses the template gives
+// the REST door when an issuer protects it, for the endpoint's metadata
+// URL and the scopes its 403 asks a client to step up to
+// (AuthStepUpScopes): the challenges API Gateway itself sends, since the
+// function's WWW-Authenticate does not survive a REST API. The template
+// test in deploy/ holds the template to these.
+func TemplateGatewayResponses(metadataURL string, stepUpScopes []string) GatewayResponses {
+	const jsonType = "application/json"
+	return GatewayResponses{
+		"UNAUTHORIZED": {Status: http.StatusUnauthorized, Headers: map[string]string{
+			"WWW-Authenticate": `Bearer resource_metadata="` + metadataURL + `"`, "Content-Type": jsonType},
+			Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Unauthorized"}}`},
+		"ACCESS_DENIED": {Status: http.StatusForbidden, Headers: map[string]string{
+			"WWW-Authenticate": `Bearer error="insufficient_scope", scope="` + strings.Join(stepUpScopes, " ") + `", resource_metadata="` + metadataURL + `"`,
+			"Content-Type":     jsonType},
+			Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Insufficient scope","data":{"type":"insufficient_scope","requiredScopes":"$context.authorizer.requiredScopes"}}}`},
+		"AUTHORIZER_CONFIGURATION_ERROR": {Status: http.StatusServiceUnavailable, Headers: map[string]string{
+			"Retry-After": "1", "Content-Type": jsonType},
+			Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"The token could not be checked: retry","data":{"type":"dependency_failure","retryable":true}}}`},
+	}
+}
+
+// restRoute is where a request to the REST door goes.
+type restRoute int
+
+const (
+	routeNone     restRoute = iota // no resource: 403 Missing Authentication Token
+	routeFunction                  // /mcp, the function's integration
+	routeMetadata                  // a well-known URL's mock integration
+)
+
+// route finds the resource of a request path: with the stage first on an
+// invoke URL, at the root of a custom domain.
+func (rest REST) route(r *http.Request) (path string, to restRoute) {
+	path = r.URL.Path
+	if !rest.Domain {
+		rest, inStage := strings.CutPrefix(path, "/"+RESTStage+"/")
+		if !inStage {
+			return "", routeNone
+		}
+		path = "/" + rest
+	}
+	switch {
+	case path == restResource:
+		return path, routeFunction
+	case rest.Metadata != nil && r.Method == http.MethodGet && (path == stateless.MetadataPath || path == stateless.MetadataPath+restResource):
+		return path, routeMetadata
+	}
+	return "", routeNone
+}
+
+// write answers with the gateway response of type typ (or API Gateway's
+// default for it), substituting $context.authorizer.<key> from facts.
+func (g GatewayResponses) write(w http.ResponseWriter, typ string, facts map[string]string) {
+	resp, ok := g[typ]
+	if !ok {
+		resp = defaultGatewayResponses[typ]
+	}
+	body := resp.Body
+	for k, v := range facts {
+		body = strings.ReplaceAll(body, "$context.authorizer."+k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	for k, v := range resp.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(resp.Status)
+	w.Write([]byte(body))
+}
+
+// authorizerEvent is a REST API's Lambda REQUEST authorizer event (API
+// Gateway developer guide, "Input to an API Gateway Lambda authorizer"):
+// the request's headers and no body.
+type authorizerEvent struct {
+	Type                  string              `json:"type"`
+	MethodArn             string              `json:"methodArn"`
+	Resource              string              `json:"resource"`
+	Path                  string              `json:"path"`
+	HTTPMethod            string              `json:"httpMethod"`
+	Headers               map[string]string   `json:"headers"`
+	MultiValueHeaders     map[string][]string `json:"multiValueHeaders"`
+	QueryStringParameters map[string]string   `json:"queryStringParameters"`
+	RequestContext        v1Context           `json:"requestContext"`
+}
+
+// authorizerAnswer is an authorizer's output, or a failed invocation's
+// error.
+type authorizerAnswer struct {
+	ErrorMessage   *string `json:"errorMessage"`
+	PrincipalID    string  `json:"principalId"`
+	PolicyDocument struct {
+		Statement []struct {
+			Action   any    `json:"Action"`
+			Effect   string `json:"Effect"`
+			Resource any    `json:"Resource"`
+		} `json:"Statement"`
+	} `json:"policyDocument"`
+	Context map[string]any `json:"context"`
+}
+
+// restMethodArn is the ARN of the method a REST door request invokes.
+func restMethodArn(method string) string {
+	return "arn:aws:execute-api:us-east-1:123456789012:front/" + RESTStage + "/" + method + restResource
+}
+
+// authorize runs the REST door's Lambda authorizer for a request to /mcp,
+// as API Gateway does: with no Authorization header, 401 without
+// invoking it (the identity source is missing); the invocation's error
+// "Unauthorized" is 401, any other error or an answer that is no policy
+// is 500, a policy that does not allow the method is 403, each answered
+// with the gateway responses. It returns the principal for the request
+// context.
+func (rest REST) authorize(ctx context.Context, w http.ResponseWriter, r *http.Request, path string, invoke func(context.Context, []byte) ([]byte, error)) (string, bool) {
+	if r.Header.Get("Authorization") == "" {
+		rest.Authorizer.write(w, "UNAUTHORIZED", nil)
+		return "", false
+	}
+	ev := authorizerEvent{Type: "REQUEST", MethodArn: restMethodArn(r.Method), Resource: path, Path: path, HTTPMethod: r.Method,
+		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, QueryStringParameters: map[string]string{},
+		RequestContext: v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage, DomainName: r.Host,
+			RequestID: "front-authorizer", Identity: map[string]string{"sourceIp": "127.0.0.1"}}}
+	for k, vs := range r.Header {
+		ev.Headers[k], ev.MultiValueHeaders[k] = vs[len(vs)-1], vs
+	}
+	ev.Headers["Host"], ev.MultiValueHeaders["Host"] = r.Host, []string{r.Host}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
+		return "", false
+	}
+	out, err := invoke(ctx, payload)
+	if err != nil {
+		// A failed invocation: the runtime stand-ins return its error
+		// document inside the error.
+		msg := err.Error()
+		if i := strings.IndexByte(msg, '{'); i >= 0 {
+			out = []byte(msg[i:])
+		} else {
+			out = nil
+		}
+	}
+	var a authorizerAnswer
+	if out == nil || json.Unmarshal(out, &a) != nil {
+		rest.Authorizer.write(w, "AUTHORIZER_CONFIGURATION_ERROR", nil)
+		return "", false
+	}
+	if a.ErrorMessage != nil {
+		if *a.ErrorMessage == "Unauthorized" {
+			rest.Authorizer.write(w, "UNAUTHORIZED", nil)
+		} else {
+			rest.Authorizer.write(w, "AUTHORIZER_CONFIGURATION_ERROR", nil)
+		}
+		return "", false
+	}
+	if a.PrincipalID == "" || len(a.PolicyDocument.Statement) == 0 {
+		rest.Authorizer.write(w, "AUTHORIZER_CONFIGURATION_ERROR", nil)
+		return "", false
+	}
+	facts := map[string]string{}
+	for k, v := range a.Context {
+		facts[k] = fmt.Sprint(v)
+	}
+	// An explicit Deny wins; otherwise an Allow of this method is needed.
+	allowed := false
+	for _, s := range a.PolicyDocument.Statement {
+		if s.Action != "execute-api:Invoke" || !coversArn(s.Resource, ev.MethodArn) {
+			continue
+		}
+		if s.Effect == "Deny" {
+			allowed = false
+			break
+		}
+		allowed = allowed || s.Effect == "Allow"
+	}
+	if !allowed {
+		rest.Authorizer.write(w, "ACCESS_DENIED", facts)
+		return "", false
+	}
+	return a.PrincipalID, true
+}
+
+// coversArn reports whether a statement's Resource (a string or a list)
+// names arn exactly (the function's policies name the method's ARN).
+func coversArn(res any, arn string) bool {
+	switch v := res.(type) {
+	case string:
+		return v == arn
+	case []any:
+		return slices.ContainsFunc(v, func(x any) bool { s, _ := x.(string); return s == arn })
+	}
+	return false
+}
+
+// answerMetadata answers a well-known URL as the mock integration does:
+// 200, application/json, the document.
+func (rest REST) answerMetadata(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	w.Write(bytes.Clone(rest.Metadata))
+}

@@ -1,0 +1,158 @@
+package rie
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// authorizingFunction answers authorizer events with authz (or fails with
+// authzErr) and every other event with a proxy response.
+type authorizingFunction struct {
+	fakeFunction
+	authz    string
+	authzErr error
+}
+
+func (f *authorizingFunction) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	f.record(payload)
+	if strings.Contains(string(payload), `"methodArn"`) {
+		return []byte(f.authz), f.authzErr
+	}
+	return []byte(f.answer), nil
+}
+
+func (f *authorizingFunction) InvokeStream(ctx context.Context, payload []byte) (io.ReadCloser, error) {
+	out, err := f.Invoke(ctx, payload)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(strings.NewReader(string(out))), nil
+}
+
+func policy(effect string, context map[string]string) string {
+	b, _ := json.Marshal(map[string]any{"principalId": "jwt:https://issuer.example#u",
+		"policyDocument": map[string]any{"Version": "2012-10-17", "Statement": []map[string]any{
+			{"Action": "execute-api:Invoke", "Effect": effect, "Resource": restMethodArn("POST")}}},
+		"context": context})
+	return string(b)
+}
+
+// TestRESTDoorAsTheTemplateDeploysIt: on a custom domain mapped at the
+// root the well-known URLs are routable and answered by the mock
+// integrations without the function; on the invoke URL they are not; the
+// authorizer is invoked with the headers and no body, refusals are the
+// gateway responses (their WWW-Authenticate set by API Gateway, not
+// renamed), an Allow passes the principal on in the proxy event.
+func TestRESTDoorAsTheTemplateDeploysIt(t *testing.T) {
+	const md = "https://api.example/.well-known/oauth-protected-resource/mcp"
+	doc := TemplateMetadata("https://api.example/mcp", "https://issuer.example", []string{"notes:read"})
+	responses := TemplateGatewayResponses(md, []string{"notes:read", "notes:write"})
+	newFront := func(fn *authorizingFunction, domain bool, stream bool) http.Handler {
+		rest := REST{Domain: domain, Metadata: doc, Authorizer: responses}
+		if stream {
+			return &StreamFront{Function: fn, Door: RESTAPI, REST: rest}
+		}
+		return &Front{Emulator: fn, Door: RESTAPI, REST: rest}
+	}
+	bearer := http.Header{"Authorization": {"Bearer t"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"notes_add"}}
+	for _, stream := range []bool{false, true} {
+		name := "buffered"
+		if stream {
+			name = "streamed"
+		}
+		t.Run(name, func(t *testing.T) {
+			fn := &authorizingFunction{fakeFunction: fakeFunction{answer: proxyAnswer(t, 200, nil, nil),
+				stream: proxyAnswer(t, 200, nil, nil)}, authz: policy("Allow", nil)}
+			if stream {
+				// A streamed answer without its prelude is delivered as
+				// a buffered one.
+				fn.stream = ""
+			}
+			f := newFront(fn, true, stream)
+			for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"} {
+				resp := serve(t, f, "GET", p, nil, "")
+				if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || string(b) != string(doc) || resp.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("GET %s: %d %s", p, resp.StatusCode, b)
+				}
+			}
+			if n := len(fn.Events()); n != 0 {
+				t.Errorf("the metadata invoked the function %d times", n)
+			}
+			if resp := serve(t, f, "GET", "/v1/mcp", nil, ""); resp.StatusCode != 403 {
+				t.Errorf("the stage's path on a custom domain: %d", resp.StatusCode)
+			}
+
+			// No token: 401 from API Gateway, the function not invoked.
+			resp := serve(t, f, "POST", "/mcp", http.Header{"Mcp-Method": {"tools/list"}}, `{}`)
+			if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+md+`"` || len(fn.Events()) != 0 {
+				t.Errorf("no token: %d %q, %d invocations", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), len(fn.Events()))
+			}
+
+			// Allowed: the authorizer saw the headers, not the body; the
+			// proxy event carries its principal.
+			resp = serve(t, f, "POST", "/mcp", bearer, `{"secret":"body"}`)
+			evs := fn.Events()
+			if resp.StatusCode != 200 || len(evs) != 2 {
+				t.Fatalf("allowed: %d, %d invocations", resp.StatusCode, len(evs))
+			}
+			authz, proxy := evs[0], evs[1]
+			if authz["type"] != "REQUEST" || authz["methodArn"] != restMethodArn("POST") || authz["body"] != nil ||
+				authz["headers"].(map[string]any)["Mcp-Name"] != "notes_add" {
+				t.Errorf("authorizer event %v", authz)
+			}
+			if p := proxy["requestContext"].(map[string]any)["authorizer"].(map[string]any)["principalId"]; p != "jwt:https://issuer.example#u" || proxy["path"] != "/mcp" {
+				t.Errorf("proxy event %v", proxy)
+			}
+
+			// Denied: 403 with the step-up challenge and the context in
+			// the body.
+			fn.authz = policy("Deny", map[string]string{"requiredScopes": "notes:write"})
+			resp = serve(t, f, "POST", "/mcp", bearer, `{}`)
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 403 || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `scope="notes:read notes:write"`) ||
+				!strings.Contains(string(b), `"requiredScopes":"notes:write"`) || len(fn.Events()) != 3 {
+				t.Errorf("denied: %d %q %s, %d invocations", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), b, len(fn.Events()))
+			}
+
+			// "Unauthorized": 401; any other failure: 503 with Retry-After
+			// (the template's AUTHORIZER_CONFIGURATION_ERROR).
+			fn.authz, fn.authzErr = "", errors.New(`runtimeapi: the function returned an error: {"errorMessage":"Unauthorized","errorType":"errorString"}`)
+			if resp := serve(t, f, "POST", "/mcp", bearer, `{}`); resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
+				t.Errorf("Unauthorized: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+			}
+			fn.authz, fn.authzErr = `{"errorMessage":"apigw: the authorizer could not check the token: dependency_failure"}`, nil
+			if resp := serve(t, f, "POST", "/mcp", bearer, `{}`); resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+				t.Errorf("a failed check: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+			}
+			fn.authz = `{"principalId":"p","policyDocument":{"Statement":[{"Action":"execute-api:Invoke","Effect":"Allow","Resource":"arn:other"}]}}`
+			if resp := serve(t, f, "POST", "/mcp", bearer, `{}`); resp.StatusCode != 403 {
+				t.Errorf("an Allow of another method: %d", resp.StatusCode)
+			}
+		})
+	}
+
+	// On the invoke URL the stage comes first, and RFC 9728's well-known
+	// URL for /v1/mcp is outside it: not routable.
+	fn := &authorizingFunction{fakeFunction: fakeFunction{answer: proxyAnswer(t, 200, nil, nil)}, authz: policy("Allow", nil)}
+	f := newFront(fn, false, false)
+	if resp := serve(t, f, "GET", "/.well-known/oauth-protected-resource/v1/mcp", nil, ""); resp.StatusCode != 403 {
+		t.Errorf("the invoke URL's well-known URL: %d", resp.StatusCode)
+	}
+	if resp := serve(t, f, "GET", "/v1/.well-known/oauth-protected-resource/mcp", nil, ""); resp.StatusCode != 200 {
+		t.Errorf("the stage's own metadata resource: %d", resp.StatusCode)
+	}
+	if resp := serve(t, f, "POST", "/v1/mcp", http.Header{"Authorization": {"Bearer t"}}, `{}`); resp.StatusCode != 200 {
+		t.Errorf("the invoke URL's /v1/mcp: %d", resp.StatusCode)
+	}
+	// Without the template's responses, API Gateway's defaults: no
+	// challenge at all.
+	plain := &Front{Emulator: fn, Door: RESTAPI, REST: REST{Authorizer: GatewayResponses{}}}
+	if resp := serve(t, plain, "POST", "/v1/mcp", nil, `{}`); resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("default UNAUTHORIZED: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
