@@ -6,7 +6,7 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 32 (below). For every combination:
+by 128 (below). For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -21,12 +21,13 @@ by 32 (below). For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The five COVERED parameters have 32 settings
-(ROWS); the Rules admit few of them (9: anonymous with nothing else set,
-or an issuer with any of audience, key set and scopes). Each combination
+The covering selection. The seven COVERED parameters have 128 settings
+(ROWS); the Rules admit few of them (33: anonymous with nothing else set,
+or an issuer with any of audience, key set, client ids, scopes and
+step-up scopes). Each combination
 of the grid gets one admitted row, in turn, so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 32 rows is also tried with every other parameter at its default, so
+the 128 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -87,10 +88,12 @@ SET_VALUES = {
     "ReservedConcurrency": "10",
     "ThrottlingBurstLimit": "5000",
     "ThrottlingRateLimit": "10000",
+    "StreamingCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012",
+    "AuthStepUpScopes": "mcp:tools notes:read notes:write",
 }
 
 # The authorization parameters, combined by a covering selection (above).
-COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AllowAnonymous"]
+COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous"]
 
 # The scopes the function lists when none are configured.
 DEFAULT_SCOPES = "notes:read notes:write"
@@ -106,6 +109,9 @@ INTENT = {
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
+    "StreamingCertificateNeedsDoorAndUrl": lambda p: p["StreamingCertificateArn"] != "" and (p["StreamingDoor"] != "true" or p["EndpointUrl"] == ""),
+    "ProtectedStreamingNeedsDomain": lambda p: p["StreamingDoor"] == "true" and p["AuthIssuer"] != "" and p["StreamingCertificateArn"] == "",
+    "AuthStepUpScopesNeedIssuer": lambda p: p["AuthStepUpScopes"] != "" and p["AuthIssuer"] == "",
     "ThrottlingRateNeedsBurst": lambda p: float(p["ThrottlingBurstLimit"]) == 0 and float(p["ThrottlingRateLimit"]) != 0,
     "ThrottlingBurstNeedsRate": lambda p: float(p["ThrottlingRateLimit"]) == 0 and float(p["ThrottlingBurstLimit"]) != 0,
 }
@@ -140,6 +146,8 @@ INVALID = {
     "ThrottlingBurstLimit": ["-1", "5001"],
     "ThrottlingRateLimit": ["-1"],
     "LogRetentionDays": ["2"],
+    "StreamingCertificateArn": ["arn:aws:iam::123456789012:role/x", "certificate/abc", "arn:aws:acm:us-east-1:1:certificate/x"],
+    "AuthStepUpScopes": ["a  b", " a", 'a"b', "a\\b"],
 }
 
 

@@ -670,6 +670,7 @@ func TestParametersAndOutputs(t *testing.T) {
 		"EndpointUrl", "AllowedOrigins", "LogLevel", "LogRetentionDays", "JwtIssuer", "JwtAudience",
 		"ReservedConcurrency", "ThrottlingBurstLimit", "ThrottlingRateLimit", "AlarmTopicArn", "ConformanceFixture",
 		"AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AllowAnonymous",
+		"StreamingDoor", "StreamingCertificateArn", "AuthStepUpScopes",
 	} {
 		if _, ok := tmpl.Parameters[p]; !ok {
 			t.Errorf("parameter %s missing", p)
@@ -697,7 +698,8 @@ func TestParametersAndOutputs(t *testing.T) {
 	rules := at(t, r, "Rules")
 	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate",
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
-		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer"} {
+		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer",
+		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
@@ -1085,4 +1087,85 @@ func TestStreamingDoor(t *testing.T) {
 	want(t, at(t, res, "StreamWellKnownResource", "Properties", "PathPart"), ".well-known", "well-known path")
 	want(t, at(t, res, "StreamInvokePermission", "Properties", "SourceArn"),
 		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/*/*/mcp", "stream permission")
+
+	// The mock integrations answer the document the REST front serves
+	// (rie.TemplateMetadata), scopes_supported included: through this
+	// door a client learns its scopes from it.
+	doc := string(rie.TemplateMetadata("${EndpointUrl}", "${AuthIssuer}", []string{"${Scopes}"}))
+	for _, name := range []string{"StreamMetadataMethod", "StreamMetadataMcpMethod"} {
+		sub := at(t, res, name, "Properties", "Integration", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
+		if sub.Tag != "!Sub" || at(t, sub, "0").Value != doc {
+			t.Errorf("%s's document %s, want %s", name, show(sub), doc)
+		}
+		want(t, at(t, sub, "1", "Scopes"), `!Join [",", !Split [ , !Ref AuthScopesSupported]]`, name+" scopes")
+	}
+}
+
+// TestStreamingDoorOAuth: protected, the streaming door is reachable
+// where RFC 9728 says clients look (a custom domain, the stage at its
+// root) and sends the challenges itself: the function is its /mcp
+// method's Lambda REQUEST authorizer, uncached, and its refusals are the
+// gateway responses the REST front applies (rie.TemplateGatewayResponses).
+func TestStreamingDoorOAuth(t *testing.T) {
+	r := raw(t)
+	res := at(t, r, "Resources")
+	for _, name := range []string{"StreamAuthorizer", "StreamAuthorizerPermission", "StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse"} {
+		want(t, find(res, name, "Condition"), "StreamingMetadata", name+" Condition")
+	}
+	for _, name := range []string{"StreamDomainName", "StreamBasePathMapping"} {
+		want(t, find(res, name, "Condition"), "HasStreamingDomain", name+" Condition")
+	}
+	method := at(t, res, "StreamMcpMethod", "Properties")
+	want(t, at(t, method, "AuthorizationType"), "!If [StreamingMetadata, CUSTOM, NONE]", "AuthorizationType")
+	want(t, at(t, method, "AuthorizerId"), "!If [StreamingMetadata, !Ref StreamAuthorizer, !Ref AWS::NoValue]", "AuthorizerId")
+	authz := at(t, res, "StreamAuthorizer", "Properties")
+	want(t, at(t, authz, "Type"), "REQUEST", "authorizer Type")
+	want(t, at(t, authz, "IdentitySource"), "method.request.header.Authorization", "authorizer IdentitySource")
+	want(t, at(t, authz, "AuthorizerResultTtlInSeconds"), "0", "authorizer TTL")
+	want(t, at(t, authz, "AuthorizerUri"), "!Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${McpFunction.Arn}/invocations", "authorizer URI")
+	want(t, at(t, res, "StreamAuthorizerPermission", "Properties", "SourceArn"),
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/authorizers/${StreamAuthorizer}", "authorizer permission")
+	want(t, at(t, res, "StreamDomainName", "Properties", "DomainName"), `!Select [2, !Split [/, !Ref EndpointUrl]]`, "domain name")
+	want(t, at(t, res, "StreamBasePathMapping", "Properties", "Stage"), "!Ref StreamStage", "mapped stage")
+	if find(res, "StreamBasePathMapping", "Properties", "BasePath") != nil {
+		t.Error("the base path mapping has a BasePath: the stage must be at the domain's root")
+	}
+	deps := scalars(at(t, res, "StreamDeploymentWithMetadata", "DependsOn"))
+	for _, name := range []string{"StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse"} {
+		if !slices.Contains(deps, name) {
+			t.Errorf("the deployment does not depend on %s: a gateway response takes effect when the API is deployed", name)
+		}
+	}
+
+	// Each gateway response is the front's, with the template's values
+	// for the metadata URL and the step-up scopes.
+	gw := rie.TemplateGatewayResponses("https://${Host}/.well-known/oauth-protected-resource/mcp", []string{"${Scopes}"})
+	for name, typ := range map[string]string{"StreamUnauthorizedResponse": "UNAUTHORIZED", "StreamAccessDeniedResponse": "ACCESS_DENIED", "StreamAuthorizerErrorResponse": "AUTHORIZER_CONFIGURATION_ERROR"} {
+		p := at(t, res, name, "Properties")
+		g := gw[typ]
+		want(t, at(t, p, "ResponseType"), typ, name+" ResponseType")
+		want(t, at(t, p, "StatusCode"), fmt.Sprint(g.Status), name+" StatusCode")
+		want(t, at(t, p, "ResponseTemplates", "application/json"), g.Body, name+" body")
+		params := at(t, p, "ResponseParameters")
+		if n := len(params.Content) / 2; n != len(g.Headers) {
+			t.Errorf("%s sets %d headers, the front %d", name, n, len(g.Headers))
+		}
+		for h, v := range g.Headers {
+			got := at(t, params, "gatewayresponse.header."+h)
+			if got.Tag == "!Sub" {
+				got = at(t, got, "0")
+			}
+			if got.Value != "'"+v+"'" {
+				t.Errorf("%s %s = %s, want '%s'", name, h, got.Value, v)
+			}
+		}
+	}
+	for _, name := range []string{"StreamUnauthorizedResponse", "StreamAccessDeniedResponse"} {
+		want(t, at(t, res, name, "Properties", "ResponseParameters", "gatewayresponse.header.WWW-Authenticate", "1", "Host"),
+			`!Select [2, !Split [/, !Ref EndpointUrl]]`, name+" host")
+	}
+	want(t, at(t, res, "StreamAccessDeniedResponse", "Properties", "ResponseParameters", "gatewayresponse.header.WWW-Authenticate", "1", "Scopes"),
+		"!If [HasStepUpScopes, !Ref AuthStepUpScopes, !Ref AuthScopesSupported]", "step-up scopes")
+	want(t, find(r, "Outputs", "StreamingUrl", "Value"),
+		"!If [HasStreamingDomain, !Ref EndpointUrl, !Sub https://${StreamApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/v1/mcp]", "StreamingUrl")
 }
