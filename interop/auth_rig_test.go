@@ -27,6 +27,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
@@ -301,6 +302,72 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 			}
 		})
 		front.Store(&rie.Front{Emulator: e, Parameters: params})
+	}
+	return ep
+}
+
+// reserveStreamREST starts the TLS front of the template's streaming
+// door, protected: a REST API on a custom domain with its stage at the
+// root, /mcp streamed from the function (invoked through the Runtime API
+// stand-in, which holds it to Lambda's streaming contract), the
+// metadata's mock integrations, and the function as the Lambda REQUEST
+// authorizer whose refusals are the template's gateway responses. The
+// function's own WWW-Authenticate is renamed (documented for REST APIs):
+// every challenge a client sees is API Gateway's. The mock document and
+// the challenges are the template's for the function's environment: its
+// issuer, AuthScopesSupported from MCP_AUTH_SCOPES_SUPPORTED (the demo's
+// two scopes when unset), and AuthStepUpScopes both scopes.
+func reserveStreamREST(t *testing.T) *authEndpoint {
+	t.Helper()
+	bin := functionBinary(t)
+	fl := &frontLog{}
+	var front atomic.Pointer[rie.StreamFront]
+	ts := httptest.NewUnstartedServer(fl.record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := front.Load()
+		if f == nil {
+			http.Error(w, "front: the function has not started", http.StatusServiceUnavailable)
+			return
+		}
+		f.ServeHTTP(w, r)
+	})))
+	ts.Config.ReadHeaderTimeout = 10 * time.Second
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	client := ts.Client()
+	client.Timeout = testTimeout
+	ca := filepath.Join(t.TempDir(), "front.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ep := &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
+	ep.start = func(env ...string) {
+		t.Helper()
+		issuer, scopes := "", []string{scopeRead, scopeWrite}
+		for _, kv := range env {
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_ISSUER="); ok {
+				issuer = v
+			}
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_SCOPES_SUPPORTED="); ok {
+				scopes = strings.Fields(v)
+			}
+		}
+		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bin, Timeout: testTimeout,
+			Env: append([]string{"MCP_STREAM_EVENTS=rest", "MCP_AUDIENCE=" + ep.URL}, env...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			front.Store(nil)
+			rt.Stop()
+			if t.Failed() {
+				t.Logf("function output (the end):\n%s", tail(rt.Log()))
+			}
+		})
+		front.Store(&rie.StreamFront{Function: rt, Door: rie.RESTAPI, REST: rie.REST{
+			Domain:     true,
+			Metadata:   rie.TemplateMetadata(ep.URL, issuer, scopes),
+			Authorizer: rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite}),
+		}})
 	}
 	return ep
 }

@@ -488,6 +488,22 @@ func TestAuthDiscoveryGoSDK(t *testing.T) {
 	t.Run("LambdaNoChallenge/AllScopes", func(t *testing.T) {
 		testAuthDiscovery(t, authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, nil, false, scopeRead+" "+scopeWrite)
 	})
+	// Through the streaming door every challenge is API Gateway's: the
+	// authorizer's refusals, answered with the template's gateway
+	// responses.
+	for _, v := range []struct {
+		name     string
+		env      []string
+		stepUp   bool
+		firstAsk string
+	}{
+		{"AllScopes", nil, false, scopeRead + " " + scopeWrite},
+		{"StepUp", []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}, true, scopeRead},
+	} {
+		t.Run("StreamingDoor/"+v.name, func(t *testing.T) {
+			testAuthDiscovery(t, authTarget{"StreamingDoor", reserveStreamREST}, v.env, v.stepUp, v.firstAsk)
+		})
+	}
 }
 
 func testAuthDiscovery(t *testing.T, target authTarget, env []string, stepUp bool, firstAsk string) {
