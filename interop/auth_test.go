@@ -805,6 +805,8 @@ func TestAuthDiscoveryTypeScript(t *testing.T) {
 		{"Lambda/AllScopes", authTarget{"Lambda", reserveLambda}, nil},
 		{"Lambda/StepUp", authTarget{"Lambda", reserveLambda}, []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}},
 		{"LambdaNoChallenge/AllScopes", authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, nil},
+		{"StreamingDoor/AllScopes", authTarget{"StreamingDoor", reserveStreamREST}, nil},
+		{"StreamingDoor/StepUp", authTarget{"StreamingDoor", reserveStreamREST}, []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			ctx := authContext(t)
@@ -821,7 +823,7 @@ func TestAuthDiscoveryTypeScript(t *testing.T) {
 				got = append(got, fmt.Sprintf("%s %s %d", e.Method, e.Path, e.Status))
 			}
 			t.Logf("%s; at the front: %q", strings.TrimSpace(string(out)), got)
-			if v.name == "Lambda/StepUp" && !slices.Contains(got, "POST /mcp 403") {
+			if strings.HasSuffix(v.name, "/StepUp") && !slices.Contains(got, "POST /mcp 403") {
 				t.Errorf("no step-up at the front: %q", got)
 			}
 		})
