@@ -317,7 +317,18 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 // the challenges are the template's for the function's environment: its
 // issuer, AuthScopesSupported from MCP_AUTH_SCOPES_SUPPORTED (the demo's
 // two scopes when unset), and AuthStepUpScopes both scopes.
-func reserveStreamREST(t *testing.T) *authEndpoint {
+func reserveStreamREST(t *testing.T) *authEndpoint { return reserveStream(t, rie.RESTAPI, true) }
+
+// reserveStreamBuffering is reserveStreamREST behind a door that delivers
+// every answer whole (the HTTP API's front): a streaming door that does
+// not stream.
+func reserveStreamBuffering(t *testing.T) *authEndpoint { return reserveStream(t, rie.HTTPAPI, true) }
+
+// reserveStreamNoAuthorizer is reserveStreamREST without the authorizer
+// and its gateway responses: the function's own challenges, renamed.
+func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint { return reserveStream(t, rie.RESTAPI, false) }
+
+func reserveStream(t *testing.T, door rie.Door, authorizer bool) *authEndpoint {
 	t.Helper()
 	bin := functionBinary(t)
 	fl := &frontLog{}
@@ -363,11 +374,14 @@ func reserveStreamREST(t *testing.T) *authEndpoint {
 				t.Logf("function output (the end):\n%s", tail(rt.Log()))
 			}
 		})
-		front.Store(&rie.StreamFront{Function: rt, Door: rie.RESTAPI, REST: rie.REST{
-			Domain:     true,
-			Metadata:   rie.TemplateMetadata(ep.URL, issuer, scopes),
-			Authorizer: rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite}),
-		}})
+		f := &rie.StreamFront{Function: rt, Door: door}
+		if door == rie.RESTAPI {
+			f.REST = rie.REST{Domain: true, Metadata: rie.TemplateMetadata(ep.URL, issuer, scopes)}
+			if authorizer {
+				f.REST.Authorizer = rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite})
+			}
+		}
+		front.Store(f)
 	}
 	return ep
 }
@@ -414,6 +428,10 @@ func (s *statusWriter) WriteHeader(code int) {
 	s.status = code
 	s.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets the front flush a streamed answer through the recorder
+// (http.ResponseController).
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
 // rpcCall is one JSON-RPC request to the endpoint.
 type rpcCall struct {

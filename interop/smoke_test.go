@@ -4,15 +4,14 @@ package interop
 
 import (
 	"bytes"
-	"net"
+	"crypto/tls"
+	"crypto/x509"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/smoke"
 )
 
@@ -21,61 +20,57 @@ const smokeOrigin = "https://app.example"
 
 // smokeStack is the emulated stack make smoke is checked against: the
 // endpoint behind the HTTP API door (the authorization rig's Lambda
-// path) and the same function behind the REST streaming door, on the
-// Runtime API stand-in that streams; a token for each.
+// path) and the same function behind the protected streaming door
+// (reserveStreamREST: the Runtime API stand-in that streams, a custom
+// domain, the function as authorizer); a token for each.
 type smokeStack struct {
 	Rig                *authRig
 	StreamURL          string
 	Token, StreamToken string
+	// Client trusts both doors' certificates.
+	Client *http.Client
 }
 
-func startSmokeStack(t *testing.T, target authTarget) *smokeStack {
+// startSmokeStack starts the stack with the endpoint on target and the
+// streaming door on stream.
+func startSmokeStack(t *testing.T, target authTarget, stream func(*testing.T) *authEndpoint) *smokeStack {
 	t.Helper()
 	ctx := authContext(t)
 	rig := newAuthRig(t, target, "MCP_ALLOWED_ORIGINS="+smokeOrigin)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	streamURL := "http://" + ln.Addr().String() + "/" + rie.RESTStage + "/mcp"
-	rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: functionBinary(t), Timeout: time.Minute,
-		Env: append(inheritedEnv(), "MCP_STREAM_EVENTS=rest", "MCP_AUTH_ISSUER="+rig.AS.Issuer, "MCP_AUTH_AUDIENCE="+streamURL)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: &rie.StreamFront{Function: rt, Door: rie.RESTAPI}, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
-	t.Cleanup(func() {
-		hs.Close()
-		rt.Stop()
-		if t.Failed() {
-			t.Logf("streaming door's function output (the end):\n%s", tail(rt.Log()))
+	door := stream(t)
+	door.Start(door.AuthEnv(rig.AS.Issuer)...)
+	st := &smokeStack{Rig: rig, StreamURL: door.URL, Token: rig.token(ctx, t, "svc-smoke", scopeRead, scopeWrite)}
+	pool := x509.NewCertPool()
+	for _, ca := range []string{rig.EP.CAFile, door.CAFile} {
+		b, err := os.ReadFile(ca)
+		if err != nil || !pool.AppendCertsFromPEM(b) {
+			t.Fatalf("the doors' certificates: %v", err)
 		}
-	})
-	st := &smokeStack{Rig: rig, StreamURL: streamURL, Token: rig.token(ctx, t, "svc-smoke", scopeRead, scopeWrite)}
-	if st.StreamToken, err = rig.AS.Token(ctx, "svc-smoke", []string{scopeRead, scopeWrite}, streamURL); err != nil {
+	}
+	st.Client = &http.Client{Timeout: testTimeout, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	var err error
+	if st.StreamToken, err = rig.AS.Token(ctx, "svc-smoke", []string{scopeRead, scopeWrite}, door.URL); err != nil {
 		t.Fatal(err)
 	}
 	// A note behind the streaming door, so that its digest has something
 	// to report progress on.
-	stream := &authEndpoint{URL: streamURL, Client: rig.EP.Client}
-	stream.call(ctx, t, st.StreamToken, addNote("counted by the smoke test")).result(t)
+	door.call(ctx, t, st.StreamToken, addNote("counted by the smoke test")).result(t)
 	return st
 }
 
 func (st *smokeStack) config() smoke.Config {
 	return smoke.Config{URL: st.Rig.EP.URL, Token: st.Token, StreamURL: st.StreamURL, StreamToken: st.StreamToken,
-		Origin: smokeOrigin, Client: st.Rig.EP.Client}
+		Origin: smokeOrigin, Client: st.Client}
 }
 
 // smokeChecks are the checks of a run with every option given.
 var smokeChecks = []string{"unauthenticated", "challenge", "metadata", "authorization-server", "discover", "tools-list",
-	"missing-meta", "unsupported-version", "keyed-call", "keyed-replay", "streaming", "cors-preflight"}
+	"missing-meta", "unsupported-version", "keyed-call", "keyed-replay", "stream-discovery", "streaming", "cors-preflight"}
 
 // TestSmoke: make smoke passes every check against the emulated stack,
 // each on one verdict line.
 func TestSmoke(t *testing.T) {
-	st := startSmokeStack(t, authTarget{"Lambda", reserveLambda})
+	st := startSmokeStack(t, authTarget{"Lambda", reserveLambda}, reserveStreamREST)
 	var out bytes.Buffer
 	vs := smoke.Run(authContext(t), st.config(), &out)
 	t.Logf("make smoke against the emulated stack:\n%s", out.String())
@@ -98,14 +93,14 @@ func TestSmoke(t *testing.T) {
 // make smoke fails the check that sees it, and names it.
 func TestSmokeFailsNamingTheCheck(t *testing.T) {
 	t.Run("a door that delivers no challenge", func(t *testing.T) {
-		st := startSmokeStack(t, authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge})
+		st := startSmokeStack(t, authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, reserveStreamREST)
 		failed := failedChecks(t, st.config())
 		if !slices.Equal(failed, []string{"challenge"}) {
 			t.Errorf("failed checks %q, want [challenge]", failed)
 		}
 	})
 	t.Run("a door that drops the idempotency key", func(t *testing.T) {
-		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda})
+		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda}, reserveStreamREST)
 		// A proxy in front of the endpoint that loses the key: the call
 		// runs twice.
 		c := st.config()
@@ -122,8 +117,20 @@ func TestSmokeFailsNamingTheCheck(t *testing.T) {
 			t.Errorf("failed checks %q, want [keyed-replay]", failed)
 		}
 	})
+	t.Run("a streaming door without the authorizer's challenges", func(t *testing.T) {
+		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda}, reserveStreamNoAuthorizer)
+		if failed := failedChecks(t, st.config()); !slices.Equal(failed, []string{"stream-discovery"}) {
+			t.Errorf("failed checks %q, want [stream-discovery]", failed)
+		}
+	})
+	t.Run("a streaming door that delivers the stream whole", func(t *testing.T) {
+		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda}, reserveStreamBuffering)
+		if failed := failedChecks(t, st.config()); !slices.Equal(failed, []string{"streaming"}) {
+			t.Errorf("failed checks %q, want [streaming]", failed)
+		}
+	})
 	t.Run("a streaming door with no progress", func(t *testing.T) {
-		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda})
+		st := startSmokeStack(t, authTarget{"Lambda", reserveLambda}, reserveStreamREST)
 		c := st.config()
 		c.ProgressTool, c.ProgressArgs = "notes_search", "{}" // reports none
 		if failed := failedChecks(t, c); !slices.Equal(failed, []string{"streaming"}) {

@@ -229,10 +229,19 @@ func preview(s string) string {
 var digestTool = &stateless.Tool{
 	Name:        "notes_digest",
 	Title:       "Count words in notes",
-	Description: "Counts the words in every note, reporting progress every 100 notes.",
+	Description: "Counts the words in every note, reporting progress every 100 notes; pauseMs waits after each report, so that a client can watch the reports arrive.",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesRead,
 }
+
+type digestIn struct {
+	PauseMs int `json:"pauseMs,omitempty" jsonschema:"milliseconds to wait after each progress report: 0 to 5000, default 0"`
+}
+
+// maxDigestPause bounds pauseMs: long enough to tell a stream that
+// delivers each report as it happens from one delivered whole (make
+// smoke), short of any door's timeout.
+const maxDigestPause = 5000
 
 type digestOut struct {
 	Notes int `json:"notes"`
@@ -241,7 +250,11 @@ type digestOut struct {
 
 // digest reads the book a page at a time: it never holds more than one
 // page of notes.
-func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, digestOut, error) {
+func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, in digestIn) (*stateless.CallToolResult, digestOut, error) {
+	if in.PauseMs < 0 || in.PauseMs > maxDigestPause {
+		return nil, digestOut{}, mcperr.NewInvalidArguments(fmt.Sprintf("pauseMs must be 0 to %d", maxDigestPause))
+	}
+	pause := time.Duration(in.PauseMs) * time.Millisecond
 	var out digestOut
 	for after, more := "", true; more; {
 		var batch []Note
@@ -257,6 +270,15 @@ func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, _ struct{
 		if len(batch) > 0 {
 			out.Notes += len(batch)
 			req.Progress(float64(out.Notes), 0, fmt.Sprintf("counted %d notes", out.Notes))
+			if pause > 0 {
+				t := time.NewTimer(pause)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return nil, digestOut{}, ctx.Err()
+				case <-t.C:
+				}
+			}
 		}
 	}
 	req.Log(stateless.LevelInfo, "notes_digest", fmt.Sprintf("counted %d words in %d notes", out.Words, out.Notes))

@@ -397,6 +397,26 @@ func TestDigestPages(t *testing.T) {
 	}
 }
 
+// TestDigestPause: pauseMs waits after each progress report (the whole
+// call takes at least the pauses), within 0 to 5000.
+func TestDigestPause(t *testing.T) {
+	srv := newDemoWith(newMemoryNotes())
+	alice := &demoClient{t: t, srv: srv, principal: "alice"}
+	for i := range 150 {
+		alice.add(fmt.Sprint("note ", i))
+	}
+	start := time.Now()
+	d := structured(alice.call("tools/call", "notes_digest", `"name":"notes_digest","arguments":{"pauseMs":150}`))
+	if took := time.Since(start); d["notes"] != float64(150) || took < 300*time.Millisecond {
+		t.Errorf("digest %v after %v, want 150 notes after two pauses of 150 ms", d, took)
+	}
+	for _, bad := range []string{"-1", "5001"} {
+		if r := alice.call("tools/call", "notes_digest", `"name":"notes_digest","arguments":{"pauseMs":`+bad+`}`); r["isError"] != true {
+			t.Errorf("pauseMs %s: %v, want a tool error", bad, r)
+		}
+	}
+}
+
 // TestCompleteNoteIDs: completion offers the caller's ids by prefix, at
 // most 100.
 func TestCompleteNoteIDs(t *testing.T) {

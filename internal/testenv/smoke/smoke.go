@@ -47,6 +47,11 @@ type Config struct {
 	// reports progress. Their defaults are the demo's.
 	KeyedTool, KeyedArgs       string
 	ProgressTool, ProgressArgs string
+	// ProgressGap is how long the progress tool runs on after its first
+	// report, as its arguments make it (the demo's pauseMs): the first
+	// progress event must arrive at least half of it before the result,
+	// or the door delivered the stream whole. Default 1 s.
+	ProgressGap time.Duration
 	// Client makes the requests; nil is a client with a 60-second
 	// timeout.
 	Client *http.Client
@@ -76,12 +81,16 @@ func Run(ctx context.Context, c Config, w io.Writer) []Verdict {
 		c.KeyedTool, c.KeyedArgs = "notes_add", `{"text":"smoke test"}`
 	}
 	if c.ProgressTool == "" {
-		c.ProgressTool, c.ProgressArgs = "notes_digest", `{}`
+		c.ProgressTool, c.ProgressArgs = "notes_digest", `{"pauseMs":1000}`
+	}
+	if c.ProgressGap <= 0 {
+		c.ProgressGap = time.Second
 	}
 	r := &run{c: c, w: w}
 	r.discovery(ctx)
 	r.protocol(ctx)
 	r.keyed(ctx)
+	r.streamDiscovery(ctx)
 	r.streaming(ctx)
 	r.preflight(ctx)
 	return r.verdicts
@@ -421,6 +430,52 @@ func (r *run) keyed(ctx context.Context) {
 	}
 }
 
+// streamDiscovery checks the start of the OAuth walk through the
+// streaming door: an unauthenticated call is answered 401 with a
+// challenge naming metadata that is served and names the door's URL as
+// its resource. (A REST API renames the function's own WWW-Authenticate:
+// the template's authorizer and gateway responses send this one.)
+func (r *run) streamDiscovery(ctx context.Context) {
+	const check = "stream-discovery"
+	if r.c.StreamURL == "" {
+		r.skip(check, "no STREAM_URL")
+		return
+	}
+	a, err := r.call(ctx, r.c.StreamURL, "", "server/discover", "", nil, true, nil)
+	switch {
+	case err != nil:
+		r.fail(check, "%q", err.Error())
+		return
+	case a.Status == http.StatusOK && !r.protected:
+		r.skip(check, "open endpoint")
+		return
+	case a.Status != http.StatusUnauthorized:
+		r.fail(check, "status %d, want 401", a.Status)
+		return
+	}
+	challenge := a.Header.Get("WWW-Authenticate")
+	rm := challengeParam(challenge, "resource_metadata")
+	if rm == "" {
+		r.fail(check, "the 401 names no resource_metadata (WWW-Authenticate %.200q, x-amzn-Remapped-WWW-Authenticate %.200q)",
+			challenge, a.Header.Get("X-Amzn-Remapped-WWW-Authenticate"))
+		return
+	}
+	var meta struct {
+		Resource string `json:"resource"`
+	}
+	status, err := r.getJSON(ctx, rm, &meta)
+	switch {
+	case err != nil:
+		r.fail(check, "%q: %q", rm, err.Error())
+	case status != http.StatusOK:
+		r.fail(check, "%q answered %d", rm, status)
+	case !strings.EqualFold(strings.TrimSuffix(meta.Resource, "/"), strings.TrimSuffix(r.c.StreamURL, "/")):
+		r.fail(check, "resource %q is not the door's URL %s: clients refuse it", meta.Resource, r.c.StreamURL)
+	default:
+		r.pass(check, "401, resource_metadata %q", rm)
+	}
+}
+
 // streaming calls the progress tool through the streaming door and times
 // its first progress event and its result.
 func (r *run) streaming(ctx context.Context) {
@@ -458,8 +513,15 @@ func (r *run) streaming(ctx context.Context) {
 		return
 	}
 	// A buffered answer brings every event with the result; a tool that
-	// runs longer than a moment shows, in the gap, that they came live.
-	r.pass("streaming", "first progress event after %v, result after %v", a.Arrived[first].Round(time.Millisecond), a.Arrived[len(a.Arrived)-1].Round(time.Millisecond))
+	// runs on after its first report shows, in the gap, that they came
+	// live.
+	firstAt, resultAt := a.Arrived[first], a.Arrived[len(a.Arrived)-1]
+	if gap := resultAt - firstAt; gap < r.c.ProgressGap/2 {
+		r.fail("streaming", "the first progress event came %v before the result, the tool ran on for %v after it: the door delivered the stream whole",
+			gap.Round(time.Millisecond), r.c.ProgressGap)
+		return
+	}
+	r.pass("streaming", "first progress event after %v, result after %v", firstAt.Round(time.Millisecond), resultAt.Round(time.Millisecond))
 }
 
 // preflight checks the CORS preflight a browser on Origin sends.

@@ -23,6 +23,7 @@ func main() {
 	flag.StringVar(&c.KeyedArgs, "keyed-args", "", "its arguments, JSON")
 	flag.StringVar(&c.ProgressTool, "progress-tool", "", `a tool that reports progress, called through the streaming door (default "notes_digest")`)
 	flag.StringVar(&c.ProgressArgs, "progress-args", "", "its arguments, JSON")
+	flag.DurationVar(&c.ProgressGap, "progress-gap", 0, "how long the progress tool runs on after its first report, with those arguments (default 1s, the demo's pauseMs)")
 	flag.Parse()
 	// The token comes from the environment, not the command line, which
 	// other users of the machine can read.
