@@ -326,7 +326,9 @@ func reserveStreamBuffering(t *testing.T) *authEndpoint { return reserveStream(t
 
 // reserveStreamNoAuthorizer is reserveStreamREST without the authorizer
 // and its gateway responses: the function's own challenges, renamed.
-func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint { return reserveStream(t, rie.RESTAPI, false) }
+func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint {
+	return reserveStream(t, rie.RESTAPI, false)
+}
 
 func reserveStream(t *testing.T, door rie.Door, authorizer bool) *authEndpoint {
 	t.Helper()
