@@ -74,6 +74,10 @@ type authEndpoint struct {
 	// rather than leave the function to derive it (see AuthEnv).
 	pinAudience bool
 
+	// cutOK: call returns an answer whose connection was cut (Cut)
+	// rather than fail the test.
+	cutOK bool
+
 	start func(env ...string)
 	log   *syncbuf.Buffer
 	ids   atomic.Int64
@@ -317,20 +321,23 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 // the challenges are the template's for the function's environment: its
 // issuer, AuthScopesSupported from MCP_AUTH_SCOPES_SUPPORTED (the demo's
 // two scopes when unset), and AuthStepUpScopes both scopes.
-func reserveStreamREST(t *testing.T) *authEndpoint { return reserveStream(t, rie.RESTAPI, true) }
+func reserveStreamREST(t *testing.T) *authEndpoint { return reserveStream(t, rie.RESTAPI, true, 0) }
 
 // reserveStreamBuffering is reserveStreamREST behind a door that delivers
 // every answer whole (the HTTP API's front): a streaming door that does
 // not stream.
-func reserveStreamBuffering(t *testing.T) *authEndpoint { return reserveStream(t, rie.HTTPAPI, true) }
+func reserveStreamBuffering(t *testing.T) *authEndpoint { return reserveStream(t, rie.HTTPAPI, true, 0) }
 
 // reserveStreamNoAuthorizer is reserveStreamREST without the authorizer
 // and its gateway responses: the function's own challenges, renamed.
 func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint {
-	return reserveStream(t, rie.RESTAPI, false)
+	return reserveStream(t, rie.RESTAPI, false, 0)
 }
 
-func reserveStream(t *testing.T, door rie.Door, authorizer bool) *authEndpoint {
+// reserveStream reserves a streaming door: door's front, with the
+// template's authorizer or not, and idle (if set) in place of the door's
+// idle timeout.
+func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Duration) *authEndpoint {
 	t.Helper()
 	bin := functionBinary(t)
 	fl := &frontLog{}
@@ -376,7 +383,7 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool) *authEndpoint {
 				t.Logf("function output (the end):\n%s", tail(rt.Log()))
 			}
 		})
-		f := &rie.StreamFront{Function: rt, Door: door}
+		f := &rie.StreamFront{Function: rt, Door: door, Idle: idle}
 		if door == rie.RESTAPI {
 			f.REST = rie.REST{Domain: true, Metadata: rie.TemplateMetadata(ep.URL, issuer, scopes)}
 			if authorizer {
@@ -446,6 +453,9 @@ type rpcCall struct {
 	Extra string
 	// Caps are the client capabilities ("{}" when empty).
 	Caps string
+	// Meta is more of params._meta (JSON members without braces), such
+	// as a progressToken.
+	Meta string
 	// Header is added to the request's headers.
 	Header http.Header
 	// Query is the request URL's query string.
@@ -459,6 +469,9 @@ type reply struct {
 	Body   []byte
 	ID     int64
 	RPC    rpcResponse
+	// Cut is the error the answer's body ended with, when the connection
+	// was cut (only with authEndpoint.cutOK).
+	Cut error
 }
 
 func (r reply) String() string {
@@ -477,7 +490,11 @@ func (ep *authEndpoint) call(ctx context.Context, t *testing.T, token string, c 
 	if args == "" {
 		args = "{}"
 	}
-	params := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
+	meta := ""
+	if c.Meta != "" {
+		meta = "," + c.Meta
+	}
+	params := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + meta + `}`
 	if c.Tool != "" {
 		params = `"name":` + strconv.Quote(c.Tool) + `,"arguments":` + args + "," + params
 	}
@@ -511,6 +528,9 @@ func (ep *authEndpoint) call(ctx context.Context, t *testing.T, token string, c 
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
+		if ep.cutOK {
+			return reply{Status: resp.StatusCode, Header: resp.Header, Body: b, ID: id, Cut: err}
+		}
 		t.Fatalf("%s %s: reading the answer: %v", c.Method, c.Tool, err)
 	}
 	r := reply{Status: resp.StatusCode, Header: resp.Header, Body: b, ID: id}

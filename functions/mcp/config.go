@@ -75,6 +75,11 @@ type Config struct {
 	// invocation's deadline (MCP_REQUEST_TIMEOUT; template.yaml: 28s, as
 	// the function's own timeout is a task worker's 15 minutes).
 	RequestTimeout time.Duration
+	// StreamKeepAlive is how long a streamed answer may go without a byte
+	// before an SSE comment is sent (MCP_STREAM_KEEPALIVE, a Go duration
+	// from 1s to 4m; default 60s): the REST door ends a stream idle for 5
+	// minutes.
+	StreamKeepAlive time.Duration
 	// StreamKinds are the gateway event kinds the function is invoked for
 	// as a response stream (MCP_STREAM_EVENTS: rest, function-url): their
 	// notifications stream as they happen (docs/streaming.md).
@@ -108,6 +113,7 @@ const (
 	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
 	envDeadlineMargin = "MCP_DEADLINE_MARGIN"
 	envTaskTTL        = "MCP_TASK_TTL"
+	envKeepAlive      = "MCP_STREAM_KEEPALIVE"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -118,7 +124,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		Addr:     "127.0.0.1:8080",
 		LogLevel: slog.LevelInfo,
 
-		DeadlineMargin: 500 * time.Millisecond,
+		DeadlineMargin:  500 * time.Millisecond,
+		StreamKeepAlive: 60 * time.Second,
 	}
 	if v := getenv(envAddr); v != "" {
 		c.Addr = v
@@ -156,6 +163,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q: want a Go duration between 10ms and 10s, such as 500ms", envDeadlineMargin, v)
 		}
 		c.DeadlineMargin = d
+	}
+	if v := getenv(envKeepAlive); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 4*time.Minute {
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 4m, such as 60s", envKeepAlive, v)
+		}
+		c.StreamKeepAlive = d
 	}
 	if v := getenv(envTaskTTL); v != "" {
 		d, err := time.ParseDuration(v)

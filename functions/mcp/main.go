@@ -106,15 +106,16 @@ func newServerWith(cfg *Config, logger *slog.Logger, ob *observe.Observer, clien
 	}
 	guard := claims.New(store, nil)
 	opts := &stateless.Options{
-		Instructions:   "A note book: add, search, digest and delete notes. Notes belong to the caller.",
-		AllowedOrigins: cfg.AllowedOrigins,
-		Sealer:         sealer,
-		Idempotency:    guard,
-		Redeemer:       guard,
-		ToolSchemas:    toolSchemas,
-		SchemaEngine:   schemaEngine,
-		DeadlineMargin: cfg.DeadlineMargin,
-		Tasks:          taskOpts,
+		Instructions:    "A note book: add, search, digest and delete notes. Notes belong to the caller.",
+		AllowedOrigins:  cfg.AllowedOrigins,
+		Sealer:          sealer,
+		Idempotency:     guard,
+		Redeemer:        guard,
+		ToolSchemas:     toolSchemas,
+		SchemaEngine:    schemaEngine,
+		DeadlineMargin:  cfg.DeadlineMargin,
+		StreamKeepAlive: cfg.StreamKeepAlive,
+		Tasks:           taskOpts,
 	}
 	if ob != nil {
 		opts.Observe = ob.Observe

@@ -25,16 +25,17 @@ func TestLoadConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond {
+	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond ||
+		c.StreamKeepAlive != time.Minute {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(envRuntimeAPI, "127.0.0.1:9001", envLogLevel, "debug", envAllowedOrigins, " https://a.example , http://localhost:3000/ ",
-		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s", envAllowAnonymous, "true", envDeadlineMargin, "250ms"))
+		envStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", envStateTTL, "90s", envAllowAnonymous, "true", envDeadlineMargin, "250ms", envKeepAlive, "2s"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.State.Key) != 32 || c.State.TTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
-		strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
+		c.StreamKeepAlive != 2*time.Second || strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
 		t.Errorf("parsed: %+v", c)
 	}
 	for _, bad := range [][2]string{
@@ -47,6 +48,8 @@ func TestLoadConfig(t *testing.T) {
 		{envDeadlineMargin, "half a second"},
 		{envDeadlineMargin, "0s"},
 		{envDeadlineMargin, "1m"},
+		{envKeepAlive, "500ms"},
+		{envKeepAlive, "5m"},
 		{envAudience, "mcp.example.com/mcp"},
 		{envAuthAudience, "https://mcp.example.com/mcp?x=1"},
 		{envAuthIssuer, "http://issuer.example.com"},

@@ -213,6 +213,9 @@ func serveRequest(s *Server, ctx context.Context, r *Request, o *Outcome, deadli
 	}
 	if live != nil && x.acceptsSSE {
 		x.call.live = live
+		if s.opts.StreamKeepAlive > 0 {
+			live.keepAlive(s.opts.StreamKeepAlive)
+		}
 	}
 	if r.Unidentified {
 		return x.refuse(nil, mcperr.New(mcperr.Unauthorized))

@@ -82,6 +82,16 @@ type Options struct {
 	// cut off and the gateway answers 502). Default 500ms.
 	DeadlineMargin time.Duration
 
+	// StreamKeepAlive is how long a streamed answer ([Server.HandleStream])
+	// to a client that accepts an event stream may go without a byte: at
+	// each such lull an SSE comment is sent, starting the event stream if
+	// nothing had. A gateway ends a silent stream (API Gateway a REST
+	// API's after 5 minutes without a byte, on a regional endpoint), and
+	// a cut connection would leave the client without the in-band answer
+	// the server gives near the deadline. Default 60s; negative sends
+	// none.
+	StreamKeepAlive time.Duration
+
 	// RequestTimeout is the deadline of a request whose context has none
 	// (net/http, locally); a Lambda invocation's context has its own.
 	// Default 30s.
@@ -162,6 +172,9 @@ func NewServer(info Implementation, opts *Options) *Server {
 	}
 	if s.opts.RequestTimeout <= 0 {
 		s.opts.RequestTimeout = 30 * time.Second
+	}
+	if s.opts.StreamKeepAlive == 0 {
+		s.opts.StreamKeepAlive = 60 * time.Second
 	}
 	if s.opts.MaxOverdue <= 0 {
 		s.opts.MaxOverdue = 64

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // Stream receives an answer as it is made: its status and headers once,
@@ -45,6 +46,67 @@ type liveStream struct {
 	started bool
 	done    bool
 	failed  bool
+	wrote   time.Time     // the last write, for keepAlive
+	stop    chan struct{} // closed by finish, when keepAlive runs
+}
+
+// keepAliveComment is what keepAlive writes: an SSE comment, which
+// clients skip.
+var keepAliveComment = []byte(": keep-alive\n\n")
+
+// keepAlive writes keepAliveComment whenever the stream has gone a
+// period of every without a write, starting the event stream if need be,
+// until the answer is written.
+func (l *liveStream) keepAlive(every time.Duration) {
+	l.mu.Lock()
+	l.wrote, l.stop = time.Now(), make(chan struct{})
+	stop := l.stop
+	l.mu.Unlock()
+	go func() {
+		t := time.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			l.mu.Lock()
+			if l.done || l.failed {
+				l.mu.Unlock()
+				return
+			}
+			next := every - time.Since(l.wrote)
+			if next <= 0 {
+				if l.startLocked() {
+					l.writeLocked(keepAliveComment)
+				}
+				next = every
+			}
+			l.mu.Unlock()
+			t.Reset(next)
+		}
+	}()
+}
+
+// startLocked starts the event stream if it has not started, and reports
+// whether it can be written to.
+func (l *liveStream) startLocked() bool {
+	if !l.started {
+		l.started = true
+		if err := l.st.Start(http.StatusOK, eventStreamHeader()); err != nil {
+			l.fail()
+		}
+	}
+	return !l.failed
+}
+
+// writeLocked writes p, recording when.
+func (l *liveStream) writeLocked(p []byte) {
+	if err := l.st.Write(p); err != nil {
+		l.fail()
+	}
+	l.wrote = time.Now()
 }
 
 // eventStreamHeader are the headers of a streamed answer.
@@ -64,15 +126,8 @@ func (l *liveStream) event(msg []byte) bool {
 	if l.failed {
 		return true
 	}
-	if !l.started {
-		l.started = true
-		if err := l.st.Start(http.StatusOK, eventStreamHeader()); err != nil {
-			l.fail()
-			return true
-		}
-	}
-	if err := l.st.Write(appendEvent(nil, msg)); err != nil {
-		l.fail()
+	if l.startLocked() {
+		l.writeLocked(appendEvent(nil, msg))
 	}
 	return true
 }
@@ -86,6 +141,9 @@ func (l *liveStream) finish(resp *Response) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done = true
+	if l.stop != nil {
+		close(l.stop)
+	}
 	if l.failed {
 		return
 	}

@@ -162,3 +162,85 @@ func TestStreamClientGone(t *testing.T) {
 		t.Fatalf("%d runs; retries answered %s and %s", k.runs.Load(), bodies[0], bodies[1])
 	}
 }
+
+// recordingStream is a Stream that records what it is given, and when.
+type recordingStream struct {
+	mu     sync.Mutex
+	status int
+	header http.Header
+	writes []string
+	at     []time.Time
+}
+
+func (r *recordingStream) Start(status int, h http.Header) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.status, r.header = status, h
+	return nil
+}
+
+func (r *recordingStream) Write(p []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.writes, r.at = append(r.writes, string(p)), append(r.at, time.Now())
+	return nil
+}
+
+// TestStreamKeepAlive: a streamed answer that has nothing to send for
+// StreamKeepAlive sends an SSE comment, starting the event stream, so that
+// a gateway that ends silent streams (a REST API's, after 5 minutes) does
+// not cut it; the answer is its last event. A quick answer is JSON, as
+// without the keep-alive; a client that does not accept an event stream
+// gets none; a negative StreamKeepAlive sends none.
+func TestStreamKeepAlive(t *testing.T) {
+	newServer := func(keepAlive time.Duration) *stateless.Server {
+		srv := stateless.NewServer(stateless.Implementation{Name: "quiet", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, StreamKeepAlive: keepAlive})
+		stateless.AddTool(srv, &stateless.Tool{Name: "quiet", Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
+			func(ctx context.Context, req *stateless.ToolRequest, in struct {
+				Ms int `json:"ms"`
+			}) (*stateless.CallToolResult, any, error) {
+				time.Sleep(time.Duration(in.Ms) * time.Millisecond)
+				return text("done"), nil, nil
+			})
+		return srv
+	}
+	call := func(srv *stateless.Server, ms string, accept string) *recordingStream {
+		h := modernHeaders("tools/call", "quiet")
+		if accept != "" {
+			h.Set("Accept", accept)
+		}
+		st := &recordingStream{}
+		srv.HandleStream(context.Background(), &stateless.Request{Method: "POST", Header: h,
+			Body: []byte(req("1", "tools/call", withMeta(`"name":"quiet","arguments":{"ms":`+ms+`}`)))}, st)
+		return st
+	}
+	srv := newServer(40 * time.Millisecond)
+	st := call(srv, "250", "")
+	var comments int
+	for _, w := range st.writes[:len(st.writes)-1] {
+		if w != ": keep-alive\n\n" {
+			t.Fatalf("a write before the answer that is not a keep-alive: %q", w)
+		}
+		comments++
+	}
+	if st.status != 200 || st.header.Get("Content-Type") != "text/event-stream" || comments < 3 ||
+		!strings.Contains(st.writes[len(st.writes)-1], "data: ") || !strings.Contains(st.writes[len(st.writes)-1], `"done"`) {
+		t.Fatalf("status %d %q, %d keep-alives, writes %q", st.status, st.header.Get("Content-Type"), comments, st.writes)
+	}
+	// No comment comes later than the keep-alive after the one before:
+	// the writes are at most a period apart, give or take the scheduler.
+	for i := 1; i < len(st.at); i++ {
+		if gap := st.at[i].Sub(st.at[i-1]); gap > 40*time.Millisecond*5 {
+			t.Errorf("writes %d and %d are %v apart", i-1, i, gap)
+		}
+	}
+	if st := call(srv, "0", ""); len(st.writes) != 1 || st.header.Get("Content-Type") != "application/json" {
+		t.Errorf("a quick answer: %q %q", st.header.Get("Content-Type"), st.writes)
+	}
+	if st := call(srv, "150", "application/json"); len(st.writes) != 1 || st.header.Get("Content-Type") != "application/json" {
+		t.Errorf("a client that takes JSON only: %q %q", st.header.Get("Content-Type"), st.writes)
+	}
+	if st := call(newServer(-1), "150", ""); len(st.writes) != 1 || st.header.Get("Content-Type") != "application/json" {
+		t.Errorf("keep-alive off: %q %q", st.header.Get("Content-Type"), st.writes)
+	}
+}

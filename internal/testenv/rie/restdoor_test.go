@@ -6,8 +6,10 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 // authorizingFunction answers authorizer events with authz (or fails with
@@ -154,5 +156,56 @@ func TestRESTDoorAsTheTemplateDeploysIt(t *testing.T) {
 	plain := &Front{Emulator: fn, Door: RESTAPI, REST: REST{Authorizer: GatewayResponses{}}}
 	if resp := serve(t, plain, "POST", "/v1/mcp", nil, `{}`); resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("default UNAUTHORIZED: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// pacedStream is a function's response stream: a prelude, then each piece
+// after its pause.
+type pacedStream struct {
+	pieces []string
+	pause  time.Duration
+}
+
+func (p *pacedStream) InvokeStream(ctx context.Context, payload []byte) (io.ReadCloser, error) {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.Write([]byte(`{"statusCode":200,"headers":{"Content-Type":"text/event-stream"}}` + "\x00\x00\x00\x00\x00\x00\x00\x00"))
+		for _, piece := range p.pieces {
+			time.Sleep(p.pause)
+			if _, err := pw.Write([]byte(piece)); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	return pr, nil
+}
+
+// TestStreamIdleTimeout: the REST door ends a stream that goes its idle
+// timeout without a byte (5 minutes, scaled down here): the client sees
+// the connection cut; a stream that sends something (a keep-alive
+// comment) more often is delivered whole.
+func TestStreamIdleTimeout(t *testing.T) {
+	if RESTAPI.IdleTimeout() != 5*time.Minute || FunctionURL.IdleTimeout() != 0 {
+		t.Errorf("idle timeouts %v, %v", RESTAPI.IdleTimeout(), FunctionURL.IdleTimeout())
+	}
+	get := func(fn Streamer) (string, error) {
+		hs := httptest.NewServer(&StreamFront{Function: fn, Door: RESTAPI, Idle: 150 * time.Millisecond})
+		defer hs.Close()
+		resp, err := http.Post(hs.URL+"/v1/mcp", "application/json", strings.NewReader(`{}`))
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		return string(b), err
+	}
+	body, err := get(&pacedStream{pieces: []string{": keep-alive\n\n", ": keep-alive\n\n", ": keep-alive\n\n", "data: {}\n\n"}, pause: 50 * time.Millisecond})
+	if err != nil || !strings.HasSuffix(body, "data: {}\n\n") {
+		t.Errorf("a stream kept alive: %q, %v", body, err)
+	}
+	body, err = get(&pacedStream{pieces: []string{": keep-alive\n\n", "data: {}\n\n"}, pause: 400 * time.Millisecond})
+	if err == nil {
+		t.Errorf("a silent stream was not cut: %q", body)
 	}
 }

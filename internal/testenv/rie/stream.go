@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 )
 
 // InvokeStream sends one invocation payload and returns the function's
@@ -69,6 +70,8 @@ type StreamFront struct {
 	// integration: a custom domain, the metadata's mock integrations,
 	// the authorizer.
 	REST REST
+	// Idle, if set, replaces the door's IdleTimeout.
+	Idle time.Duration
 }
 
 // invokeWhole invokes the function and reads its whole answer: an
@@ -113,14 +116,18 @@ func (f *StreamFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer out.Close()
-	f.Door.writeStream(w, out)
+	idle := f.Idle
+	if idle == 0 {
+		idle = f.Door.IdleTimeout()
+	}
+	f.Door.writeStream(w, out, idle)
 }
 
 // WriteStreamResponse writes a function's response stream as the HTTP
 // response, as a function URL in RESPONSE_STREAM mode would (see
 // StreamFront).
 func WriteStreamResponse(w http.ResponseWriter, out io.Reader) {
-	FunctionURL.writeStream(w, out)
+	FunctionURL.writeStream(w, out, FunctionURL.IdleTimeout())
 }
 
 // writeStream writes a response stream as the door would: the status and
@@ -128,7 +135,7 @@ func WriteStreamResponse(w http.ResponseWriter, out io.Reader) {
 // body after the eight NUL bytes, each piece flushed as it comes. An
 // answer without the prelude (a buffered one) is written as the door
 // writes a buffered answer.
-func (d Door) writeStream(w http.ResponseWriter, out io.Reader) {
+func (d Door) writeStream(w http.ResponseWriter, out io.Reader, idle time.Duration) {
 	br := bufio.NewReader(out)
 	head, err := readPrelude(br)
 	if err != nil {
@@ -154,20 +161,75 @@ func (d Door) writeStream(w http.ResponseWriter, out io.Reader) {
 	}
 	w.WriteHeader(prelude.StatusCode)
 	rc := http.NewResponseController(w)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := br.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return // the client went away; the invocation runs on
+	rc.Flush()
+	type piece struct {
+		b   []byte
+		err error
+	}
+	pieces, done := make(chan piece), make(chan struct{})
+	defer close(done)
+	go func() {
+		for {
+			buf := make([]byte, 32<<10)
+			n, err := br.Read(buf)
+			select {
+			case pieces <- piece{buf[:n], err}:
+			case <-done:
+				return
 			}
-			rc.Flush()
+			if err != nil {
+				return
+			}
 		}
-		if err != nil {
-			return
+	}()
+	var idleC <-chan time.Time // nil: no idle timeout
+	var timer *time.Timer
+	if idle > 0 {
+		timer = time.NewTimer(idle)
+		defer timer.Stop()
+		idleC = timer.C
+	}
+	for {
+		select {
+		case p := <-pieces:
+			if !d.passOn(w, rc, p.b, p.err) {
+				return
+			}
+			if timer != nil {
+				timer.Reset(idle)
+			}
+		case <-idleC:
+			// API Gateway ends a stream idle this long: the client sees
+			// the connection cut, not an answer.
+			panic(http.ErrAbortHandler)
 		}
 	}
 }
+
+// passOn writes one piece of a stream and flushes it; false ends the
+// stream (its end, a failure, or a client gone; the invocation runs on).
+func (d Door) passOn(w http.ResponseWriter, rc *http.ResponseController, b []byte, err error) bool {
+	if len(b) > 0 {
+		if _, werr := w.Write(b); werr != nil {
+			return false
+		}
+		rc.Flush()
+	}
+	return err == nil
+}
+
+// IdleTimeout is how long the door lets a response stream go without a
+// byte before it ends it: 5 minutes for a REST API's regional endpoint
+// (API Gateway developer guide, "Stream the integration response for your
+// proxy integrations"); none documented for a function URL.
+func (d Door) IdleTimeout() time.Duration {
+	if d == RESTAPI {
+		return restStreamIdle
+	}
+	return 0
+}
+
+const restStreamIdle = 5 * time.Minute
 
 // readPrelude reads up to the eight NUL bytes that end a prelude; it
 // returns what it read and an error when the answer has none (a buffered
