@@ -326,7 +326,9 @@ func reserveStreamREST(t *testing.T) *authEndpoint { return reserveStream(t, rie
 // reserveStreamBuffering is reserveStreamREST behind a door that delivers
 // every answer whole (the HTTP API's front): a streaming door that does
 // not stream.
-func reserveStreamBuffering(t *testing.T) *authEndpoint { return reserveStream(t, rie.HTTPAPI, true, 0) }
+func reserveStreamBuffering(t *testing.T) *authEndpoint {
+	return reserveStream(t, rie.HTTPAPI, true, 0)
+}
 
 // reserveStreamNoAuthorizer is reserveStreamREST without the authorizer
 // and its gateway responses: the function's own challenges, renamed.
