@@ -1109,7 +1109,7 @@ func TestStreamingDoor(t *testing.T) {
 func TestStreamingDoorOAuth(t *testing.T) {
 	r := raw(t)
 	res := at(t, r, "Resources")
-	for _, name := range []string{"StreamAuthorizer", "StreamAuthorizerPermission", "StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse"} {
+	for _, name := range []string{"StreamAuthorizer", "StreamAuthorizerPermission", "StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse", "StreamAuthorizerFailureResponse"} {
 		want(t, find(res, name, "Condition"), "StreamingMetadata", name+" Condition")
 	}
 	for _, name := range []string{"StreamDomainName", "StreamBasePathMapping"} {
@@ -1131,7 +1131,7 @@ func TestStreamingDoorOAuth(t *testing.T) {
 		t.Error("the base path mapping has a BasePath: the stage must be at the domain's root")
 	}
 	deps := scalars(at(t, res, "StreamDeploymentWithMetadata", "DependsOn"))
-	for _, name := range []string{"StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse"} {
+	for _, name := range []string{"StreamUnauthorizedResponse", "StreamAccessDeniedResponse", "StreamAuthorizerErrorResponse", "StreamAuthorizerFailureResponse"} {
 		if !slices.Contains(deps, name) {
 			t.Errorf("the deployment does not depend on %s: a gateway response takes effect when the API is deployed", name)
 		}
@@ -1139,8 +1139,12 @@ func TestStreamingDoorOAuth(t *testing.T) {
 
 	// Each gateway response is the front's, with the template's values
 	// for the metadata URL and the step-up scopes.
+	if n := len(resourcesOfType(t, r, "AWS::ApiGateway::GatewayResponse")); n != 4 {
+		t.Errorf("%d gateway responses in the template, the front has 4", n)
+	}
 	gw := rie.TemplateGatewayResponses("https://${Host}/.well-known/oauth-protected-resource/mcp", []string{"${Scopes}"})
-	for name, typ := range map[string]string{"StreamUnauthorizedResponse": "UNAUTHORIZED", "StreamAccessDeniedResponse": "ACCESS_DENIED", "StreamAuthorizerErrorResponse": "AUTHORIZER_CONFIGURATION_ERROR"} {
+	for name, typ := range map[string]string{"StreamUnauthorizedResponse": "UNAUTHORIZED", "StreamAccessDeniedResponse": "ACCESS_DENIED", "StreamAuthorizerErrorResponse": "AUTHORIZER_CONFIGURATION_ERROR",
+		"StreamAuthorizerFailureResponse": "AUTHORIZER_FAILURE"} {
 		p := at(t, res, name, "Properties")
 		g := gw[typ]
 		want(t, at(t, p, "ResponseType"), typ, name+" ResponseType")

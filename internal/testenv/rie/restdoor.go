@@ -71,6 +71,10 @@ func TemplateMetadata(resource, issuer string, scopes []string) []byte {
 // test in deploy/ holds the template to these.
 func TemplateGatewayResponses(metadataURL string, stepUpScopes []string) GatewayResponses {
 	const jsonType = "application/json"
+	// Which of the two a failed authorizer function gets is not said:
+	// both answer that a retry can succeed.
+	retry := GatewayResponse{Status: http.StatusServiceUnavailable, Headers: map[string]string{"Retry-After": "1", "Content-Type": jsonType},
+		Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"The token could not be checked: retry","data":{"type":"dependency_failure","retryable":true}}}`}
 	return GatewayResponses{
 		"UNAUTHORIZED": {Status: http.StatusUnauthorized, Headers: map[string]string{
 			"WWW-Authenticate": `Bearer resource_metadata="` + metadataURL + `"`, "Content-Type": jsonType},
@@ -79,9 +83,8 @@ func TemplateGatewayResponses(metadataURL string, stepUpScopes []string) Gateway
 			"WWW-Authenticate": `Bearer error="insufficient_scope", scope="` + strings.Join(stepUpScopes, " ") + `", resource_metadata="` + metadataURL + `"`,
 			"Content-Type":     jsonType},
 			Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Insufficient scope","data":{"type":"insufficient_scope","requiredScopes":"$context.authorizer.requiredScopes"}}}`},
-		"AUTHORIZER_CONFIGURATION_ERROR": {Status: http.StatusServiceUnavailable, Headers: map[string]string{
-			"Retry-After": "1", "Content-Type": jsonType},
-			Body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"The token could not be checked: retry","data":{"type":"dependency_failure","retryable":true}}}`},
+		"AUTHORIZER_CONFIGURATION_ERROR": retry,
+		"AUTHORIZER_FAILURE":             retry,
 	}
 }
 
