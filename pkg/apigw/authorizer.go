@@ -37,9 +37,7 @@ import (
 // an authorizer's cache key could not hold for every method.
 
 // ErrUnauthorized is the failure whose message API Gateway answers 401:
-// the message must be exactly "Unauthorized".
-//
-//lint:ignore ST1005 API Gateway matches this message exactly
+// the message must be exactly "Unauthorized", capital included.
 var ErrUnauthorized = errors.New("Unauthorized")
 
 // authorizerEvent is the part of a REQUEST authorizer's event Authorize
