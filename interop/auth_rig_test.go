@@ -270,26 +270,13 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 	if _, err := os.Stat(riePath); err != nil {
 		t.Fatalf("aws-lambda-rie is not installed (%v); run make tools", err)
 	}
-	fl := &frontLog{}
 	var front atomic.Pointer[rie.Front]
-	ts := httptest.NewUnstartedServer(fl.record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := front.Load()
-		if f == nil {
-			http.Error(w, "front: the function has not started", http.StatusServiceUnavailable)
-			return
+	ep := tlsFront(t, func() http.Handler {
+		if f := front.Load(); f != nil {
+			return f
 		}
-		f.ServeHTTP(w, r)
-	})))
-	ts.Config.ReadHeaderTimeout = 10 * time.Second
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	client := ts.Client()
-	client.Timeout = testTimeout
-	ca := filepath.Join(t.TempDir(), "front.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ep := &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
+		return nil
+	})
 	ep.start = func(env ...string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -342,26 +329,13 @@ func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint {
 func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Duration) *authEndpoint {
 	t.Helper()
 	bin := functionBinary(t)
-	fl := &frontLog{}
 	var front atomic.Pointer[rie.StreamFront]
-	ts := httptest.NewUnstartedServer(fl.record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := front.Load()
-		if f == nil {
-			http.Error(w, "front: the function has not started", http.StatusServiceUnavailable)
-			return
+	ep := tlsFront(t, func() http.Handler {
+		if f := front.Load(); f != nil {
+			return f
 		}
-		f.ServeHTTP(w, r)
-	})))
-	ts.Config.ReadHeaderTimeout = 10 * time.Second
-	ts.StartTLS()
-	t.Cleanup(ts.Close)
-	client := ts.Client()
-	client.Timeout = testTimeout
-	ca := filepath.Join(t.TempDir(), "front.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ep := &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
+		return nil
+	})
 	ep.start = func(env ...string) {
 		t.Helper()
 		issuer, scopes := "", []string{scopeRead, scopeWrite}
@@ -395,6 +369,33 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 		front.Store(f)
 	}
 	return ep
+}
+
+// tlsFront starts a TLS server on loopback, as API Gateway serves a door,
+// that records each request (frontLog) and passes it to the handler
+// current returns: 503 until the function behind it has started (nil).
+// The endpoint's start is left to the caller.
+func tlsFront(t *testing.T, current func() http.Handler) *authEndpoint {
+	t.Helper()
+	fl := &frontLog{}
+	ts := httptest.NewUnstartedServer(fl.record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := current()
+		if h == nil {
+			http.Error(w, "front: the function has not started", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})))
+	ts.Config.ReadHeaderTimeout = 10 * time.Second
+	ts.StartTLS()
+	t.Cleanup(ts.Close)
+	client := ts.Client()
+	client.Timeout = testTimeout
+	ca := filepath.Join(t.TempDir(), "front.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
 }
 
 // frontLog records what reached the front: the API Gateway side of a

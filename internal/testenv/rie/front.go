@@ -260,8 +260,10 @@ func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 // the function (the template's StreamMcpResource).
 const restResource = "/mcp"
 
-// v1Event is a REST API's Lambda proxy event (payload format 1.0).
-type v1Event struct {
+// v1Request is what a REST API tells the function of a request, in a
+// Lambda proxy event (payload format 1.0) and in a Lambda REQUEST
+// authorizer's event alike.
+type v1Request struct {
 	Resource                        string              `json:"resource"`
 	Path                            string              `json:"path"`
 	HTTPMethod                      string              `json:"httpMethod"`
@@ -270,8 +272,34 @@ type v1Event struct {
 	QueryStringParameters           map[string]string   `json:"queryStringParameters"`
 	MultiValueQueryStringParameters map[string][]string `json:"multiValueQueryStringParameters"`
 	RequestContext                  v1Context           `json:"requestContext"`
-	Body                            *string             `json:"body"`
-	IsBase64Encoded                 bool                `json:"isBase64Encoded"`
+}
+
+// newV1Request describes r, whose resource path is path, as API Gateway
+// does: each header's last value in headers and all of them in
+// multiValueHeaders, the query likewise, the stage in the request
+// context with the path as sent.
+func newV1Request(r *http.Request, path string, o EventOptions) v1Request {
+	v := v1Request{Resource: path, Path: path, HTTPMethod: r.Method, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}}
+	for k, vs := range r.Header {
+		v.Headers[k], v.MultiValueHeaders[k] = vs[len(vs)-1], vs
+	}
+	v.Headers["Host"], v.MultiValueHeaders["Host"] = r.Host, []string{r.Host}
+	if q := r.URL.Query(); len(q) > 0 {
+		v.QueryStringParameters, v.MultiValueQueryStringParameters = map[string]string{}, q
+		for k, vs := range q {
+			v.QueryStringParameters[k] = vs[len(vs)-1]
+		}
+	}
+	v.RequestContext = v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage,
+		DomainName: o.domainName(r), RequestID: o.requestID(), Identity: map[string]string{"sourceIp": "127.0.0.1"}}
+	return v
+}
+
+// v1Event is a REST API's Lambda proxy event (payload format 1.0).
+type v1Event struct {
+	v1Request
+	Body            *string `json:"body"`
+	IsBase64Encoded bool    `json:"isBase64Encoded"`
 }
 
 type v1Context struct {
@@ -291,21 +319,7 @@ type v1Context struct {
 // with the path as sent, each header's last value in headers and all of
 // them in multiValueHeaders.
 func NewRESTEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
-	path := strings.TrimPrefix(r.URL.Path, "/"+RESTStage)
-	ev := v1Event{Resource: path, Path: path, HTTPMethod: r.Method, Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}}
-	for k, vs := range r.Header {
-		ev.Headers[k] = vs[len(vs)-1]
-		ev.MultiValueHeaders[k] = vs
-	}
-	ev.Headers["Host"], ev.MultiValueHeaders["Host"] = r.Host, []string{r.Host}
-	if q := r.URL.Query(); len(q) > 0 {
-		ev.QueryStringParameters, ev.MultiValueQueryStringParameters = map[string]string{}, q
-		for k, vs := range q {
-			ev.QueryStringParameters[k] = vs[len(vs)-1]
-		}
-	}
-	ev.RequestContext = v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage,
-		DomainName: o.domainName(r), RequestID: o.requestID(), Identity: map[string]string{"sourceIp": "127.0.0.1"}}
+	ev := v1Event{v1Request: newV1Request(r, strings.TrimPrefix(r.URL.Path, "/"+RESTStage), o)}
 	if o.Principal != "" {
 		ev.RequestContext.Authorizer = map[string]string{"principalId": o.Principal}
 	}

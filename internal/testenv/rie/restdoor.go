@@ -140,15 +140,9 @@ func (g GatewayResponses) write(w http.ResponseWriter, typ string, facts map[str
 // Gateway developer guide, "Input to an API Gateway Lambda authorizer"):
 // the request's headers and no body.
 type authorizerEvent struct {
-	Type                  string              `json:"type"`
-	MethodArn             string              `json:"methodArn"`
-	Resource              string              `json:"resource"`
-	Path                  string              `json:"path"`
-	HTTPMethod            string              `json:"httpMethod"`
-	Headers               map[string]string   `json:"headers"`
-	MultiValueHeaders     map[string][]string `json:"multiValueHeaders"`
-	QueryStringParameters map[string]string   `json:"queryStringParameters"`
-	RequestContext        v1Context           `json:"requestContext"`
+	Type      string `json:"type"`
+	MethodArn string `json:"methodArn"`
+	v1Request
 }
 
 // authorizerAnswer is an authorizer's output, or a failed invocation's
@@ -183,14 +177,8 @@ func (rest REST) authorize(ctx context.Context, w http.ResponseWriter, r *http.R
 		rest.Authorizer.write(w, "UNAUTHORIZED", nil)
 		return "", false
 	}
-	ev := authorizerEvent{Type: "REQUEST", MethodArn: restMethodArn(r.Method), Resource: path, Path: path, HTTPMethod: r.Method,
-		Headers: map[string]string{}, MultiValueHeaders: map[string][]string{}, QueryStringParameters: map[string]string{},
-		RequestContext: v1Context{ResourcePath: path, HTTPMethod: r.Method, Path: r.URL.Path, Stage: RESTStage, DomainName: r.Host,
-			RequestID: "front-authorizer", Identity: map[string]string{"sourceIp": "127.0.0.1"}}}
-	for k, vs := range r.Header {
-		ev.Headers[k], ev.MultiValueHeaders[k] = vs[len(vs)-1], vs
-	}
-	ev.Headers["Host"], ev.MultiValueHeaders["Host"] = r.Host, []string{r.Host}
+	ev := authorizerEvent{Type: "REQUEST", MethodArn: restMethodArn(r.Method),
+		v1Request: newV1Request(r, path, EventOptions{RequestID: "front-authorizer"})}
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
