@@ -270,13 +270,7 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 	if _, err := os.Stat(riePath); err != nil {
 		t.Fatalf("aws-lambda-rie is not installed (%v); run make tools", err)
 	}
-	var front atomic.Pointer[rie.Front]
-	ep := tlsFront(t, func() http.Handler {
-		if f := front.Load(); f != nil {
-			return f
-		}
-		return nil
-	})
+	ep, setFront := tlsFront(t)
 	ep.start = func(env ...string) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -286,13 +280,13 @@ func reserveLambdaWith(t *testing.T, params rie.ResponseParameters) *authEndpoin
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			front.Store(nil)
+			setFront(nil)
 			e.Stop()
 			if t.Failed() {
 				t.Logf("emulator and function output (the end):\n%s", tail(ep.log.String()))
 			}
 		})
-		front.Store(&rie.Front{Emulator: e, Parameters: params})
+		setFront(&rie.Front{Emulator: e, Parameters: params})
 	}
 	return ep
 }
@@ -329,13 +323,7 @@ func reserveStreamNoAuthorizer(t *testing.T) *authEndpoint {
 func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Duration) *authEndpoint {
 	t.Helper()
 	bin := functionBinary(t)
-	var front atomic.Pointer[rie.StreamFront]
-	ep := tlsFront(t, func() http.Handler {
-		if f := front.Load(); f != nil {
-			return f
-		}
-		return nil
-	})
+	ep, setFront := tlsFront(t)
 	ep.start = func(env ...string) {
 		t.Helper()
 		issuer, scopes := "", []string{scopeRead, scopeWrite}
@@ -353,7 +341,7 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			front.Store(nil)
+			setFront(nil)
 			rt.Stop()
 			if t.Failed() {
 				t.Logf("function output (the end):\n%s", tail(rt.Log()))
@@ -366,25 +354,33 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 				f.REST.Authorizer = rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite})
 			}
 		}
-		front.Store(f)
+		setFront(f)
 	}
 	return ep
 }
 
 // tlsFront starts a TLS server on loopback, as API Gateway serves a door,
-// that records each request (frontLog) and passes it to the handler
-// current returns: 503 until the function behind it has started (nil).
-// The endpoint's start is left to the caller.
-func tlsFront(t *testing.T, current func() http.Handler) *authEndpoint {
+// that records each request (frontLog) and passes it to the front set
+// with set: 503 while none is (before the function behind it started, or
+// after it stopped). The endpoint's start is left to the caller.
+func tlsFront(t *testing.T) (ep *authEndpoint, set func(http.Handler)) {
 	t.Helper()
+	var front atomic.Pointer[http.Handler]
+	set = func(h http.Handler) {
+		if h == nil {
+			front.Store(nil)
+			return
+		}
+		front.Store(&h)
+	}
 	fl := &frontLog{}
 	ts := httptest.NewUnstartedServer(fl.record(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h := current()
+		h := front.Load()
 		if h == nil {
 			http.Error(w, "front: the function has not started", http.StatusServiceUnavailable)
 			return
 		}
-		h.ServeHTTP(w, r)
+		(*h).ServeHTTP(w, r)
 	})))
 	ts.Config.ReadHeaderTimeout = 10 * time.Second
 	ts.StartTLS()
@@ -395,7 +391,7 @@ func tlsFront(t *testing.T, current func() http.Handler) *authEndpoint {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}
+	return &authEndpoint{URL: ts.URL + "/mcp", Origin: ts.URL, Client: client, Front: fl, CAFile: ca, pinAudience: true, log: &syncbuf.Buffer{}}, set
 }
 
 // frontLog records what reached the front: the API Gateway side of a
