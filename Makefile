@@ -182,6 +182,7 @@ browser: chromium $(RIE)
 ## [STREAM_URL=<StreamingUrl> [STREAM_TOKEN=...]] [ORIGIN=<allowed origin>]
 ## [KEYED_TOOL=<tool> KEYED_ARGS=<JSON>] [PROGRESS_TOOL=<tool> PROGRESS_ARGS=<JSON>
 ## [PROGRESS_GAP=<how long it runs on after its first report, e.g. 2s>]]
+## [CONFORMANCE_URL=<ConformanceUrl>: the official suite's required scenarios]
 ## (your tools in place of the demo's notes_add and notes_digest);
 ## one verdict line per check, non-zero exit on any failure. make test runs
 ## it against the emulated stack (interop's TestSmoke). The tokens reach it
@@ -189,11 +190,11 @@ browser: chromium $(RIE)
 .PHONY: smoke
 smoke: export TOKEN := $(TOKEN)
 smoke: export STREAM_TOKEN := $(STREAM_TOKEN)
-smoke:
+smoke: $(if $(CONFORMANCE_URL),tools/node_modules/.installed)
 	@test -n "$(URL)" || { echo "usage: make smoke URL=https://<api>/mcp [TOKEN=...] [STREAM_URL=...] [STREAM_TOKEN=...] [ORIGIN=...]"; exit 2; }
 	@$(GO) run ./internal/testenv/smoke/cmd -url '$(URL)' $(if $(STREAM_URL),-stream-url '$(STREAM_URL)') $(if $(ORIGIN),-origin '$(ORIGIN)') \
 		$(if $(KEYED_TOOL),-keyed-tool '$(KEYED_TOOL)' -keyed-args '$(KEYED_ARGS)') $(if $(PROGRESS_TOOL),-progress-tool '$(PROGRESS_TOOL)' -progress-args '$(PROGRESS_ARGS)') \
-		$(if $(PROGRESS_GAP),-progress-gap '$(PROGRESS_GAP)')
+		$(if $(PROGRESS_GAP),-progress-gap '$(PROGRESS_GAP)') $(if $(CONFORMANCE_URL),-conformance-url '$(CONFORMANCE_URL)')
 
 ## auth: the authorization tests alone: a real authorization server
 ## (oauth2-mock-server on tools/' Node 22), the endpoint local and under the

@@ -26,6 +26,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/smoke"
 )
 
 func main() {
@@ -194,13 +195,30 @@ func run(tools, riePath, out string) error {
 	} else {
 		fmt.Println("inspector: ok: tools/call")
 	}
+	// make smoke's conformance check, as a user runs it against a
+	// deployed fixture: it passes through the Lambda path, and fails,
+	// naming the scenarios, against an endpoint that is not the fixture.
+	fmt.Printf("\n=== make smoke's conformance check, through the Lambda path and against an endpoint that is not the fixture ===\n")
+	if v := smoke.Conformance(ctx, smoke.Config{ConformanceURL: lambdaURL, Tools: tools}, os.Stdout); v.Result != "PASS" {
+		failed = append(failed, "make smoke's conformance check through the Lambda path: "+v.String())
+	}
+	notFixture := &http.Server{Handler: http.NotFoundHandler(), ReadHeaderTimeout: 10 * time.Second}
+	nfLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go notFixture.Serve(nfLn)
+	defer notFixture.Close()
+	if v := smoke.Conformance(ctx, smoke.Config{ConformanceURL: "http://" + nfLn.Addr().String() + "/mcp", Tools: tools}, os.Stdout); v.Result != "FAIL" || v.Check != "conformance" {
+		failed = append(failed, "make smoke's conformance check against a 404 endpoint: "+v.String())
+	}
 	if len(failed) > 0 {
 		if log := e.Log(); log != "" {
 			fmt.Fprintf(os.Stderr, "\n=== emulator and function output (last 4 KB) ===\n%s\n", log[max(0, len(log)-4096):])
 		}
 		return errors.New("failing runs:\n  " + strings.Join(failed, "\n  "))
 	}
-	fmt.Println("\nconformance: all five suite runs and the Node clients passed")
+	fmt.Println("\nconformance: all five suite runs, the Node clients and make smoke's conformance check passed")
 	return nil
 }
 

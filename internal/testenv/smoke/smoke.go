@@ -52,6 +52,12 @@ type Config struct {
 	// progress event must arrive at least half of it before the result,
 	// or the door delivered the stream whole. Default 1 s.
 	ProgressGap time.Duration
+	// ConformanceURL, if set, is the conformance fixture's endpoint (the
+	// ConformanceUrl output of ConformanceFixture=true): the official
+	// suite's server scenarios that 2026-07-28 requires are run against
+	// it, but those that need a loopback URL. Tools is the directory of
+	// the npm test tools that hold the suite (default "tools").
+	ConformanceURL, Tools string
 	// Client makes the requests; nil is a client with a 60-second
 	// timeout.
 	Client *http.Client
@@ -93,7 +99,16 @@ func Run(ctx context.Context, c Config, w io.Writer) []Verdict {
 	r.streamDiscovery(ctx)
 	r.streaming(ctx)
 	r.preflight(ctx)
+	r.conformance(ctx)
 	return r.verdicts
+}
+
+// Conformance runs the conformance check alone (c.ConformanceURL and
+// c.Tools), writes its verdict to w and returns it.
+func Conformance(ctx context.Context, c Config, w io.Writer) Verdict {
+	r := &run{c: c, w: w}
+	r.conformance(ctx)
+	return r.verdicts[0]
 }
 
 // Failed counts the failed verdicts.

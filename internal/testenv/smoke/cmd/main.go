@@ -18,6 +18,8 @@ func main() {
 	var c smoke.Config
 	flag.StringVar(&c.URL, "url", "", "the endpoint's URL (the stack's EndpointUrl output)")
 	flag.StringVar(&c.StreamURL, "stream-url", "", "the streaming door's URL (StreamingUrl), if deployed")
+	flag.StringVar(&c.ConformanceURL, "conformance-url", "", "the conformance fixture's URL (ConformanceUrl), if deployed: the suite's required scenarios are run against it")
+	flag.StringVar(&c.Tools, "tools", "tools", "the directory of the npm test tools (make tools installs them)")
 	flag.StringVar(&c.Origin, "origin", "", "a browser origin the stack allows (AllowedOrigins), to check the CORS preflight")
 	flag.StringVar(&c.KeyedTool, "keyed-tool", "", `the tool called twice with one idempotency key (default "notes_add")`)
 	flag.StringVar(&c.KeyedArgs, "keyed-args", "", "its arguments, JSON")
