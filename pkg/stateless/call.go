@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Call carries what every handler may know about the request it serves:
@@ -39,14 +40,44 @@ type Call struct {
 // Capabilities returns the client capabilities declared on this request.
 func (c *Call) Capabilities() *ClientCapabilities {
 	if c.caps == nil {
-		c.caps = &ClientCapabilities{}
-		if len(c.capsRaw) > 0 {
-			// Shape was checked when the request was read: an object. A
-			// member of the wrong type leaves that member undeclared.
-			_ = json.Unmarshal(c.capsRaw, c.caps)
-		}
+		c.caps = decodeCapabilities(c.capsRaw)
 	}
 	return c.caps
+}
+
+// decodeCapabilities reads a clientCapabilities object (its shape was
+// checked when the request was read). Member names match exactly, as
+// everywhere in the protocol: {"ELICITATION":{}} declares nothing. A
+// capability is declared by an object; a member of another type leaves
+// that capability undeclared and the others as they are. An object with a
+// name twice is ambiguous: it declares nothing.
+func decodeCapabilities(raw json.RawMessage) *ClientCapabilities {
+	caps := &ClientCapabilities{}
+	var members map[string]jsontext.Value
+	if len(raw) == 0 || jsonv2.Unmarshal(raw, &members) != nil {
+		return caps
+	}
+	for name, v := range members {
+		if v.Kind() != '{' {
+			continue
+		}
+		switch name {
+		case "roots":
+			caps.Roots = json.RawMessage(v)
+		case "sampling":
+			caps.Sampling = json.RawMessage(v)
+		case "elicitation":
+			var e ElicitationCapability
+			if jsonv2.Unmarshal(v, &e) == nil {
+				caps.Elicitation = &e
+			}
+		case "extensions":
+			_ = jsonv2.Unmarshal(v, &caps.Extensions)
+		case "experimental":
+			_ = jsonv2.Unmarshal(v, &caps.Experimental)
+		}
+	}
+	return caps
 }
 
 // State returns the state this handler sealed in the previous round, and
