@@ -530,7 +530,7 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 		}
 		// A gateway event whose body cannot be read is the client's
 		// fault: answer it as a malformed body.
-		return Encode(r.Kind, h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
+		return Encode(r.Kind, h.reject(ctx, r, err))
 	}
 	ctx = withRequest(ctx, r)
 	if resource, ok := metadataRequest(r); ok {
@@ -543,6 +543,16 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 		r.Endpoint = h.Endpoint
 	}
 	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
+}
+
+// reject answers an event whose body cannot be read as a malformed body,
+// reported as every answer is.
+func (h *Handler) reject(ctx context.Context, r *Request, err error) *stateless.Response {
+	req := r.Request
+	if req == nil {
+		req = &stateless.Request{}
+	}
+	return h.Server.Reject(withRequest(ctx, r), req, mcperr.Wrap(mcperr.ParseError, err))
 }
 
 // InvokeStream answers an event as Invoke does, onto st: a protocol
@@ -563,7 +573,7 @@ func (h *Handler) RespondStream(ctx context.Context, r *Request, err error, st s
 		if errors.Is(err, ErrNotHTTP) || r == nil {
 			return err
 		}
-		writeWhole(st, h.Server.Refusal(mcperr.Wrap(mcperr.ParseError, err)))
+		writeWhole(st, h.reject(ctx, r, err))
 		return nil
 	}
 	ctx = withRequest(ctx, r)

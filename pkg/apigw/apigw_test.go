@@ -61,9 +61,18 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 }
 
 func TestInvoke(t *testing.T) {
-	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})}
+	var reported []string
+	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Observe: func(ctx context.Context, o *stateless.Outcome) { reported = append(reported, o.Kind+" "+RequestID(ctx)) }})}
+	defer func() {
+		// Both refusals of an unreadable body went through the server's
+		// one exit, with the gateway's request id.
+		if len(reported) < 2 || reported[0] != "parse_error r-64" || reported[1] != "parse_error " {
+			t.Errorf("reported %q", reported)
+		}
+	}()
 	// A body marked base64 that is not: a parse error, not a failed invocation.
-	out, err := h.Invoke(context.Background(), []byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"!!"}`))
+	out, err := h.Invoke(context.Background(), []byte(`{"version":"2.0","requestContext":{"requestId":"r-64","http":{"method":"POST"}},"isBase64Encoded":true,"body":"!!"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -594,5 +595,32 @@ func TestSingleUseState(t *testing.T) {
 	})
 	if r := call(t, s2, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); decodeRPC(t, r.Body).Error == nil || decodeRPC(t, r.Body).Error.Code != -32603 {
 		t.Errorf("no redeemer: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestTransportRefusalsReported: a body over the limit over net/http is
+// refused through the same exit as every answer: its outcome reaches
+// Options.Observe and its refusal the log.
+func TestTransportRefusalsReported(t *testing.T) {
+	var got []*stateless.Outcome
+	var logged bytes.Buffer
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
+		SchemaEngine: toolschema.Engine{}, MaxBodyBytes: 64,
+		Logger:  slog.New(slog.NewJSONHandler(&logged, nil)),
+		Observe: func(ctx context.Context, o *stateless.Outcome) { got = append(got, o) }})
+	ts := httptest.NewServer(&stateless.HTTPHandler{Server: srv})
+	defer ts.Close()
+	rq, _ := http.NewRequest("POST", ts.URL, strings.NewReader(req("1", "tools/list", withMeta(`"x":"`+strings.Repeat("y", 200)+`"`))))
+	rq.Header = modernHeaders("tools/list", "")
+	resp, err := ts.Client().Do(rq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 || len(got) != 1 || got[0].Status != 413 || got[0].Kind != "body_too_large" {
+		t.Fatalf("status %d, outcomes %+v", resp.StatusCode, got)
+	}
+	if !strings.Contains(logged.String(), `"mcp request refused"`) || !strings.Contains(logged.String(), `"body_too_large"`) {
+		t.Errorf("log: %s", logged.String())
 	}
 }

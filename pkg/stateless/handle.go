@@ -81,6 +81,26 @@ func handleRequest(s *Server, ctx context.Context, r *Request, live *liveStream)
 	return resp
 }
 
+// Reject answers a request its transport could not hand over whole (a
+// body over the limit, a body the gateway's encoding garbled) with e,
+// through the same exit as every other answer: CORS, the log line of a
+// refusal and Options.Observe, so that no refusal goes unreported. r
+// carries what the transport read (its method, headers and host).
+func (s *Server) Reject(ctx context.Context, r *Request, e *mcperr.Error) *Response {
+	start := time.Now()
+	o := &Outcome{}
+	if s.opts.Observe != nil {
+		ctx = context.WithValue(ctx, outcomeKey{}, o)
+		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
+	}
+	resp := (&exchange{s: s, r: r, o: o}).refuse(nil, e)
+	allowCORS(s, r, resp)
+	o.Status = resp.Status
+	o.Duration = time.Since(start)
+	report(s, ctx, o)
+	return resp
+}
+
 // report logs a request that was refused or failed, and hands its outcome
 // to Options.Observe.
 func report(s *Server, ctx context.Context, o *Outcome) {

@@ -37,9 +37,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !errors.As(err, &tooBig) {
 				e = mcperr.Wrap(mcperr.InvalidRequest, err)
 			}
-			resp := (&exchange{s: s, o: &Outcome{}}).refuse(nil, e)
-			allowCORS(s, req, resp)
-			writeResponse(w, resp)
+			writeResponse(w, s.Reject(r.Context(), req, e))
 			return
 		}
 		req.Body = body
