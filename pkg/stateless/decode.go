@@ -137,8 +137,10 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 }
 
 // validID reports whether raw is a JSON-RPC id this server echoes: a
-// string or a number. The bytes are echoed exactly as sent, so numbers
-// beyond 2^53 and fractional numbers come back unchanged.
+// string or an integer, as the schema's RequestId says, written as one
+// (-?(0|[1-9][0-9]*), but not -0): 1.5, 1e2 and -0 are refused, so that
+// an id means one value to every peer. The bytes are echoed exactly as
+// sent, so integers beyond 2^53 come back unchanged.
 func validID(raw []byte) bool {
 	if len(raw) == 0 {
 		return false
@@ -147,6 +149,18 @@ func validID(raw []byte) bool {
 	case c == '"':
 		return utf8.Valid(raw)
 	case c == '-' || c >= '0' && c <= '9':
+		digits := raw
+		if c == '-' {
+			digits = raw[1:]
+		}
+		if len(digits) == 0 || digits[0] == '0' && (len(digits) > 1 || c == '-') {
+			return false
+		}
+		for _, d := range digits {
+			if d < '0' || d > '9' {
+				return false
+			}
+		}
 		return true
 	}
 	return false

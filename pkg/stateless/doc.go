@@ -40,7 +40,7 @@
 //
 //  1. Transport: POST only (405 with Allow: POST); Origin checked against
 //     the allow-list, loopback origins allowed on a loopback host, no
-//     Origin allowed (403); Content-Type application/json (415); an
+//     Origin allowed (403); one Content-Type, application/json (415); an
 //     Accept that admits JSON (406); the body size limit (413). A CORS
 //     preflight (OPTIONS with Access-Control-Request-Method) is answered
 //     204 for an allowed origin, 403 otherwise, and every answer to an
@@ -50,7 +50,9 @@
 //     another, unknown member), and a name repeated in an object, invalid
 //     UTF-8 or a lone surrogate anywhere make the body unparsable, as
 //     I-JSON has it. Unparsable JSON is -32700; batches, responses and
-//     malformed envelopes are -32600, all with HTTP 400 and a JSON-RPC
+//     malformed envelopes (an id that is neither a string nor an integer
+//     written as one, such as 1.5, 1e2 or -0, among them) are -32600,
+//     all with HTTP 400 and a JSON-RPC
 //     error body. A notification is answered 202 with no body. Each
 //     method's params are decoded into its own type (the method table), so
 //     a member named like another method's parameter is unknown, and

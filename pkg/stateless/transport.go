@@ -18,6 +18,11 @@ func (x *exchange) transportChecks() *mcperr.Error {
 	if !originAllowed(x.s, r.Header.Get("Origin"), r.Host) {
 		return mcperr.New(mcperr.ForbiddenOrigin)
 	}
+	cts := r.Header.Values("Content-Type")
+	if len(cts) > 1 {
+		// Which one describes the body? Neither is taken.
+		return mcperr.New(mcperr.UnsupportedMediaType)
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another
 		// charset would be read as what it is not.

@@ -55,6 +55,8 @@ func TestWire(t *testing.T) {
 			edit: func(h http.Header) { h.Set("Content-Type", "text/plain") }, status: 415, code: -32600},
 		{name: "missing content type is 415", method: "server/discover", body: discover,
 			edit: func(h http.Header) { h.Del("Content-Type") }, status: 415, code: -32600},
+		{name: "a repeated content type is 415, even the same one", method: "server/discover", body: discover,
+			edit: func(h http.Header) { h["Content-Type"] = []string{"application/json", "application/json"} }, status: 415, code: -32600},
 		{name: "content type with charset", method: "server/discover", body: discover,
 			edit: func(h http.Header) { h.Set("Content-Type", "application/json; charset=utf-8") }, status: 200, id: "1"},
 		{name: "accept without json is 406", method: "server/discover", body: discover,
@@ -104,8 +106,13 @@ func TestWire(t *testing.T) {
 		// Ids come back exactly as sent.
 		{name: "string id", method: "server/discover", body: req(`"abc\u00e9"`, "server/discover", withMeta("")), status: 200, id: `"abc\u00e9"`},
 		{name: "id beyond 2^53", method: "server/discover", body: req("9007199254740993123", "server/discover", withMeta("")), status: 200, id: "9007199254740993123"},
-		{name: "fractional id", method: "server/discover", body: req("1.50", "server/discover", withMeta("")), status: 200, id: "1.50"},
-		{name: "negative id", method: "server/discover", body: req("-0", "server/discover", withMeta("")), status: 200, id: "-0"},
+		{name: "negative id", method: "server/discover", body: req("-7", "server/discover", withMeta("")), status: 200, id: "-7"},
+		// The schema's RequestId is a string or an integer, written as one.
+		{name: "fractional id", method: "server/discover", body: req("1.50", "server/discover", withMeta("")), status: 400, code: -32600},
+		{name: "integer-valued fraction as id", method: "server/discover", body: req("1.0", "server/discover", withMeta("")), status: 400, code: -32600},
+		{name: "exponent id", method: "server/discover", body: req("1e2", "server/discover", withMeta("")), status: 400, code: -32600},
+		{name: "minus zero id", method: "server/discover", body: req("-0", "server/discover", withMeta("")), status: 400, code: -32600},
+		{name: "leading zero id", method: "server/discover", body: req("07", "server/discover", withMeta("")), status: 400, code: -32700},
 		{name: "id on an error", method: "server/discover", body: req("9007199254740993", "server/discover", `{}`), status: 400, code: -32602, id: "9007199254740993"},
 
 		// _meta.
