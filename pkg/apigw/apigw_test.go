@@ -63,7 +63,9 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 func TestInvoke(t *testing.T) {
 	var reported []string
 	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Observe: func(ctx context.Context, o *stateless.Outcome) { reported = append(reported, o.Kind+" "+RequestID(ctx)) }})}
+		Observe: func(ctx context.Context, o *stateless.Outcome) {
+			reported = append(reported, o.Kind+" "+RequestID(ctx))
+		}})}
 	defer func() {
 		// Both refusals of an unreadable body went through the server's
 		// one exit, with the gateway's request id.
