@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
-	"github.com/serverless-mcp/mcp-lambda/internal/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -85,10 +85,10 @@ func newTasks(ctx context.Context, getenv func(string) string) (*stateless.TaskO
 }
 
 // newSealer reads the state configuration as the demo does
-// (internal/fnconfig); the fixture binds every state to MCP_AUDIENCE when
+// (pkg/endpoint); the fixture binds every state to MCP_AUDIENCE when
 // set.
 func newSealer(ctx context.Context, getenv func(string) string) (reqstate.Sealer, error) {
-	st, err := fnconfig.LoadState(getenv)
+	st, err := endpoint.LoadState(getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +96,7 @@ func newSealer(ctx context.Context, getenv func(string) string) (reqstate.Sealer
 	if st.KMSKey != "" {
 		cfg, err := config.LoadDefaultConfig(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("%s is set but the AWS configuration does not load: %w", fnconfig.EnvStateKMSKey, err)
+			return nil, fmt.Errorf("%s is set but the AWS configuration does not load: %w", endpoint.EnvStateKMSKey, err)
 		}
 		client = kms.NewFromConfig(cfg)
 	}

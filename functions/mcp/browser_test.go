@@ -23,6 +23,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -79,7 +80,7 @@ func TestBrowserCORSLambda(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	e, err := rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bootstrap,
-		Env: []string{envAllowedOrigins + "=" + rig.appOrigin, envLogLevel + "=error", envAllowAnonymous + "=true"}})
+		Env: []string{endpoint.EnvAllowedOrigins + "=" + rig.appOrigin, endpoint.EnvLogLevel + "=error", endpoint.EnvAllowAnonymous + "=true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -72,7 +73,7 @@ func structured(r map[string]any) map[string]any {
 }
 
 func newDemoServer(t *testing.T) *stateless.Server {
-	cfg, err := LoadConfig(func(string) string { return "" })
+	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/eventcheck"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 )
 
 var update = flag.Bool("update", false, "rewrite the events' expected responses (TestEvents) or the generated tool schemas (TestToolSchemas)")
@@ -42,10 +43,10 @@ func before(event string) string { return eventcheck.Predecessor(event) }
 // testEnv is the configuration the sample events are answered under: a
 // fixed state key, so that every run and every process agree.
 var testEnv = map[string]string{
-	envStateKey: "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=",
+	endpoint.EnvStateKey: "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=",
 	// The sample events are anonymous: no issuer to validate tokens.
-	envAllowAnonymous: "true",
-	envLogLevel:       "error",
+	endpoint.EnvAllowAnonymous: "true",
+	endpoint.EnvLogLevel:       "error",
 }
 
 // TestEventsInProcess feeds every sample event through the Lambda handler
@@ -54,7 +55,7 @@ var testEnv = map[string]string{
 func TestEventsInProcess(t *testing.T) {
 	for _, ev := range sampleEvents(t) {
 		t.Run(filepath.Base(ev), func(t *testing.T) {
-			cfg, err := LoadConfig(func(k string) string { return testEnv[k] })
+			cfg, err := endpoint.LoadConfig(func(k string) string { return testEnv[k] })
 			if err != nil {
 				t.Fatal(err)
 			}

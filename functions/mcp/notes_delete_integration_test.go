@@ -17,6 +17,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/ddbfault"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -27,14 +28,14 @@ import (
 func faultyDemo(t *testing.T) (*stateless.Server, *ddbfault.Faults) {
 	t.Helper()
 	local := localDynamoDB(t)
-	cfg, err := LoadConfig(func(k string) string {
-		return map[string]string{envAllowAnonymous: "true", envClaimsTable: notesTable}[k]
+	cfg, err := endpoint.LoadConfig(func(k string) string {
+		return map[string]string{endpoint.EnvAllowAnonymous: "true", endpoint.EnvClaimsTable: notesTable}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	f := &ddbfault.Faults{}
-	clients := &awsClients{configure: func(c *aws.Config) {
+	clients := &endpoint.Clients{Configure: func(c *aws.Config) {
 		c.BaseEndpoint = aws.String(local.Endpoint)
 		c.Region = "us-east-1"
 		c.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
@@ -208,7 +209,7 @@ func TestKeyedAddExactlyOnce(t *testing.T) {
 func TestKeyedAddAtTheLimit(t *testing.T) {
 	const limit = 3
 	client := localDynamoDB(t).Client()
-	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: tableSortKey}), nil)
+	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: endpoint.TableSortKey}), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	(&demo{notes: &dynamoNotes{client: func(context.Context) (notesAPI, error) { return client, nil }, table: notesTable, limit: limit}}).register(srv)
 	c := &demoClient{t: t, srv: srv, principal: fmt.Sprint("limit-", time.Now().UnixNano()), timeout: 5 * time.Second}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"os"
 	"slices"
 	"strings"
@@ -196,15 +197,15 @@ func TestDynamoSearch(t *testing.T) {
 // and the request's log line carries its cause by type and AWS fields.
 func TestDynamoFailureLogged(t *testing.T) {
 	local := localDynamoDB(t)
-	cfg, err := LoadConfig(func(k string) string {
-		return map[string]string{envAllowAnonymous: "true", envClaimsTable: "no-such-table", envLogLevel: "info"}[k]
+	cfg, err := endpoint.LoadConfig(func(k string) string {
+		return map[string]string{endpoint.EnvAllowAnonymous: "true", endpoint.EnvClaimsTable: "no-such-table", endpoint.EnvLogLevel: "info"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var log syncbuf.Buffer
 	ob := newObserver(cfg, &log)
-	clients := &awsClients{configure: func(c *aws.Config) {
+	clients := &endpoint.Clients{Configure: func(c *aws.Config) {
 		c.BaseEndpoint = aws.String(local.Endpoint)
 		c.Region = "us-east-1"
 		c.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"os"
 	"runtime"
 	"strings"
@@ -32,11 +33,11 @@ func TestOperatorSignalsThroughEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{
-		envStateKey + "=" + testEnv[envStateKey],
-		envAllowAnonymous + "=true",
-		envLogLevel + "=info",
-		envClaimsTable + "=notes",
-		envMetricsNS + "=mcp-test",
+		endpoint.EnvStateKey + "=" + testEnv[endpoint.EnvStateKey],
+		endpoint.EnvAllowAnonymous + "=true",
+		endpoint.EnvLogLevel + "=info",
+		endpoint.EnvClaimsTable + "=notes",
+		endpoint.EnvMetricsNS + "=mcp-test",
 		"AWS_ENDPOINT_URL_DYNAMODB=http://" + loopback.Addr(down),
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test",
 		"AWS_EC2_METADATA_DISABLED=true", "AWS_MAX_ATTEMPTS=2",

@@ -13,6 +13,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
@@ -29,7 +30,7 @@ type taskPath struct {
 func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
 	t.Helper()
 	db := localDynamoDB(t)
-	env := append([]string{envClaimsTable + "=" + notesTable, envAllowAnonymous + "=true", envLogLevel + "=error",
+	env := append([]string{endpoint.EnvClaimsTable + "=" + notesTable, endpoint.EnvAllowAnonymous + "=true", endpoint.EnvLogLevel + "=error",
 		"AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local",
 		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint,
 		// A worker's invocation lasts 10 s: its lease, when it is killed.
@@ -205,7 +206,7 @@ func TestTaskCancelThroughLambda(t *testing.T) {
 
 // TestTaskExpires: past its TTL a task answers as an unknown one.
 func TestTaskExpires(t *testing.T) {
-	p := newTaskPath(t, false, envTaskTTL+"=3s")
+	p := newTaskPath(t, false, endpoint.EnvTaskTTL+"=3s")
 	who := fmt.Sprint("expiry-", time.Now().UnixNano())
 	id := p.export(t, who, 0)
 	if res, _ := p.get(t, who, id); res["ttlMs"] != float64(3000) {
@@ -232,7 +233,7 @@ func TestTaskSizesThroughLambda(t *testing.T) {
 	if err := dynamolocal.CreateTable(context.Background(), localDynamoDB(t).Client(), table); err != nil {
 		t.Fatal(err)
 	}
-	p := newTaskPath(t, false, envClaimsTable+"="+table)
+	p := newTaskPath(t, false, endpoint.EnvClaimsTable+"="+table)
 	who := fmt.Sprint("sizes-", time.Now().UnixNano())
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	text := strings.Repeat("<", 2000) + strings.Repeat("&", 1000) + strings.Repeat("\u2028", 1000)

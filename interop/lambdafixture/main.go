@@ -10,7 +10,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/interop"
 )
 

@@ -1,4 +1,4 @@
-package main
+package endpoint
 
 import (
 	"fmt"
@@ -8,9 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/fnconfig"
-	"github.com/serverless-mcp/mcp-lambda/internal/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -30,8 +29,8 @@ type Config struct {
 	// State is how request state is sealed: MCP_STATE_KMS_KEY (a KMS key
 	// id, ARN or alias, template.yaml's), else MCP_STATE_KEY (32 bytes,
 	// base64), else a random per-process key; MCP_STATE_TTL. Read as the
-	// conformance fixture reads it (internal/fnconfig).
-	State fnconfig.State
+	// conformance fixture reads it (LoadState).
+	State State
 	// ClaimsTable is the DynamoDB table of idempotency claims and notes
 	// (MCP_CLAIMS_TABLE). Unset: both are kept in memory, per instance.
 	ClaimsTable string
@@ -57,7 +56,8 @@ type Config struct {
 	// whose access tokens name no audience.
 	AuthClientIDs []string
 	// AuthScopesSupported are listed in the protected-resource metadata
-	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated).
+	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated). Unset: nil,
+	// and Options.DefaultScopes apply.
 	AuthScopesSupported []string
 	// AllowAnonymous lets the function run on Lambda without an issuer
 	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
@@ -94,26 +94,23 @@ type Config struct {
 
 // Environment variable names.
 const (
-	envRuntimeAPI     = "AWS_LAMBDA_RUNTIME_API"
-	envAddr           = "MCP_ADDR"
-	envLogLevel       = "LOG_LEVEL"
-	envAllowedOrigins = "MCP_ALLOWED_ORIGINS"
-	envStateKey       = fnconfig.EnvStateKey
-	envStateTTL       = fnconfig.EnvStateTTL
-	envClaimsTable    = "MCP_CLAIMS_TABLE"
-	envStateKMSKey    = fnconfig.EnvStateKMSKey
-	envAudience       = "MCP_AUDIENCE"
-	envMetricsNS      = "MCP_METRICS_NAMESPACE"
-	envToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
-	envAuthIssuer     = "MCP_AUTH_ISSUER"
-	envAuthAudience   = "MCP_AUTH_AUDIENCE"
-	envAuthJWKS       = "MCP_AUTH_JWKS_URL"
-	envAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
-	envAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
-	envAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
-	envDeadlineMargin = "MCP_DEADLINE_MARGIN"
-	envTaskTTL        = "MCP_TASK_TTL"
-	envKeepAlive      = "MCP_STREAM_KEEPALIVE"
+	EnvRuntimeAPI     = "AWS_LAMBDA_RUNTIME_API"
+	EnvAddr           = "MCP_ADDR"
+	EnvLogLevel       = "LOG_LEVEL"
+	EnvAllowedOrigins = "MCP_ALLOWED_ORIGINS"
+	EnvClaimsTable    = "MCP_CLAIMS_TABLE"
+	EnvAudience       = "MCP_AUDIENCE"
+	EnvMetricsNS      = "MCP_METRICS_NAMESPACE"
+	EnvToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
+	EnvAuthIssuer     = "MCP_AUTH_ISSUER"
+	EnvAuthAudience   = "MCP_AUTH_AUDIENCE"
+	EnvAuthJWKS       = "MCP_AUTH_JWKS_URL"
+	EnvAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
+	EnvAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
+	EnvAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
+	EnvDeadlineMargin = "MCP_DEADLINE_MARGIN"
+	EnvTaskTTL        = "MCP_TASK_TTL"
+	EnvKeepAlive      = "MCP_STREAM_KEEPALIVE"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -127,28 +124,28 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		DeadlineMargin:  500 * time.Millisecond,
 		StreamKeepAlive: 60 * time.Second,
 	}
-	if v := getenv(envAddr); v != "" {
+	if v := getenv(EnvAddr); v != "" {
 		c.Addr = v
 	}
-	if v := getenv(envLogLevel); v != "" {
+	if v := getenv(EnvLogLevel); v != "" {
 		if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
-			return nil, fmt.Errorf("%s=%q: want debug, info, warn or error", envLogLevel, v)
+			return nil, fmt.Errorf("%s=%q: want debug, info, warn or error", EnvLogLevel, v)
 		}
 	}
-	if v := getenv(envAllowedOrigins); v != "" {
+	if v := getenv(EnvAllowedOrigins); v != "" {
 		for _, o := range strings.Split(v, ",") {
 			o = strings.TrimSpace(o)
 			if o == "" {
 				continue
 			}
 			if o != "*" && !strings.HasPrefix(o, "https://") && !strings.HasPrefix(o, "http://") {
-				return nil, fmt.Errorf("%s: origin %q must start with https:// or http://", envAllowedOrigins, o)
+				return nil, fmt.Errorf("%s: origin %q must start with https:// or http://", EnvAllowedOrigins, o)
 			}
 			c.AllowedOrigins = append(c.AllowedOrigins, strings.TrimSuffix(o, "/"))
 		}
 	}
 	var err error
-	if c.State, err = fnconfig.LoadState(getenv); err != nil {
+	if c.State, err = LoadState(getenv); err != nil {
 		return nil, err
 	}
 	if c.RequestTimeout, err = runner.RequestTimeout(getenv); err != nil {
@@ -157,45 +154,45 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	if c.StreamKinds, err = runner.StreamEvents(getenv); err != nil {
 		return nil, err
 	}
-	if v := getenv(envDeadlineMargin); v != "" {
+	if v := getenv(EnvDeadlineMargin); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 10*time.Millisecond || d > 10*time.Second {
-			return nil, fmt.Errorf("%s=%q: want a Go duration between 10ms and 10s, such as 500ms", envDeadlineMargin, v)
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 10ms and 10s, such as 500ms", EnvDeadlineMargin, v)
 		}
 		c.DeadlineMargin = d
 	}
-	if v := getenv(envKeepAlive); v != "" {
+	if v := getenv(EnvKeepAlive); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second || d > 4*time.Minute {
-			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 4m, such as 60s", envKeepAlive, v)
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 4m, such as 60s", EnvKeepAlive, v)
 		}
 		c.StreamKeepAlive = d
 	}
-	if v := getenv(envTaskTTL); v != "" {
+	if v := getenv(EnvTaskTTL); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second || d > 30*24*time.Hour {
-			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 720h, such as 1h", envTaskTTL, v)
+			return nil, fmt.Errorf("%s=%q: want a Go duration between 1s and 720h, such as 1h", EnvTaskTTL, v)
 		}
 		c.TaskTTL = d
 	}
-	if v := getenv(envClaimsTable); v != "" {
+	if v := getenv(EnvClaimsTable); v != "" {
 		if !validTableName(v) {
-			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", envClaimsTable, v)
+			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", EnvClaimsTable, v)
 		}
 		c.ClaimsTable = v
 	}
-	if v := getenv(envAudience); v != "" {
-		if _, err := endpointURL(envAudience, v); err != nil {
+	if v := getenv(EnvAudience); v != "" {
+		if _, err := endpointURL(EnvAudience, v); err != nil {
 			return nil, err
 		}
 		c.Audience = v
 	}
-	if v := getenv(envAuthAudience); v != "" {
-		if _, err := endpointURL(envAuthAudience, v); err != nil {
+	if v := getenv(EnvAuthAudience); v != "" {
+		if _, err := endpointURL(EnvAuthAudience, v); err != nil {
 			return nil, err
 		}
 		if c.Audience != "" && c.Audience != v {
-			return nil, fmt.Errorf("%s and %s name different endpoints: both are the endpoint's canonical URL, set one", envAuthAudience, envAudience)
+			return nil, fmt.Errorf("%s and %s name different endpoints: both are the endpoint's canonical URL, set one", EnvAuthAudience, EnvAudience)
 		}
 		c.Audience = v
 	}
@@ -203,18 +200,18 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.MetricsNamespace = "mcp-lambda"
-	if v := getenv(envMetricsNS); v != "" {
+	if v := getenv(EnvMetricsNS); v != "" {
 		if len(v) > 255 || strings.HasPrefix(v, "AWS/") || strings.ContainsAny(v, "\x00\n\r\t") {
-			return nil, fmt.Errorf("%s=%q: want a CloudWatch namespace (at most 255 characters, not starting with AWS/)", envMetricsNS, v)
+			return nil, fmt.Errorf("%s=%q: want a CloudWatch namespace (at most 255 characters, not starting with AWS/)", EnvMetricsNS, v)
 		}
 		c.MetricsNamespace = v
 	}
-	switch v := getenv(envToolErrorText); v {
+	switch v := getenv(EnvToolErrorText); v {
 	case "", "false":
 	case "true":
 		c.LogToolErrorText = true
 	default:
-		return nil, fmt.Errorf("%s=%q: want true or false", envToolErrorText, v)
+		return nil, fmt.Errorf("%s=%q: want true or false", EnvToolErrorText, v)
 	}
 	c.FunctionName = getenv("AWS_LAMBDA_FUNCTION_NAME")
 	if c.FunctionName == "" {
@@ -227,50 +224,49 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 // function refuses to start unless anonymous access is asked for: a
 // forgotten setting must not deploy an open endpoint.
 func (c *Config) loadAuth(getenv func(string) string) error {
-	switch v := getenv(envAllowAnonymous); v {
+	switch v := getenv(EnvAllowAnonymous); v {
 	case "", "false":
 	case "true":
 		c.AllowAnonymous = true
 	default:
-		return fmt.Errorf("%s=%q: want true or false", envAllowAnonymous, v)
+		return fmt.Errorf("%s=%q: want true or false", EnvAllowAnonymous, v)
 	}
-	if v := getenv(envAuthIssuer); v != "" {
-		u, err := issuerURL(envAuthIssuer, v)
+	if v := getenv(EnvAuthIssuer); v != "" {
+		u, err := issuerURL(EnvAuthIssuer, v)
 		if err != nil {
 			return err
 		}
 		c.AuthIssuer = u
 	}
-	if v := getenv(envAuthJWKS); v != "" {
-		if _, err := issuerURL(envAuthJWKS, v); err != nil {
+	if v := getenv(EnvAuthJWKS); v != "" {
+		if _, err := issuerURL(EnvAuthJWKS, v); err != nil {
 			return err
 		}
 		c.AuthJWKSURL = v
 	}
-	if v := getenv(envAuthClientIDs); v != "" {
+	if v := getenv(EnvAuthClientIDs); v != "" {
 		for _, id := range strings.Split(v, ",") {
 			if id = strings.TrimSpace(id); !validScope(id) {
-				return fmt.Errorf("%s: %q is not a client id", envAuthClientIDs, id)
+				return fmt.Errorf("%s: %q is not a client id", EnvAuthClientIDs, id)
 			}
 			c.AuthClientIDs = append(c.AuthClientIDs, id)
 		}
 	}
-	c.AuthScopesSupported = []string{"notes:read", "notes:write"}
-	if v := getenv(envAuthScopes); v != "" {
+	if v := getenv(EnvAuthScopes); v != "" {
 		c.AuthScopesSupported = strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
 		for _, s := range c.AuthScopesSupported {
 			if !validScope(s) {
-				return fmt.Errorf("%s: %q is not an OAuth scope token", envAuthScopes, s)
+				return fmt.Errorf("%s: %q is not an OAuth scope token", EnvAuthScopes, s)
 			}
 		}
 	}
 	switch {
-	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(envAuthScopes) != "" || c.AuthClientIDs != nil):
-		return fmt.Errorf("%s, %s and %s need %s", envAuthJWKS, envAuthScopes, envAuthClientIDs, envAuthIssuer)
+	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(EnvAuthScopes) != "" || c.AuthClientIDs != nil):
+		return fmt.Errorf("%s, %s and %s need %s", EnvAuthJWKS, EnvAuthScopes, EnvAuthClientIDs, EnvAuthIssuer)
 	case c.AuthIssuer != "" && c.AllowAnonymous:
-		return fmt.Errorf("%s=true and %s contradict each other: set one", envAllowAnonymous, envAuthIssuer)
+		return fmt.Errorf("%s=true and %s contradict each other: set one", EnvAllowAnonymous, EnvAuthIssuer)
 	case c.AuthIssuer == "" && c.InLambda && !c.AllowAnonymous:
-		return fmt.Errorf("no %s: set it to your OAuth/OIDC issuer (a Cognito user pool's, Auth0's, ...) to protect the endpoint, or %s=true to serve anyone", envAuthIssuer, envAllowAnonymous)
+		return fmt.Errorf("no %s: set it to your OAuth/OIDC issuer (a Cognito user pool's, Auth0's, ...) to protect the endpoint, or %s=true to serve anyone", EnvAuthIssuer, EnvAllowAnonymous)
 	}
 	return nil
 }

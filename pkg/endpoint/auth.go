@@ -1,4 +1,4 @@
-package main
+package endpoint
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // newAuth returns the endpoint's authorization when an issuer is
 // configured, else nil (anonymous). The verifier makes no network call
 // until the first token arrives, so a cold start pays nothing for it.
-func newAuth(cfg *Config) (*stateless.AuthOptions, error) {
+func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
@@ -21,12 +21,16 @@ func newAuth(cfg *Config) (*stateless.AuthOptions, error) {
 	if err != nil {
 		return nil, err
 	}
+	scopes := cfg.AuthScopesSupported
+	if scopes == nil {
+		scopes = o.DefaultScopes
+	}
 	return &stateless.AuthOptions{
 		Authenticator:        verifier{v},
 		AuthorizationServers: []string{cfg.AuthIssuer},
-		ScopesSupported:      cfg.AuthScopesSupported,
-		ScopeImplies:         scopeImplies,
-		ResourceName:         "Note book",
+		ScopesSupported:      scopes,
+		ScopeImplies:         o.ScopeImplies,
+		ResourceName:         o.ResourceName,
 	}, nil
 }
 

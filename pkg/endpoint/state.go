@@ -1,9 +1,4 @@
-// Package fnconfig is the configuration both functions read the same way
-// — the demo (functions/mcp) and the conformance fixture
-// (functions/conformance): how request state is sealed. One loader, one
-// validation, one sealer constructor, so that the two cannot drift (the
-// fixture once accepted a state key of any length that the demo refused).
-package fnconfig
+package endpoint
 
 import (
 	"encoding/base64"
@@ -25,7 +20,10 @@ const (
 // DefaultStateTTL is how long a sealed state stays valid by default.
 const DefaultStateTTL = 10 * time.Minute
 
-// State is how multi-round-trip request state is sealed.
+// State is how multi-round-trip request state is sealed. Every function
+// of this repository reads it the same way (one loader, one validation,
+// one sealer constructor), so that they cannot drift: the conformance
+// fixture once accepted a state key of any length that the demo refused.
 type State struct {
 	// KMSKey roots sealing in AWS KMS (MCP_STATE_KMS_KEY): data keys it
 	// generates seal each state. template.yaml sets it.

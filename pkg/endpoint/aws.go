@@ -1,4 +1,4 @@
-package main
+package endpoint
 
 import (
 	"context"
@@ -18,21 +18,24 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
-// awsClients creates the AWS SDK clients on first use, not at start: a
-// cold start that serves discover, a list or a read-only tool pays nothing
-// for them.
-type awsClients struct {
+// Clients are the AWS SDK clients of an endpoint, created on first use,
+// not at start: a cold start that serves discover, a list or a read-only
+// tool pays nothing for them. A tool of your own that calls DynamoDB
+// takes its client here, and pays for it only when it is called.
+type Clients struct {
+	// Configure, if set, adjusts the AWS configuration before the clients
+	// are made: tests point them at local emulators with it.
+	Configure func(*aws.Config)
+
 	once   sync.Once
 	cfg    aws.Config
 	err    error
 	dynamo *dynamodb.Client
 	kms    *kms.Client
 	lambda *lambda.Client
-	// configure lets tests point the clients at local emulators.
-	configure func(*aws.Config)
 }
 
-func (a *awsClients) load(ctx context.Context) error {
+func (a *Clients) load(ctx context.Context) error {
 	a.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -41,8 +44,8 @@ func (a *awsClients) load(ctx context.Context) error {
 			a.err = fmt.Errorf("loading the AWS configuration: %w", a.err)
 			return
 		}
-		if a.configure != nil {
-			a.configure(&a.cfg)
+		if a.Configure != nil {
+			a.Configure(&a.cfg)
 		}
 		a.dynamo = dynamodb.NewFromConfig(a.cfg)
 		a.kms = kms.NewFromConfig(a.cfg)
@@ -51,9 +54,8 @@ func (a *awsClients) load(ctx context.Context) error {
 	return a.err
 }
 
-// notesAPI returns the DynamoDB client for the note book, made on first
-// use.
-func (a *awsClients) notesAPI(ctx context.Context) (notesAPI, error) {
+// DynamoDB returns the DynamoDB client, made on first use.
+func (a *Clients) DynamoDB(ctx context.Context) (*dynamodb.Client, error) {
 	if err := a.load(ctx); err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func (a *awsClients) notesAPI(ctx context.Context) (notesAPI, error) {
 
 // lambdaAPI returns the Lambda client that starts task workers, made on
 // first use.
-func (a *awsClients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
+func (a *Clients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
 	if err := a.load(ctx); err != nil {
 		return nil, err
 	}
@@ -71,7 +73,7 @@ func (a *awsClients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
 
 // lazyDynamo is the task store's DynamoDB client, made on the first task
 // call.
-type lazyDynamo struct{ aws *awsClients }
+type lazyDynamo struct{ aws *Clients }
 
 func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	if err := l.aws.load(ctx); err != nil {
@@ -87,14 +89,16 @@ func (l lazyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 	return l.aws.dynamo.GetItem(ctx, in, opts...)
 }
 
-// tableSortKey is the sort key of the claims table (template.yaml's): the
-// claims store gives its items the fixed value claims.ClaimSortValue.
-const tableSortKey = "sk"
+// TableSortKey is the sort key of the claims table (template.yaml's): the
+// claims store gives its items the fixed value claims.ClaimSortValue, the
+// task store its own; a tool that keeps its items in the same table
+// (the demo's note book) gives them values of its own.
+const TableSortKey = "sk"
 
 // lazyStore is a claims.Store whose DynamoDB client is made on the first
 // claim.
 type lazyStore struct {
-	aws   *awsClients
+	aws   *Clients
 	table string
 }
 
@@ -104,7 +108,7 @@ func (l *lazyStore) store(ctx context.Context) (claims.Transactor, error) {
 	if err := l.aws.load(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", claims.ErrUnavailable, err)
 	}
-	return claims.NewDynamoDBWith(l.aws.dynamo, l.table, claims.DynamoDBOptions{SortKey: tableSortKey}), nil
+	return claims.NewDynamoDBWith(l.aws.dynamo, l.table, claims.DynamoDBOptions{SortKey: TableSortKey}), nil
 }
 
 func (l *lazyStore) Claim(ctx context.Context, c claims.Claim, now time.Time) (bool, *claims.Record, error) {
@@ -144,7 +148,7 @@ func (l *lazyStore) Release(ctx context.Context, key, owner string) error {
 // lazyKMS is a reqstate.KMSAPI whose client is made on first use: only a
 // multi-round-trip request needs it, and only when its data key is not
 // cached yet.
-type lazyKMS struct{ aws *awsClients }
+type lazyKMS struct{ aws *Clients }
 
 func (l lazyKMS) GenerateDataKey(ctx context.Context, in *kms.GenerateDataKeyInput, opts ...func(*kms.Options)) (*kms.GenerateDataKeyOutput, error) {
 	if err := l.aws.load(ctx); err != nil {

@@ -1,4 +1,4 @@
-package fnconfig
+package endpoint
 
 import (
 	"context"
@@ -9,14 +9,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 )
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
 
 func TestLoadState(t *testing.T) {
 	s, err := LoadState(env())

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// newServer is the demo's server for cfg, logging to logger, observed by
+// ob (nil: not observed).
+func newServer(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observer) (*stateless.Server, error) {
+	return newServerWith(cfg, logger, ob, nil)
+}
+
+// newServerWith is newServer with the given AWS clients (nil: the
+// default ones).
+func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observer, clients *endpoint.Clients) (*stateless.Server, error) {
+	ep, err := newEndpoint(cfg, endpoint.Options{Logger: logger, Observer: ob, Clients: clients, Stdout: io.Discard})
+	if err != nil {
+		return nil, err
+	}
+	return ep.Server, nil
+}
+
+// newObserver is the observer the endpoint makes for cfg, writing to w.
+func newObserver(cfg *endpoint.Config, w io.Writer) *observe.Observer {
+	return observe.New(w, observe.Options{Level: cfg.LogLevel, Namespace: cfg.MetricsNamespace, Function: cfg.FunctionName, ToolErrorText: cfg.LogToolErrorText})
+}

@@ -1,0 +1,100 @@
+package endpoint
+
+import (
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env is a getenv over key, value pairs.
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestLoadConfig(t *testing.T) {
+	c, err := LoadConfig(env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond ||
+		c.StreamKeepAlive != time.Minute {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = LoadConfig(env(EnvRuntimeAPI, "127.0.0.1:9001", EnvLogLevel, "debug", EnvAllowedOrigins, " https://a.example , http://localhost:3000/ ",
+		EnvStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", EnvStateTTL, "90s", EnvAllowAnonymous, "true", EnvDeadlineMargin, "250ms", EnvKeepAlive, "2s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.State.Key) != 32 || c.State.TTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
+		c.StreamKeepAlive != 2*time.Second || strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
+		t.Errorf("parsed: %+v", c)
+	}
+	for _, bad := range [][2]string{
+		{EnvLogLevel, "loud"},
+		{EnvAllowedOrigins, "a.example"},
+		{EnvStateKey, "c2hvcnQ="},
+		{EnvStateKey, "not base64!"},
+		{EnvStateTTL, "forever"},
+		{EnvStateTTL, "-1s"},
+		{EnvDeadlineMargin, "half a second"},
+		{EnvDeadlineMargin, "0s"},
+		{EnvDeadlineMargin, "1m"},
+		{EnvKeepAlive, "500ms"},
+		{EnvKeepAlive, "5m"},
+		{EnvAudience, "mcp.example.com/mcp"},
+		{EnvAuthAudience, "https://mcp.example.com/mcp?x=1"},
+		{EnvAuthIssuer, "http://issuer.example.com"},
+		{EnvAuthIssuer, "https://issuer.example.com/#frag"},
+		{EnvAuthJWKS, "ftp://keys.example.com"},
+		{EnvAllowAnonymous, "yes"},
+	} {
+		_, err := LoadConfig(env(bad[0], bad[1]))
+		if err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%q: error %v does not name the variable", bad[0], bad[1], err)
+		}
+	}
+}
+
+// TestLoadAuthConfig pins the authorization settings' rules: protected
+// by default on Lambda, anonymous locally, and no contradictions.
+func TestLoadAuthConfig(t *testing.T) {
+	const lambda = "127.0.0.1:9001"
+	tests := []struct {
+		name    string
+		env     []string
+		wantErr string // a variable the error must name; "" for success
+	}{
+		{"local, no issuer: anonymous", nil, ""},
+		{"lambda, no issuer: refused", []string{EnvRuntimeAPI, lambda}, EnvAuthIssuer},
+		{"lambda, anonymous asked for", []string{EnvRuntimeAPI, lambda, EnvAllowAnonymous, "true"}, ""},
+		{"lambda, issuer", []string{EnvRuntimeAPI, lambda, EnvAuthIssuer, "https://issuer.example.com/"}, ""},
+		{"issuer and anonymous contradict", []string{EnvAuthIssuer, "https://issuer.example.com", EnvAllowAnonymous, "true"}, EnvAllowAnonymous},
+		{"loopback http issuer for tests", []string{EnvAuthIssuer, "http://127.0.0.1:9999"}, ""},
+		{"jwks without issuer", []string{EnvAuthJWKS, "https://keys.example.com/jwks.json"}, EnvAuthIssuer},
+		{"scopes without issuer", []string{EnvAuthScopes, "a b"}, EnvAuthIssuer},
+		{"client ids without issuer", []string{EnvAuthClientIDs, "abc"}, EnvAuthIssuer},
+		{"client ids", []string{EnvAuthIssuer, "https://i.example.com", EnvAuthClientIDs, "abc, def"}, ""},
+		{"a bad client id", []string{EnvAuthIssuer, "https://i.example.com", EnvAuthClientIDs, "a,,b"}, EnvAuthClientIDs},
+		{"bad scope", []string{EnvAuthIssuer, "https://i.example.com", EnvAuthScopes, `a "b`}, EnvAuthScopes},
+		{"two different endpoints", []string{EnvAudience, "https://a.example.com/mcp", EnvAuthAudience, "https://b.example.com/mcp"}, EnvAuthAudience},
+		{"the same endpoint twice", []string{EnvAudience, "https://a.example.com/mcp", EnvAuthAudience, "https://a.example.com/mcp"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := LoadConfig(env(tt.env...))
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("error %v does not name %s", err, tt.wantErr)
+			case err == nil && c.AuthIssuer == "" && c.AuthScopesSupported != nil:
+				t.Errorf("scopes without an issuer: %+v", c)
+			}
+		})
+	}
+}

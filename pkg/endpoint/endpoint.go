@@ -1,0 +1,172 @@
+// Package endpoint composes a production MCP endpoint from this
+// module's public packages, configured from the environment as
+// template.yaml configures the function: the protocol server
+// (pkg/stateless) with idempotency claims in DynamoDB (pkg/claims),
+// request state sealed under a key rooted in KMS (pkg/reqstate), durable
+// tasks run by asynchronous invocations of the function itself
+// (pkg/tasks), bearer-token authorization (pkg/auth), one log line and
+// EMF metrics per request (pkg/observe), and the runner that serves it on
+// Lambda (buffered or streamed, gateway event or task worker) or locally
+// over HTTP (pkg/runner).
+//
+// A function of your own is a few lines: load the configuration, make the
+// endpoint, register your tools on its server, run it.
+//
+//	cfg, err := endpoint.LoadConfig(os.Getenv)
+//	...
+//	ep, err := endpoint.New(cfg, endpoint.Options{Implementation: stateless.Implementation{Name: "my-tools", Version: "1"}})
+//	...
+//	stateless.AddTool(ep.Server, myTool, handle)
+//	err = ep.Run(ctx)
+//
+// Every setting has a default that works locally with nothing set (claims,
+// tasks and sealed state kept in memory, no authorization); on Lambda an
+// endpoint without an issuer refuses to start unless MCP_ALLOW_ANONYMOUS
+// is true. functions/mcp, the demo, is built this way.
+package endpoint
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+)
+
+// Options are what an endpoint is beyond its configuration: who it is and
+// what its tools need.
+type Options struct {
+	// Implementation names the server (serverInfo).
+	Implementation stateless.Implementation
+	// Instructions are returned by server/discover and initialize.
+	Instructions string
+	// ToolSchemas and SchemaEngine are the server's
+	// (stateless.Options): generated schemas of the tools, and the JSON
+	// Schema engine for what the built-in validator does not serve.
+	ToolSchemas  []byte
+	SchemaEngine stateless.SchemaEngine
+	// DefaultScopes are the scopes the protected-resource metadata lists
+	// when MCP_AUTH_SCOPES_SUPPORTED is unset; ScopeImplies is the scope
+	// hierarchy; ResourceName the metadata's resource_name.
+	DefaultScopes []string
+	ScopeImplies  map[string][]string
+	ResourceName  string
+	// Stdout receives the log lines, the metrics and the local
+	// endpoint's URL; nil is os.Stdout.
+	Stdout io.Writer
+	// Observer, if set, replaces the one made from the configuration
+	// (writing to Stdout); Logger, if set, the observer's logger.
+	Observer *observe.Observer
+	Logger   *slog.Logger
+	// Clients are the AWS clients; nil makes them from the default AWS
+	// configuration, on first use.
+	Clients *Clients
+}
+
+// Endpoint is a composed endpoint: register tools on Server, then Run.
+type Endpoint struct {
+	Server *stateless.Server
+	Config *Config
+	// Clients are the endpoint's AWS clients, for tools of your own.
+	Clients *Clients
+	// Claims is the idempotency claims store: in DynamoDB when
+	// Config.ClaimsTable is set, else in memory. It is a
+	// claims.Transactor on DynamoDB: a tool that writes the same table
+	// commits its writes with its claim (claims.Enlist).
+	Claims   claims.Store
+	Observer *observe.Observer
+	Logger   *slog.Logger
+	stdout   io.Writer
+}
+
+// New composes the endpoint cfg describes.
+func New(cfg *Config, o Options) (*Endpoint, error) {
+	e := &Endpoint{Config: cfg, Clients: o.Clients, Observer: o.Observer, Logger: o.Logger, stdout: o.Stdout}
+	if e.stdout == nil {
+		e.stdout = os.Stdout
+	}
+	if e.Clients == nil {
+		e.Clients = &Clients{}
+	}
+	if e.Observer == nil && o.Logger == nil {
+		e.Observer = observe.New(e.stdout, observe.Options{
+			Level:         cfg.LogLevel,
+			Namespace:     cfg.MetricsNamespace,
+			Function:      cfg.FunctionName,
+			ToolErrorText: cfg.LogToolErrorText,
+		})
+	}
+	if e.Logger == nil {
+		e.Logger = e.Observer.Logger()
+	}
+	// Request state is bound to the endpoint's URL per request (see
+	// Config.Audience), so the sealer itself names no audience.
+	sealer, err := cfg.State.Sealer(func() awskms.API { return lazyKMS{e.Clients} }, "", cfg.FunctionName)
+	if err != nil {
+		return nil, err
+	}
+	e.Claims = claims.NewMemory()
+	var taskStore stateless.TaskStore = tasks.NewMemory()
+	if cfg.ClaimsTable != "" {
+		e.Claims = &lazyStore{aws: e.Clients, table: cfg.ClaimsTable}
+		taskStore = &tasks.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
+	} else if cfg.InLambda {
+		e.Logger.Warn("no " + EnvClaimsTable + ": idempotency claims and tasks are kept per instance")
+	}
+	// Tasks run in this process locally; on Lambda each runs in an
+	// asynchronous invocation of the function itself.
+	taskOpts := &stateless.TaskOptions{Store: taskStore, TTL: cfg.TaskTTL}
+	if cfg.InLambda {
+		taskOpts.Dispatch = (&tasks.Lambda{Client: e.Clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
+	}
+	guard := claims.New(e.Claims, nil)
+	opts := &stateless.Options{
+		Instructions:    o.Instructions,
+		AllowedOrigins:  cfg.AllowedOrigins,
+		Sealer:          sealer,
+		Idempotency:     guard,
+		Redeemer:        guard,
+		ToolSchemas:     o.ToolSchemas,
+		SchemaEngine:    o.SchemaEngine,
+		DeadlineMargin:  cfg.DeadlineMargin,
+		StreamKeepAlive: cfg.StreamKeepAlive,
+		Tasks:           taskOpts,
+	}
+	if e.Observer != nil {
+		opts.Observe = e.Observer.Observe
+	}
+	if opts.Auth, err = newAuth(cfg, &o); err != nil {
+		return nil, err
+	}
+	if cfg.AuthIssuer == "" && !cfg.InLambda && !loopbackAddr(cfg.Addr) {
+		e.Logger.Warn("no " + EnvAuthIssuer + ": the endpoint serves anyone who can reach " + cfg.Addr)
+	}
+	e.Server = stateless.NewServer(o.Implementation, opts)
+	return e, nil
+}
+
+// Run serves the endpoint: on Lambda forever, locally until ctx ends or
+// the process is told to stop (SIGINT, SIGTERM), then gracefully.
+func (e *Endpoint) Run(ctx context.Context) error {
+	cfg := e.Config
+	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
+		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds}
+	if err := runner.Run(ctx, e.Server, opts); err != nil {
+		return fmt.Errorf("%s=%s: %w", EnvAddr, cfg.Addr, err)
+	}
+	return nil
+}
+
+// loopbackAddr reports whether a listening address is a loopback one.
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && isLoopback(host)
+}
