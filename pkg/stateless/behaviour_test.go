@@ -407,11 +407,11 @@ func TestVerifyFindsBadSchemas(t *testing.T) {
 			}
 		})
 	}
-	// A typed tool whose input is not an object.
+	// A typed tool whose input is not an object is refused at
+	// registration (TestTypedToolsNeedNoOptions); a given schema that is
+	// not an object's, by Verify.
 	s := stateless.NewServer(stateless.Implementation{Name: "r", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
-	stateless.AddTool(s, &stateless.Tool{Name: "str"}, func(ctx context.Context, req *stateless.ToolRequest, in string) (*stateless.CallToolResult, any, error) {
-		return nil, nil, nil
-	})
+	s.AddTool(&stateless.Tool{Name: "str", InputSchema: json.RawMessage(`{"type":"string"}`)}, noop)
 	if err := s.Verify(); err == nil || !strings.Contains(err.Error(), `tool "str": input schema must have type "object"`) {
 		t.Errorf("Verify: %v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // Options configure a Server. The zero value is usable: every field has a
@@ -115,9 +116,13 @@ type Options struct {
 	// file true to the Go types ([CheckToolSchemas]).
 	ToolSchemas []byte
 
-	// SchemaEngine, if set, infers the schemas of typed tools that give
-	// none and are not in ToolSchemas, and validates schemas beyond the
-	// flat ones the server validates itself (see [SchemaEngine]).
+	// SchemaEngine infers the schemas of typed tools that give none and
+	// are not in ToolSchemas, and validates schemas beyond the flat ones
+	// the server validates itself (see [SchemaEngine]). Default:
+	// package toolschema's (google/jsonschema-go), so that a typed tool
+	// works with no options; its initialization costs a cold start about
+	// a millisecond, and generated ToolSchemas spare the inference, not
+	// the link.
 	SchemaEngine SchemaEngine
 }
 
@@ -172,6 +177,9 @@ func NewServer(info Implementation, opts *Options) *Server {
 	}
 	if s.opts.RequestTimeout <= 0 {
 		s.opts.RequestTimeout = 30 * time.Second
+	}
+	if s.opts.SchemaEngine == nil {
+		s.opts.SchemaEngine = toolschema.Engine{}
 	}
 	if s.opts.StreamKeepAlive == 0 {
 		s.opts.StreamKeepAlive = 60 * time.Second

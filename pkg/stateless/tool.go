@@ -202,18 +202,33 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	}
 	if t.InputSchema == nil {
 		rt.inType = reflect.TypeFor[In]()
+		if !objectType(rt.inType) {
+			panic(fmt.Sprintf("stateless: tool %q: its input type %s is not an object: a tool's arguments are a JSON object, so give it a struct (or a map with string keys), or an InputSchema", t.Name, rt.inType))
+		}
 	}
 	if t.OutputSchema == nil && reflect.TypeFor[Out]() != reflect.TypeFor[any]() {
 		rt.outType = reflect.TypeFor[Out]()
+		if !objectType(rt.outType) {
+			panic(fmt.Sprintf("stateless: tool %q: its output type %s is not an object: structured content is a JSON object, so give it a struct (or a map with string keys), any for none, or an OutputSchema", t.Name, rt.outType))
+		}
 	}
-	if (rt.inType != nil || rt.outType != nil) && s.opts.SchemaEngine == nil {
-		if ok, err := s.schemas.has(t.Name); err != nil {
+	if rt.inType != nil || rt.outType != nil {
+		// A generated file that does not read is a mistake to name now,
+		// not at the first call.
+		if _, err := s.schemas.has(t.Name); err != nil {
 			panic(fmt.Sprintf("stateless: tool %q: %v", t.Name, err))
-		} else if !ok {
-			panic(fmt.Sprintf("stateless: tool %q gives no schema for its Go types, and the server has neither them generated (Options.ToolSchemas) nor an engine to infer them (Options.SchemaEngine)", t.Name))
 		}
 	}
 	addTool(s, rt)
+}
+
+// objectType reports whether values of t encode as a JSON object: a
+// struct, a map with string keys, or a pointer to either.
+func objectType(t reflect.Type) bool {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.Struct || t.Kind() == reflect.Map && t.Key().Kind() == reflect.String
 }
 
 // newRegisteredTool checks what is cheap to check at once (the name, the

@@ -135,21 +135,22 @@ func mustMember(t *testing.T, file []byte, name string) json.RawMessage {
 	return m[name]
 }
 
-// TestSchemasBeyondFlatNeedAnEngine: a typed tool whose schemas are
-// neither generated nor inferable is refused at registration, so the
-// function fails to start rather than a user's first call; a schema
-// beyond the flat validator without an engine fails Verify by name and
-// its calls are internal errors; with an engine, a generated non-flat
-// output schema validates the result.
-func TestSchemasBeyondFlatNeedAnEngine(t *testing.T) {
-	func() {
-		defer func() {
-			if p := recover(); p == nil || !strings.Contains(p.(string), `tool "echo" gives no schema`) {
-				t.Errorf("registration without schemas: %v", p)
-			}
-		}()
-		schemaServer(nil, false)
-	}()
+// TestTypedToolsNeedNoOptions: a typed tool registered with no options
+// infers its schemas (the default engine) and answers, a non-flat output
+// schema validated; a generated file that does not read, and an input or
+// output type that is not an object, are refused at registration, naming
+// the fix, so that the function fails to start rather than a user's
+// first call.
+func TestTypedToolsNeedNoOptions(t *testing.T) {
+	plain := schemaServer(nil, true)
+	if err := plain.Verify(); err != nil {
+		t.Fatalf("Verify with no options: %v", err)
+	}
+	body := req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
+	r := decodeRPC(t, call(t, plain, "POST", modernHeaders("tools/call", "list"), body).Body)
+	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
+		t.Errorf("list with no options: %+v", r)
+	}
 	for _, bad := range []string{`[]`, `{"echo":{}`, `{"echo":{}}]`, `{"echo":`} {
 		func() {
 			defer func() {
@@ -160,24 +161,30 @@ func TestSchemasBeyondFlatNeedAnEngine(t *testing.T) {
 			schemaServer(&stateless.Options{ToolSchemas: []byte(bad)}, false)
 		}()
 	}
-
-	file := generate(t, true)
-	noEngine := schemaServer(&stateless.Options{ToolSchemas: file}, true)
-	err := noEngine.Verify()
-	if err == nil || !strings.Contains(err.Error(), `tool "list": output schema: it is not flat`) || strings.Contains(err.Error(), `"echo"`) {
-		t.Errorf("Verify without an engine: %v", err)
+	for name, register := range map[string]func(*stateless.Server){
+		"input": func(s *stateless.Server) {
+			stateless.AddTool(s, &stateless.Tool{Name: "bad"}, func(context.Context, *stateless.ToolRequest, string) (*stateless.CallToolResult, any, error) {
+				return nil, nil, nil
+			})
+		},
+		"output": func(s *stateless.Server) {
+			stateless.AddTool(s, &stateless.Tool{Name: "bad"}, func(context.Context, *stateless.ToolRequest, struct{}) (*stateless.CallToolResult, []string, error) {
+				return nil, nil, nil
+			})
+		},
+	} {
+		func() {
+			defer func() {
+				if p, _ := recover().(string); !strings.Contains(p, `tool "bad": its `+name+` type`) || !strings.Contains(p, "is not an object") {
+					t.Errorf("a non-object %s type: %q", name, p)
+				}
+			}()
+			register(stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil))
+		}()
 	}
-	body := req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
-	if r := decodeRPC(t, call(t, noEngine, "POST", modernHeaders("tools/call", "list"), body).Body); r.Error == nil || r.Error.Code != -32603 {
-		t.Errorf("calling it: %+v", r)
-	}
-
-	withEngine := schemaServer(&stateless.Options{ToolSchemas: file, SchemaEngine: toolschema.Engine{}}, true)
-	if err := stateless.CheckToolSchemas(withEngine, toolschema.Engine{}); err != nil {
+	// Generated schemas stand in for inference, and validate as well.
+	withFile := schemaServer(&stateless.Options{ToolSchemas: generate(t, true)}, true)
+	if err := stateless.CheckToolSchemas(withFile, toolschema.Engine{}); err != nil {
 		t.Fatal(err)
-	}
-	r := decodeRPC(t, call(t, withEngine, "POST", modernHeaders("tools/call", "list"), body).Body)
-	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
-		t.Errorf("list: %+v", r)
 	}
 }
