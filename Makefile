@@ -25,7 +25,7 @@ BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -X main.version=$(VE
 EVENT ?=
 ENV ?=
 FUZZTIME ?= 20s
-MODULES := . interop bench deploy
+MODULES := . interop bench deploy examples
 
 .PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
