@@ -20,9 +20,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
-	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )

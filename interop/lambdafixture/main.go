@@ -10,8 +10,8 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/interop"
+	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 )
 
 func main() {
