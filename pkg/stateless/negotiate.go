@@ -129,6 +129,10 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 		// handler gets its own deadline (serveCallTool).
 		ctx = bounded(x, ctx)
 	}
+	ctx, e := x.intercept(ctx)
+	if e != nil {
+		return x.refuse(d.id, e)
+	}
 	return m.serve(x, ctx)
 }
 

@@ -83,6 +83,10 @@ type Options struct {
 	// cut off and the gateway answers 502). Default 500ms.
 	DeadlineMargin time.Duration
 
+	// Interceptors run around every request and every tool call, the
+	// first outermost (see [Interceptor]).
+	Interceptors []Interceptor
+
 	// StreamKeepAlive is how long a streamed answer ([Server.HandleStream])
 	// to a client that accepts an event stream may go without a byte: at
 	// each such lull an SSE comment is sent, starting the event stream if

@@ -149,6 +149,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 }
 
 func addTool(s *Server, rt *registeredTool) {
+	rt.handler = interceptTool(s, &rt.def, rt.handler)
 	// Tell clients that this tool's calls take an idempotency key: a
 	// side-effecting tool's, and a task tool's (a keyed retry finds the
 	// task the first call made).

@@ -1,0 +1,114 @@
+package stateless_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+type ctxKey struct{}
+
+// TestInterceptors: a request interceptor sees each request's method,
+// target and caller, may refuse it (answered and reported as any
+// refusal) or hand the handler a context; a tool interceptor, given the
+// tool's definition at registration, sees and shapes each call (its
+// arguments, its result, an answer in the handler's place), inside the
+// call's idempotency claim; interceptors nest, the first outermost.
+func TestInterceptors(t *testing.T) {
+	var seen, order []string
+	var reported []string
+	limited := map[string]bool{"mallory": true}
+	g := claims.New(claims.NewMemory(), nil)
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
+		Idempotency: g, Redeemer: g,
+		Observe: func(ctx context.Context, o *stateless.Outcome) { reported = append(reported, o.Kind) },
+		Interceptors: []stateless.Interceptor{
+			{
+				Request: func(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
+					seen = append(seen, r.Method+" "+r.Target+" "+r.Call.Principal)
+					if limited[r.Call.Principal] {
+						return ctx, mcperr.NewRetryable(mcperr.RateLimited, 2*time.Second, errors.New("over the limit"))
+					}
+					return context.WithValue(ctx, ctxKey{}, "traced"), nil
+				},
+				Tool: func(tool *stateless.Tool, next stateless.ToolHandler) stateless.ToolHandler {
+					return func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+						order = append(order, "outer "+tool.Name)
+						if strings.Contains(string(req.Arguments), "forbidden") {
+							return nil, mcperr.NewForbidden("not that")
+						}
+						res, err := next(ctx, req)
+						if err == nil && tool.ReadOnly() {
+							res.Content = append(res.Content, stateless.Text("(read-only)"))
+						}
+						return res, err
+					}
+				},
+			},
+			{
+				Tool: func(tool *stateless.Tool, next stateless.ToolHandler) stateless.ToolHandler {
+					return func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+						order = append(order, "inner "+tool.Name)
+						return next(ctx, req)
+					}
+				},
+			},
+		},
+	})
+	runs := 0
+	stateless.AddTool(srv, &stateless.Tool{Name: "echo", Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *stateless.ToolRequest, in struct {
+			Text string `json:"text"`
+		}) (*stateless.CallToolResult, any, error) {
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text(in.Text + " " + ctx.Value(ctxKey{}).(string))}}, nil, nil
+		})
+	stateless.AddTool(srv, &stateless.Tool{Name: "bump", Annotations: &stateless.ToolAnnotations{DestructiveHint: new(false)}},
+		func(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, any, error) {
+			runs++
+			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("bumped")}}, nil, nil
+		})
+
+	alice := mcptest.New(t, srv)
+	alice.Principal = "alice"
+	if a := alice.CallTool("echo", map[string]any{"text": "hi"}); a.Text() != "hi traced\n(read-only)" {
+		t.Errorf("echo: %s", a.Raw)
+	}
+	if got := strings.Join(order, ", "); got != "outer echo, inner echo" {
+		t.Errorf("order %q", got)
+	}
+	if a := alice.CallTool("echo", map[string]any{"text": "forbidden"}); !a.IsError() || !strings.Contains(string(a.Raw), `"forbidden"`) {
+		t.Errorf("an answer in the handler's place: %s", a.Raw)
+	}
+	// Inside the claim: the retry replays, the handler ran once.
+	first := alice.CallTool("bump", nil, mcptest.IdempotencyKey("b1"))
+	again := alice.CallTool("bump", nil, mcptest.IdempotencyKey("b1"))
+	if runs != 1 || first.Text() != "bumped" || !again.Replayed() {
+		t.Errorf("bump ran %d times: %s, then %s", runs, first.Raw, again.Raw)
+	}
+	mallory := mcptest.New(t, srv)
+	mallory.Principal = "mallory"
+	a := mallory.CallTool("echo", map[string]any{"text": "hi"})
+	if a.Error == nil || !strings.Contains(string(a.Error.Data), `"rate_limited"`) || !strings.Contains(string(a.Error.Data), `"retryable":true`) {
+		t.Errorf("a refused request: %s", a.Raw)
+	}
+	if a.Header.Get("Retry-After") != "2" {
+		t.Errorf("Retry-After %q", a.Header.Get("Retry-After"))
+	}
+	if last := reported[len(reported)-1]; last != "rate_limited" {
+		t.Errorf("the refusal was reported as %q", last)
+	}
+	if l := mallory.Call("tools/list", nil); l.Error == nil {
+		t.Errorf("tools/list for mallory: %s", l.Raw)
+	}
+	want := []string{"tools/call echo alice", "tools/call echo alice", "tools/call bump alice", "tools/call bump alice", "tools/call echo mallory", "tools/list  mallory"}
+	if strings.Join(seen, "|") != strings.Join(want, "|") {
+		t.Errorf("seen %q, want %q", seen, want)
+	}
+}
