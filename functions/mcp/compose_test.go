@@ -24,8 +24,3 @@ func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observ
 	}
 	return ep.Server, nil
 }
-
-// newObserver is the observer the endpoint makes for cfg, writing to w.
-func newObserver(cfg *endpoint.Config, w io.Writer) *observe.Observer {
-	return observe.New(w, observe.Options{Level: cfg.LogLevel, Namespace: cfg.MetricsNamespace, Function: cfg.FunctionName, ToolErrorText: cfg.LogToolErrorText})
-}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"os"
 	"slices"
 	"strings"
@@ -204,7 +205,7 @@ func TestDynamoFailureLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log syncbuf.Buffer
-	ob := newObserver(cfg, &log)
+	ob := observe.New(&log, observe.Options{Level: cfg.LogLevel, Namespace: cfg.MetricsNamespace, Function: cfg.FunctionName})
 	clients := &endpoint.Clients{Configure: func(c *aws.Config) {
 		c.BaseEndpoint = aws.String(local.Endpoint)
 		c.Region = "us-east-1"
