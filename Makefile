@@ -119,7 +119,7 @@ conformance: tools
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate pkg/tasks interop functions/mcp functions/conformance internal/testenv/streamrun
+INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit interop functions/mcp functions/conformance internal/testenv/streamrun
 
 ## integration: the tests against the real emulators
 integration: tools

@@ -1,0 +1,89 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Memory counts in this process: for one instance, and tests. Counts are
+// forgotten when they expire.
+type Memory struct {
+	mu     sync.Mutex
+	counts map[string]memoryCount
+	calls  int
+}
+
+type memoryCount struct {
+	n       int64
+	expires time.Time
+}
+
+// Increment implements Counter.
+func (m *Memory) Increment(ctx context.Context, key string, expires time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[string]memoryCount{}
+	}
+	// Expired counts are swept now and then, not at every call.
+	if m.calls++; m.calls%256 == 0 {
+		now := time.Now()
+		for k, c := range m.counts {
+			if now.After(c.expires) {
+				delete(m.counts, k)
+			}
+		}
+	}
+	c := m.counts[key]
+	c.n++
+	c.expires = expires
+	m.counts[key] = c
+	return c.n, nil
+}
+
+// DynamoDBAPI is the part of the DynamoDB client Counter uses.
+type DynamoDBAPI interface {
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// DynamoDB counts in a DynamoDB table shared by every instance: one item
+// per principal and window, its partition key "pk" the counter key, its
+// count "n" added to atomically, its "expires_at" the table's TTL
+// (template.yaml's claims table has both; give SortKey "sk" for it, whose
+// value is then "rate").
+type DynamoDB struct {
+	Client  DynamoDBAPI
+	Table   string
+	SortKey string
+}
+
+// Increment implements Counter with one UpdateItem.
+func (d *DynamoDB) Increment(ctx context.Context, key string, expires time.Time) (int64, error) {
+	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}}
+	if d.SortKey != "" {
+		k[d.SortKey] = &types.AttributeValueMemberS{Value: "rate"}
+	}
+	out, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.Table),
+		Key:                       k,
+		UpdateExpression:          aws.String("ADD #n :one SET #exp = if_not_exists(#exp, :exp)"),
+		ExpressionAttributeNames:  map[string]string{"#n": "n", "#exp": "expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":exp": &types.AttributeValueMemberN{Value: strconv.FormatInt(expires.Unix(), 10)}},
+		ReturnValues:              types.ReturnValueUpdatedNew,
+	})
+	if err != nil {
+		return 0, err
+	}
+	n, ok := out.Attributes["n"].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("ratelimit: the count came back as %T", out.Attributes["n"])
+	}
+	return strconv.ParseInt(n.Value, 10, 64)
+}
