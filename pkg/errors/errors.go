@@ -96,6 +96,7 @@ const (
 	Timeout           // deadline passed before an answer
 	RateLimited       // caller over its rate {retryAfter}
 	DependencyFailure // an upstream the handler needs failed
+	CircuitOpen       // a tool's dependencies have been failing: not called until its breaker closes {retryAfter}
 	Internal          // a bug; never the peer's fault
 
 	numKinds
@@ -159,7 +160,15 @@ var specs = [numKinds]spec{
 	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, "timeout", true},
 	RateLimited:       {"rate_limited", CodeInternalError, http.StatusOK, "Rate limited", true, "rate_limited", false},
 	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusOK, "A dependency failed", true, "dependency_failure", true},
+	CircuitOpen:       {"circuit_open", CodeInternalError, http.StatusOK, "This tool's dependencies are failing; it was not run, retry later", true, "circuit_open", false},
 	Internal:          {"internal", CodeInternalError, http.StatusOK, "Internal error", false, "", true},
+}
+
+// TripsBreaker reports whether the refusal says a dependency is failing
+// (a timeout, a failed upstream), which a circuit breaker counts; the
+// caller's mistakes and the server's bugs do not.
+func (e *Error) TripsBreaker() bool {
+	return e != nil && (e.kind == Timeout || e.kind == DependencyFailure)
 }
 
 // Kinds returns every Kind, in declaration order.

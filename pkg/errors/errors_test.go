@@ -61,6 +61,7 @@ func TestMapping(t *testing.T) {
 		mcperr.Timeout:              {-32603, 200, 200, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
 		mcperr.RateLimited:          {-32603, 200, 200, true, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
 		mcperr.DependencyFailure:    {-32603, 200, 200, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
+		mcperr.CircuitOpen:          {-32603, 200, 200, true, "This tool's dependencies are failing; it was not run, retry later", `{"retryable":true,"type":"circuit_open"}`, false},
 		mcperr.Internal:             {-32603, 200, 200, false, "Internal error", "", true},
 	}
 	for _, k := range mcperr.Kinds() {
@@ -250,5 +251,34 @@ func TestToolErrors(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("tool kind %v has no row", k)
 		}
+	}
+}
+
+// TestTripsBreaker: only a failing dependency counts against a breaker: a
+// timeout, a failed upstream, a tool's RetryLater; not the caller's
+// mistakes, not a bug.
+func TestTripsBreaker(t *testing.T) {
+	for _, k := range mcperr.Kinds() {
+		want := k == mcperr.Timeout || k == mcperr.DependencyFailure
+		if got := mcperr.New(k).TripsBreaker(); got != want {
+			t.Errorf("%s: TripsBreaker %v", k, got)
+		}
+	}
+	for _, k := range mcperr.ToolKinds() {
+		var e *mcperr.ToolError
+		switch k {
+		case mcperr.RetryLater:
+			e = mcperr.NewRetryLater(0, nil)
+		default:
+			e = mcperr.NewInvalidArguments("x")
+		}
+		if got := e.TripsBreaker(); got != (k == mcperr.RetryLater) {
+			t.Errorf("%s: TripsBreaker %v", k, got)
+		}
+	}
+	var nilErr *mcperr.Error
+	var nilTool *mcperr.ToolError
+	if nilErr.TripsBreaker() || nilTool.TripsBreaker() {
+		t.Error("a nil error trips the breaker")
 	}
 }

@@ -102,6 +102,10 @@ func (t *ToolError) Kind() ToolKind { return t.kind }
 // in-band. The other kinds describe the call or the data.
 func (t *ToolError) ServerFault() bool { return t.kind == RetryLater }
 
+// TripsBreaker reports whether the failure says something behind the
+// tool is failing (RetryLater), which a circuit breaker counts.
+func (t *ToolError) TripsBreaker() bool { return t != nil && t.kind == RetryLater }
+
 // RetryAfter is the hint for RetryLater, or zero.
 func (t *ToolError) RetryAfter() time.Duration { return t.retryAfter }
 
