@@ -4,8 +4,6 @@ package ratelimit_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -25,15 +23,7 @@ const table = "ratelimit-test"
 var local *dynamolocal.Server
 
 func TestMain(m *testing.M) {
-	var err error
-	local, err = dynamolocal.StartWithTables(context.Background(), dynamolocal.Table{Name: table, SortKey: "sk"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	local.Stop()
-	os.Exit(code)
+	dynamolocal.Main(m, &local, dynamolocal.Table{Name: table, SortKey: "sk"})
 }
 
 // TestSharedAcrossInstances: two instances, each with its own limiter

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,16 +33,7 @@ const (
 var local *dynamolocal.Server
 
 func TestMain(m *testing.M) {
-	ctx := context.Background()
-	var err error
-	local, err = dynamolocal.StartWithTables(ctx, dynamolocal.Table{Name: table}, dynamolocal.Table{Name: sortedTable, SortKey: "sk"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	local.Stop()
-	os.Exit(code)
+	dynamolocal.Main(m, &local, dynamolocal.Table{Name: table}, dynamolocal.Table{Name: sortedTable, SortKey: "sk"})
 }
 
 func TestDynamoDBContract(t *testing.T) {
