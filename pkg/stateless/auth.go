@@ -128,7 +128,7 @@ func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
 	if !ok {
 		return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, errMalformedAuthorization)
 	}
-	principal, scopes, refusal := a.Authenticator.Authenticate(bounded(x, ctx), token, endpoint)
+	principal, scopes, refusal := a.Authenticator.Authenticate(x.bounded(ctx), token, endpoint)
 	if refusal != nil {
 		if refusal.Kind() == mcperr.Unauthorized {
 			return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, refusal)

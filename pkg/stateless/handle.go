@@ -48,12 +48,12 @@ const Anonymous = "anonymous"
 // Handle answers one request. It never panics and never returns nil: every
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
-	return handleRequest(s, ctx, r, nil)
+	return s.handleRequest(ctx, r, nil)
 }
 
 // handleRequest answers r; live, when set, takes its notifications as
 // they happen (HandleStream).
-func handleRequest(s *Server, ctx context.Context, r *Request, live *liveStream) *Response {
+func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream) *Response {
 	start := time.Now()
 	// The request's deadline: its context's (a Lambda invocation's), or
 	// RequestTimeout from now. A context that lacks one is given it only
@@ -72,12 +72,12 @@ func handleRequest(s *Server, ctx context.Context, r *Request, live *liveStream)
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = serveRequest(s, ctx, r, o, deadline, live)
+		resp = s.serveRequest(ctx, r, o, deadline, live)
 		allowCORS(s, r, resp)
 	}
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
-	report(s, ctx, o)
+	s.report(ctx, o)
 	return resp
 }
 
@@ -97,13 +97,13 @@ func (s *Server) Reject(ctx context.Context, r *Request, e *mcperr.Error) *Respo
 	allowCORS(s, r, resp)
 	o.Status = resp.Status
 	o.Duration = time.Since(start)
-	report(s, ctx, o)
+	s.report(ctx, o)
 	return resp
 }
 
 // report logs a request that was refused or failed, and hands its outcome
 // to Options.Observe.
-func report(s *Server, ctx context.Context, o *Outcome) {
+func (s *Server) report(ctx context.Context, o *Outcome) {
 	if o.Err != nil || o.Code != 0 || o.Fault {
 		level := slog.LevelInfo
 		if o.Fault {
@@ -194,7 +194,7 @@ type exchange struct {
 // one (on Lambda, the invocation's), else a context made once per request
 // and cancelled when it is answered. Everything a request waits on — a
 // store, the key service, a handler other than a tool's — gets it.
-func bounded(x *exchange, ctx context.Context) context.Context {
+func (x *exchange) bounded(ctx context.Context) context.Context {
 	if _, ok := ctx.Deadline(); ok {
 		return ctx
 	}
@@ -207,7 +207,7 @@ func bounded(x *exchange, ctx context.Context) context.Context {
 // serveRequest answers one request that is not a CORS preflight, never
 // panicking: transport checks, decoding, authentication, then the
 // protocol (request).
-func serveRequest(s *Server, ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
+func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
 	defer func() {
 		if x.stop != nil {

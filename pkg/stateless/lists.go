@@ -77,7 +77,7 @@ func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, 
 }
 
 // serveListTools answers tools/list, a page of the visible tools.
-func serveListTools(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveListTools(ctx context.Context) *Response {
 	for _, t := range x.reg.tools {
 		if err := t.prepare(); err != nil {
 			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
@@ -90,7 +90,7 @@ func serveListTools(x *exchange, ctx context.Context) *Response {
 }
 
 // serveListPrompts answers prompts/list.
-func serveListPrompts(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveListPrompts(ctx context.Context) *Response {
 	return listPage(x, ctx, "prompts", cursorPrompts, x.reg.prompts,
 		func(p *registeredPrompt) string { return p.def.Name },
 		func(p *registeredPrompt) Visibility { return p.def.Visible },
@@ -98,7 +98,7 @@ func serveListPrompts(x *exchange, ctx context.Context) *Response {
 }
 
 // serveListResources answers resources/list.
-func serveListResources(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveListResources(ctx context.Context) *Response {
 	return listPage(x, ctx, "resources", cursorResources, x.reg.resources,
 		func(r *registeredResource) string { return r.def.URI },
 		func(r *registeredResource) Visibility { return r.def.Visible },
@@ -106,7 +106,7 @@ func serveListResources(x *exchange, ctx context.Context) *Response {
 }
 
 // serveListTemplates answers resources/templates/list.
-func serveListTemplates(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveListTemplates(ctx context.Context) *Response {
 	// Templates keep registration order (it is also match order); the
 	// cursor key is the position, zero-padded so keys compare in order.
 	type indexed struct {
@@ -124,7 +124,7 @@ func serveListTemplates(x *exchange, ctx context.Context) *Response {
 }
 
 // visibleToolNames lists the names this caller may see, for suggestions.
-func visibleToolNames(x *exchange, ctx context.Context) []string {
+func (x *exchange) visibleToolNames(ctx context.Context) []string {
 	names := make([]string, 0, len(x.reg.tools))
 	for _, t := range x.reg.tools {
 		if t.def.Visible == nil || t.def.Visible(ctx, x.call.Principal) {

@@ -155,7 +155,7 @@ func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any
 
 // inputRequiredResult renders ir for the client: capability-gated, with
 // the state sealed under the request's binding.
-func sealInputRequired(s *Server, ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
 	if len(ir.Requests) == 0 && ir.State == nil {
 		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
 	}
@@ -209,7 +209,7 @@ func (k stateKey) binding() reqstate.Binding {
 // openState opens the state of a retry before any handler runs. For a
 // single-use state it returns the id to redeem (redeemState), once the
 // call is known not to be a replay.
-func openSealedState(s *Server, ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
+func (s *Server) openSealedState(ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
 	if token == nil {
 		return "", nil
 	}
@@ -239,12 +239,12 @@ func openSealedState(s *Server, ctx context.Context, c *Call, k stateKey, token 
 // so that a keyed retry of a call that completed gets its replay rather
 // than the refusal of a spent state. A state spent, or being redeemed by
 // another call, is refused as any invalid state is.
-func redeemState(x *exchange, ctx context.Context) *mcperr.Error {
+func (x *exchange) redeemState(ctx context.Context) *mcperr.Error {
 	if x.redeemID == "" {
 		return nil
 	}
 	start := time.Now()
-	r, err := x.s.opts.Redeemer.Redeem(bounded(x, ctx), x.redeemID, time.Now().Add(redemptionWindow))
+	r, err := x.s.opts.Redeemer.Redeem(x.bounded(ctx), x.redeemID, time.Now().Add(redemptionWindow))
 	x.o.Steps.State += time.Since(start)
 	var held *RedemptionHeld
 	switch {
@@ -267,7 +267,7 @@ func redeemState(x *exchange, ctx context.Context) *mcperr.Error {
 // when the call was answered with something its retry may change (the
 // exchange's retryable), final otherwise. Like finishClaim, it runs past
 // the request's deadline; a failure is a server fault for the operator.
-func finishState(x *exchange, ctx context.Context) {
+func (x *exchange) finishState(ctx context.Context) {
 	r := x.redemption
 	if r == nil {
 		return
@@ -277,7 +277,7 @@ func finishState(x *exchange, ctx context.Context) {
 	if x.retryable {
 		settle = r.Release
 	}
-	ctx, cancel := finishContext(x, ctx)
+	ctx, cancel := x.finishContext(ctx)
 	defer cancel()
 	if err := settle(ctx); err != nil {
 		x.o.Fault = true
@@ -288,9 +288,9 @@ func finishState(x *exchange, ctx context.Context) {
 
 // releaseState, deferred once a redemption started, releases one the call
 // left without an outcome: its handler panicked.
-func releaseState(x *exchange, ctx context.Context) {
+func (x *exchange) releaseState(ctx context.Context) {
 	if x.redemption != nil {
 		x.retryable = true
-		finishState(x, ctx)
+		x.finishState(ctx)
 	}
 }

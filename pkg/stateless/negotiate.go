@@ -127,7 +127,7 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 	if d.method != "tools/call" {
 		// Handlers and visibility rules may wait on something; a tool's
 		// handler gets its own deadline (serveCallTool).
-		ctx = bounded(x, ctx)
+		ctx = x.bounded(ctx)
 	}
 	ctx, e := x.intercept(ctx)
 	if e != nil {

@@ -12,7 +12,7 @@ import (
 
 // serveGetPrompt answers prompts/get: the visible prompt, its required
 // arguments, its request state, its handler.
-func serveGetPrompt(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveGetPrompt(ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*getPromptParams)
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
@@ -37,19 +37,19 @@ func serveGetPrompt(x *exchange, ctx context.Context) *Response {
 		return x.refuse(d.id, e)
 	}
 	b := stateKeyOf(x, "prompts/get", pr.def.Name, json.RawMessage(p.Arguments))
-	if e := openState(x, ctx, b, p.RequestState); e != nil {
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
-	if e := redeemState(x, ctx); e != nil {
+	if e := x.redeemState(ctx); e != nil {
 		return x.refuse(d.id, e)
 	}
-	defer releaseState(x, ctx)
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
 	x.o.Steps.Handler = time.Since(handlerStart)
-	defer finishState(x, ctx) // with the answer, once the handler returned
+	defer x.finishState(ctx) // with the answer, once the handler returned
 	if err != nil {
-		return nonToolInput(x, ctx, b, err)
+		return x.nonToolInput(ctx, b, err)
 	}
 	if res == nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, errors.New("prompt handler returned no result")))

@@ -9,7 +9,7 @@ import (
 
 // serveReadResource answers resources/read: a resource, or the first
 // template whose pattern matches the URI.
-func serveReadResource(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveReadResource(ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*readResourceParams)
 	if p.URI == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
@@ -37,19 +37,19 @@ func serveReadResource(x *exchange, ctx context.Context) *Response {
 		return x.refuse(d.id, e)
 	}
 	b := stateKeyOf(x, "resources/read", uri, nil)
-	if e := openState(x, ctx, b, p.RequestState); e != nil {
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
-	if e := redeemState(x, ctx); e != nil {
+	if e := x.redeemState(ctx); e != nil {
 		return x.refuse(d.id, e)
 	}
-	defer releaseState(x, ctx)
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
 	x.o.Steps.Handler = time.Since(handlerStart)
-	defer finishState(x, ctx) // with the answer, once the handler returned
+	defer x.finishState(ctx) // with the answer, once the handler returned
 	if err != nil {
-		return nonToolInput(x, ctx, b, err)
+		return x.nonToolInput(ctx, b, err)
 	}
 	if res == nil || len(res.Contents) == 0 {
 		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
@@ -62,7 +62,7 @@ func serveReadResource(x *exchange, ctx context.Context) *Response {
 }
 
 // serveComplete answers completion/complete from the completion handler.
-func serveComplete(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveComplete(ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*completeParams)
 	if p.Ref == nil || p.Argument == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
@@ -81,7 +81,7 @@ func serveComplete(x *exchange, ctx context.Context) *Response {
 	}
 	res, err := x.reg.complete(ctx, req)
 	if err != nil {
-		return handlerFailure(x, ctx, err)
+		return x.handlerFailure(ctx, err)
 	}
 	if res == nil {
 		res = &CompleteResult{}

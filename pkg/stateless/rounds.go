@@ -17,12 +17,12 @@ func stateKeyOf(x *exchange, method, target string, args json.RawMessage) stateK
 
 // openState opens the request's state, if it carries one, before any
 // handler runs, and records the decision.
-func openState(x *exchange, ctx context.Context, k stateKey, token *string) *mcperr.Error {
+func (x *exchange) openState(ctx context.Context, k stateKey, token *string) *mcperr.Error {
 	if token == nil {
 		return nil
 	}
 	start := time.Now()
-	id, e := openSealedState(x.s, bounded(x, ctx), &x.call, k, token)
+	id, e := x.s.openSealedState(x.bounded(ctx), &x.call, k, token)
 	x.redeemID = id
 	x.o.Steps.State = time.Since(start)
 	x.o.StateOpened = e == nil
@@ -30,8 +30,8 @@ func openState(x *exchange, ctx context.Context, k stateKey, token *string) *mcp
 }
 
 // inputRequiredResult renders ir and records whether a state was sealed.
-func inputRequiredResult(x *exchange, ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
-	out, e := sealInputRequired(x.s, bounded(x, ctx), &x.call, k, ir)
+func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+	out, e := x.s.sealInputRequired(x.bounded(ctx), &x.call, k, ir)
 	if _, sealed := out["requestState"]; sealed {
 		x.o.StateSealed = true
 	}
@@ -53,18 +53,18 @@ func readInputResponses(x *exchange) *mcperr.Error {
 }
 
 // nonToolInput maps the error of a prompt or resource handler.
-func nonToolInput(x *exchange, ctx context.Context, b stateKey, err error) *Response {
+func (x *exchange) nonToolInput(ctx context.Context, b stateKey, err error) *Response {
 	var ir *InputRequired
 	if errors.As(err, &ir) {
 		if x.legacy {
 			return x.refuse(x.d.id, mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
 				WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
 		}
-		out, e := inputRequiredResult(x, ctx, b, ir)
+		out, e := x.inputRequiredResult(ctx, b, ir)
 		if e != nil {
 			return x.refuse(x.d.id, e)
 		}
 		return x.result(out, &resultFields{resultTyp: "input_required"})
 	}
-	return handlerFailure(x, ctx, err)
+	return x.handlerFailure(ctx, err)
 }

@@ -32,7 +32,7 @@ type Stream interface {
 // twice.
 func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
 	live := &liveStream{st: st}
-	resp := handleRequest(s, ctx, r, live)
+	resp := s.handleRequest(ctx, r, live)
 	live.finish(resp)
 }
 

@@ -157,18 +157,18 @@ var methods = map[string]*methodInfo{
 	"resources/subscribe":   {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
 	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
 
-	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: serveListTools},
-	"tools/call":               {era: everyEra, named: true, feature: "tools", params: newParams[callToolParams](), serve: serveCallTool},
-	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: serveListPrompts},
-	"prompts/get":              {era: everyEra, named: true, feature: "prompts", params: newParams[getPromptParams](), serve: serveGetPrompt},
-	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListResources},
-	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: serveListTemplates},
-	"resources/read":           {era: everyEra, named: true, feature: "resources", params: newParams[readResourceParams](), serve: serveReadResource},
-	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: serveComplete},
+	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: (*exchange).serveListTools},
+	"tools/call":               {era: everyEra, named: true, feature: "tools", params: newParams[callToolParams](), serve: (*exchange).serveCallTool},
+	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: (*exchange).serveListPrompts},
+	"prompts/get":              {era: everyEra, named: true, feature: "prompts", params: newParams[getPromptParams](), serve: (*exchange).serveGetPrompt},
+	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).serveListResources},
+	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).serveListTemplates},
+	"resources/read":           {era: everyEra, named: true, feature: "resources", params: newParams[readResourceParams](), serve: (*exchange).serveReadResource},
+	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: (*exchange).serveComplete},
 
-	"tasks/get":    {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: serveGetTask},
-	"tasks/update": {era: modernEra, feature: "tasks", named: true, params: newParams[updateTaskParams](), serve: serveUpdateTask},
-	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: serveCancelTask},
+	"tasks/get":    {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveGetTask},
+	"tasks/update": {era: modernEra, feature: "tasks", named: true, params: newParams[updateTaskParams](), serve: (*exchange).serveUpdateTask},
+	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveCancelTask},
 }
 
 // served returns the request's row when the server serves it to a

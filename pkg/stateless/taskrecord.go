@@ -278,7 +278,7 @@ func heldBy(r, taken *TaskRecord) bool {
 // watchTask reads the task every CancelCheck while its handler runs, and
 // cancels the handler when the task was cancelled or is no longer this
 // worker's (see heldBy).
-func watchTask(s *Server, ctx context.Context, taken *TaskRecord, cancelled *atomic.Bool, cancel context.CancelFunc) {
+func (s *Server) watchTask(ctx context.Context, taken *TaskRecord, cancelled *atomic.Bool, cancel context.CancelFunc) {
 	tick := time.NewTicker(s.tasks.CancelCheck)
 	defer tick.Stop()
 	for {

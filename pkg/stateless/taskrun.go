@@ -60,9 +60,9 @@ func beforeTask(t *registeredTool) ToolHandler {
 // a first call stored before its instance died with its claim still in
 // progress — that task is the answer, and it is handed to a worker again
 // if none holds it (a second delivery is fenced).
-func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage) *Response {
+func (x *exchange) createTask(ctx context.Context, t *registeredTool, args json.RawMessage) *Response {
 	to := x.s.tasks
-	ctx = bounded(x, ctx)
+	ctx = x.bounded(ctx)
 	now := time.Now()
 	rec := &TaskRecord{
 		ID: newTaskID(), Version: 1, Principal: x.call.Principal, Tool: t.def.Name, Status: TaskWorking,
@@ -96,7 +96,7 @@ func createTask(x *exchange, ctx context.Context, t *registeredTool, args json.R
 		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
 	}
 	if dispatch {
-		if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
+		if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
 			if !keyed {
 				// No retry can find this task: end it.
 				_, _ = mutateTask(context.WithoutCancel(ctx), to.Store, rec.ID, func(r *TaskRecord, _ time.Time) bool {
@@ -141,7 +141,7 @@ func keyedTaskID(principal, tool, key string, args json.RawMessage) string {
 
 // dispatchTask hands the task to a worker: TaskOptions.Dispatch, or a
 // goroutine of this process.
-func dispatchTask(s *Server, ctx context.Context, id string) error {
+func (s *Server) dispatchTask(ctx context.Context, id string) error {
 	if d := s.tasks.Dispatch; d != nil {
 		return d(ctx, id)
 	}

@@ -42,7 +42,7 @@ func declaresTasks(c *Call) bool {
 
 // ownTask loads the task a tasks/* request names, for its caller. A task
 // of another principal answers exactly as one that does not exist.
-func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
+func (x *exchange) ownTask(ctx context.Context) (*TaskRecord, *mcperr.Error) {
 	if !declaresTasks(&x.call) {
 		return nil, missingTasksExtension()
 	}
@@ -71,13 +71,13 @@ func ownTask(x *exchange, ctx context.Context) (*TaskRecord, *mcperr.Error) {
 // serveGetTask answers tasks/get with the task as it stands. A working
 // task whose worker never came or died (its lease lapsed) is dispatched
 // again first, or failed once it has used its attempts.
-func serveGetTask(x *exchange, ctx context.Context) *Response {
-	rec, e := ownTask(x, ctx)
+func (x *exchange) serveGetTask(ctx context.Context) *Response {
+	rec, e := x.ownTask(ctx)
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}
 	if rec.Status == TaskWorking && leaseLapsed(rec, time.Now()) {
-		if r, err := redrive(x.s, ctx, rec.ID); err == nil && r != nil {
+		if r, err := x.s.redrive(ctx, rec.ID); err == nil && r != nil {
 			rec = r
 		} else if err != nil {
 			x.o.Fault, x.o.Err = true, err
@@ -89,7 +89,7 @@ func serveGetTask(x *exchange, ctx context.Context) *Response {
 // redrive takes a working task whose lease lapsed back for a new worker
 // and dispatches it, or fails it when its runs are used up. It returns
 // the record as it left it, or nil when another request changed it first.
-func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
+func (s *Server) redrive(ctx context.Context, id string) (*TaskRecord, error) {
 	to := s.tasks
 	dispatch := false
 	rec, err := mutateTask(ctx, to.Store, id, func(r *TaskRecord, now time.Time) bool {
@@ -108,7 +108,7 @@ func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
 		return rec, err
 	}
 	if dispatch {
-		if err := dispatchTask(s, ctx, id); err != nil {
+		if err := s.dispatchTask(ctx, id); err != nil {
 			return rec, fmt.Errorf("dispatching task again: %w", err)
 		}
 	}
@@ -118,13 +118,13 @@ func redrive(s *Server, ctx context.Context, id string) (*TaskRecord, error) {
 // serveUpdateTask stores the answers to the task's outstanding input
 // requests and, once none is outstanding, hands it to a worker again.
 // Answers to other keys are ignored, as the extension asks.
-func serveUpdateTask(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveUpdateTask(ctx context.Context) *Response {
 	p := x.d.params.(*updateTaskParams)
 	responses, err := parseInputResponses(json.RawMessage(p.InputResponses))
 	if err != nil || responses == nil {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("inputResponses must be an object of objects")))
 	}
-	rec, e := ownTask(x, ctx)
+	rec, e := x.ownTask(ctx)
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}
@@ -180,7 +180,7 @@ func serveUpdateTask(x *exchange, ctx context.Context) *Response {
 			WithData(map[string]any{"reason": "task_answers_too_large", "maxBytes": maxTaskAnswers}))
 	}
 	if wake {
-		if err := dispatchTask(x.s, ctx, rec.ID); err != nil {
+		if err := x.s.dispatchTask(ctx, rec.ID); err != nil {
 			// Stored: the next tasks/get dispatches it after the grace.
 			x.o.Fault, x.o.Err = true, fmt.Errorf("dispatching the task after its input: %w", err)
 		}
@@ -202,8 +202,8 @@ func answered(r *TaskRecord, responses map[string]json.RawMessage) bool {
 // serveCancelTask marks a task that has not ended cancelled; a running
 // worker sees it and cancels its handler's context. A task that ended
 // keeps its outcome, and the acknowledgement is the same.
-func serveCancelTask(x *exchange, ctx context.Context) *Response {
-	rec, e := ownTask(x, ctx)
+func (x *exchange) serveCancelTask(ctx context.Context) *Response {
+	rec, e := x.ownTask(ctx)
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}

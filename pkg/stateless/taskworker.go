@@ -44,7 +44,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 	o := &Outcome{Method: MethodTaskRun, TaskRun: true, Version: Version20260728}
 	defer func() {
 		o.Duration = time.Since(start)
-		report(s, ctx, o)
+		s.report(ctx, o)
 	}()
 	end := start.Add(to.MaxRun)
 	if d, ok := ctx.Deadline(); ok && d.Add(-s.opts.DeadlineMargin).Before(end) {
@@ -84,8 +84,8 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 		return nil
 	}
 	o.Target = rec.Tool
-	finish := runTaskHandler(s, ctx, o, rec, end)
-	return recordOutcome(s, ctx, o, rec, finish)
+	finish := s.runTaskHandler(ctx, o, rec, end)
+	return s.recordOutcome(ctx, o, rec, finish)
 }
 
 // recordOutcome writes the outcome of the run of taken, the record as its
@@ -95,7 +95,7 @@ func (s *Server) RunTask(ctx context.Context, id string) error {
 // one write failed; a record that cannot be stored because of its size
 // fails the task at once, saying so. After the lease the task is another
 // worker's to take, and the outcome is given up (a fault).
-func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord, finish func(*TaskRecord)) error {
+func (s *Server) recordOutcome(ctx context.Context, o *Outcome, taken *TaskRecord, finish func(*TaskRecord)) error {
 	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), taken.LeaseUntil)
 	defer cancel()
 	backoff, shrunk := 20*time.Millisecond, false
@@ -137,7 +137,7 @@ func recordOutcome(s *Server, ctx context.Context, o *Outcome, taken *TaskRecord
 
 // runTaskHandler runs the handler of the task rec, which this worker holds, and
 // returns how its outcome changes the record.
-func runTaskHandler(s *Server, ctx context.Context, o *Outcome, rec *TaskRecord, end time.Time) func(*TaskRecord) {
+func (s *Server) runTaskHandler(ctx context.Context, o *Outcome, rec *TaskRecord, end time.Time) func(*TaskRecord) {
 	t := s.reg.Load().tool(rec.Tool)
 	if t == nil {
 		return failWith(o, mcperr.Wrap(mcperr.Internal, errors.New("the task's tool is no longer registered")), "The task's tool is gone.")
@@ -151,14 +151,14 @@ func runTaskHandler(s *Server, ctx context.Context, o *Outcome, rec *TaskRecord,
 	hctx, cancel := context.WithDeadline(ctx, end)
 	defer cancel()
 	var cancelled atomic.Bool
-	go watchTask(s, hctx, rec, &cancelled, cancel)
+	go s.watchTask(hctx, rec, &cancelled, cancel)
 	run := &TaskRun{ID: rec.ID, Attempt: rec.Attempts}
 	h := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
 		req.Task = run
 		return t.handler(ctx, req)
 	}
 	handlerStart := time.Now()
-	r, returned := runTool(x, hctx, t, rec.Arguments, h)
+	r, returned := x.runTool(hctx, t, rec.Arguments, h)
 	o.Steps.Handler = time.Since(handlerStart)
 	var ir *InputRequired
 	var me *mcperr.Error
@@ -177,7 +177,7 @@ func runTaskHandler(s *Server, ctx context.Context, o *Outcome, rec *TaskRecord,
 		o.ErrFromTool = true
 		return failWith(o, me, "The task failed.")
 	}
-	resp := toolOutcome(x, hctx, t, stateKey{}, r.res, r.err)
+	resp := x.toolOutcome(hctx, t, stateKey{}, r.res, r.err)
 	if x.res.obj == nil {
 		var msg struct{ Error json.RawMessage }
 		if json.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {

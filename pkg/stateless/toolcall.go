@@ -17,7 +17,7 @@ import (
 // then the claim and the state's redemption, the handler under its own
 // deadline, and the claim's completion, which may carry the tool's
 // enlisted writes.
-func serveCallTool(x *exchange, ctx context.Context) *Response {
+func (x *exchange) serveCallTool(ctx context.Context) *Response {
 	d, p := x.d, x.d.params.(*callToolParams)
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
@@ -25,7 +25,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	name := *p.Name
 	t := x.reg.tool(name)
 	if t == nil || (t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal)) {
-		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, visibleToolNames(x, ctx))))
+		return x.refuse(d.id, mcperr.NewUnknownTool(suggest(name, x.visibleToolNames(ctx))))
 	}
 	x.o.Target = t.def.Name
 	if err := t.prepare(); err != nil {
@@ -58,7 +58,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	}
 	x.call.IdempotencyKey = key
 	b := stateKeyOf(x, "tools/call", t.def.Name, args)
-	if e := openState(x, ctx, b, p.RequestState); e != nil {
+	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
 	if err := t.input.validate(args); err != nil {
@@ -83,7 +83,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	// not start another worker.
 	var ticket Ticket
 	if idem := x.s.opts.Idempotency; idem != nil && (!t.def.ReadOnly() || asTask) && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
-		replay, tk, refusal := idem.Begin(bounded(x, ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
+		replay, tk, refusal := idem.Begin(x.bounded(ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
 			Lease: deadline.Sub(claimStart)})
 		x.o.Steps.Claim = time.Since(claimStart)
 		if refusal != nil {
@@ -105,7 +105,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 			// A handler that panicked, or a path that left without a
 			// result, gives the claim up so a retry can run.
 			if ticket != nil {
-				finishClaim(x, ctx, ticket.Release)
+				x.finishClaim(ctx, ticket.Release)
 			}
 		}()
 	}
@@ -114,13 +114,13 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	// settled with the outcome.
 	if x.redeemID != "" {
 		rctx, cancel := context.WithDeadline(ctx, deadline)
-		e := redeemState(x, rctx)
+		e := x.redeemState(rctx)
 		cancel()
 		if e != nil {
 			return x.refuse(d.id, e)
 		}
 	}
-	defer releaseState(x, ctx)
+	defer x.releaseState(ctx)
 	handlerStart := time.Now()
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
@@ -133,7 +133,7 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 		// the task's creation.
 		h = beforeTask(t)
 	}
-	r, returned := runTool(x, hctx, t, args, h)
+	r, returned := x.runTool(hctx, t, args, h)
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
 		// Abandoned: the claim is neither completed nor released, by
@@ -159,22 +159,22 @@ func serveCallTool(x *exchange, ctx context.Context) *Response {
 	}
 	var resp *Response
 	if asTask && err == errStartTask {
-		resp = createTask(x, ctx, t, args)
+		resp = x.createTask(ctx, t, args)
 	} else {
-		resp = toolOutcome(x, ctx, t, b, res, err)
+		resp = x.toolOutcome(ctx, t, b, res, err)
 	}
 	if ticket != nil {
 		// A retryable failure is not kept: its retry runs the tool.
 		if x.res.obj != nil && !x.inputRequired && !x.retryable {
-			resp = completeClaim(x, ctx, ticket, resp)
+			resp = x.completeClaim(ctx, ticket, resp)
 		} else {
-			_ = finishClaim(x, ctx, ticket.Release)
+			_ = x.finishClaim(ctx, ticket.Release)
 		}
 		ticket = nil
 	}
 	// The claim first: a result that was not committed is answered as a
 	// retryable refusal, and then the state is released for the retry.
-	finishState(x, ctx)
+	x.finishState(ctx)
 	return resp
 }
 

@@ -9,7 +9,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
-func toolOutcome(x *exchange, ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
+func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
 	if err != nil {
 		var ir *InputRequired
 		var me *mcperr.Error
@@ -19,7 +19,7 @@ func toolOutcome(x *exchange, ctx context.Context, t *registeredTool, b stateKey
 			if x.legacy {
 				return errorResult(x, "This tool needs input from the user, which needs protocol revision "+Version20260728+".")
 			}
-			out, e := inputRequiredResult(x, ctx, b, ir)
+			out, e := x.inputRequiredResult(ctx, b, ir)
 			if e != nil {
 				return x.refuse(x.d.id, e)
 			}
@@ -70,7 +70,7 @@ func toolOutcome(x *exchange, ctx context.Context, t *registeredTool, b stateKey
 // handlerFailure refuses with what a prompt, resource or completion
 // handler returned as its error. The error is the handler's, so its text
 // is kept out of the logs (see Outcome.ErrFromTool).
-func handlerFailure(x *exchange, ctx context.Context, err error) *Response {
+func (x *exchange) handlerFailure(ctx context.Context, err error) *Response {
 	x.o.Err, x.o.ErrFromTool = err, true
 	return x.refuse(x.d.id, handlerError(ctx, err))
 }

@@ -17,13 +17,13 @@ import (
 // redemption of the call's single-use state. It returns the answer: resp,
 // unless the tool's enlisted effect was not committed, which the client
 // must retry.
-func completeClaim(x *exchange, ctx context.Context, t Ticket, resp *Response) *Response {
+func (x *exchange) completeClaim(ctx context.Context, t Ticket, resp *Response) *Response {
 	joined := false
 	if j, ok := t.(RedemptionJoiner); ok && x.redemption != nil {
 		joined = j.JoinRedemption(x.redemption)
 	}
 	result := x.res.replayForm()
-	err := finishClaim(x, ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
+	err := x.finishClaim(ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
 	switch {
 	case err == nil:
 		if joined {
@@ -56,9 +56,9 @@ type toolRun struct {
 // discarded, and it is counted in the server's overdue handlers until it
 // returns. The handler works on a copy of the request's Call, so that one
 // left running cannot touch the answered exchange.
-func runTool(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (toolRun, bool) {
+func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (toolRun, bool) {
 	if t.def.Inline {
-		return runInline(x, ctx, t, args, h), true
+		return x.runInline(ctx, t, args, h), true
 	}
 	const running, returned, abandoned = 0, 1, 2
 	// One allocation holds the handler's copy of the Call and what it
@@ -123,7 +123,7 @@ func (t *Tool) maxDuration() time.Duration {
 // goroutine (Tool.Inline). A handler that returns after its deadline (and
 // the fifth of the margin runTool waits) is answered as it returned, and
 // the outcome records the overrun as a fault.
-func runInline(x *exchange, ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (run toolRun) {
+func (x *exchange) runInline(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (run toolRun) {
 	run.call = x.call
 	defer func() {
 		if p := recover(); p != nil {
@@ -144,9 +144,9 @@ func runInline(x *exchange, ctx context.Context, t *registeredTool, args json.Ra
 // finishClaim completes or releases a claim, f retrying a failing store
 // within finishContext's time. A failure is a server fault for the
 // operator.
-func finishClaim(x *exchange, ctx context.Context, f func(context.Context) error) error {
+func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) error {
 	start := time.Now()
-	ctx, cancel := finishContext(x, ctx)
+	ctx, cancel := x.finishContext(ctx)
 	defer cancel()
 	err := f(ctx)
 	x.o.Steps.Finish += time.Since(start)
@@ -169,7 +169,7 @@ const maxFinish = 10 * time.Second
 // Inline handler that returned after that point is answered late anyway:
 // its result gets maxFinish to be recorded, so that a keyed retry replays
 // it rather than running the tool again.
-func finishContext(x *exchange, ctx context.Context) (context.Context, context.CancelFunc) {
+func (x *exchange) finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	now := time.Now()
 	end := now.Add(maxFinish)
 	if d := x.deadline.Add(-x.s.opts.DeadlineMargin / 5); d.Before(end) && d.After(now) {
