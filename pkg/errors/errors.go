@@ -1,4 +1,4 @@
-// Package errors is the refusal taxonomy of the endpoint: one closed family
+// Package mcperr is the refusal taxonomy of the endpoint: one closed family
 // of values naming every way an MCP request can fail, and for each one the
 // JSON-RPC code, the HTTP status, the error.data, and a fixed message.
 //
@@ -18,9 +18,9 @@
 // Tool-level failures are not refusals: they are results with isError set,
 // shown to the model so it can correct itself. They live in [ToolError].
 //
-// Import this package under another name, for example mcperr, to keep the
-// standard library's errors package at hand.
-package errors
+// Its import path is .../pkg/errors; its name is mcperr, so that it never
+// shadows the standard library's errors package beside it.
+package mcperr
 
 import (
 	"encoding/json"
@@ -120,48 +120,48 @@ type spec struct {
 }
 
 var specs = [numKinds]spec{
-	MethodNotAllowed:     {"method_not_allowed", CodeInvalidRequest, http.StatusMethodNotAllowed, "Method not allowed: this endpoint accepts POST only", false, "", false},
-	ForbiddenOrigin:      {"forbidden_origin", CodeInvalidRequest, http.StatusForbidden, "Forbidden: origin not allowed", false, "", false},
-	UnsupportedMediaType: {"unsupported_media_type", CodeInvalidRequest, http.StatusUnsupportedMediaType, "Unsupported media type: send application/json", false, "", false},
-	NotAcceptable:        {"not_acceptable", CodeInvalidRequest, http.StatusNotAcceptable, "Not acceptable: accept application/json and text/event-stream", false, "", false},
-	BodyTooLarge:         {"body_too_large", CodeInvalidRequest, http.StatusRequestEntityTooLarge, "Request body too large", false, "", false},
-	Unauthorized:         {"unauthorized", CodeInvalidRequest, http.StatusUnauthorized, "Unauthorized", false, "", false},
-	InsufficientScope:    {"insufficient_scope", CodeInvalidRequest, http.StatusForbidden, "Insufficient scope", false, "insufficient_scope", false},
+	MethodNotAllowed:     {name: "method_not_allowed", code: CodeInvalidRequest, status: http.StatusMethodNotAllowed, message: "Method not allowed: this endpoint accepts POST only"},
+	ForbiddenOrigin:      {name: "forbidden_origin", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Forbidden: origin not allowed"},
+	UnsupportedMediaType: {name: "unsupported_media_type", code: CodeInvalidRequest, status: http.StatusUnsupportedMediaType, message: "Unsupported media type: send application/json"},
+	NotAcceptable:        {name: "not_acceptable", code: CodeInvalidRequest, status: http.StatusNotAcceptable, message: "Not acceptable: accept application/json and text/event-stream"},
+	BodyTooLarge:         {name: "body_too_large", code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, message: "Request body too large"},
+	Unauthorized:         {name: "unauthorized", code: CodeInvalidRequest, status: http.StatusUnauthorized, message: "Unauthorized"},
+	InsufficientScope:    {name: "insufficient_scope", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Insufficient scope", dataType: "insufficient_scope"},
 
-	ParseError:       {"parse_error", CodeParseError, http.StatusBadRequest, "Parse error: body is not valid JSON", false, "", false},
-	InvalidRequest:   {"invalid_request", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: expected one JSON-RPC 2.0 request or notification", false, "", false},
-	BatchRejected:    {"batch_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: JSON-RPC batches are not supported", false, "", false},
-	ResponseRejected: {"response_rejected", CodeInvalidRequest, http.StatusBadRequest, "Invalid request: clients do not send responses to this endpoint", false, "", false},
+	ParseError:       {name: "parse_error", code: CodeParseError, status: http.StatusBadRequest, message: "Parse error: body is not valid JSON"},
+	InvalidRequest:   {name: "invalid_request", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: expected one JSON-RPC 2.0 request or notification"},
+	BatchRejected:    {name: "batch_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: JSON-RPC batches are not supported"},
+	ResponseRejected: {name: "response_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: clients do not send responses to this endpoint"},
 
-	MalformedMeta:       {"malformed_meta", CodeInvalidParams, http.StatusBadRequest, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", false, "", false},
-	HeaderMismatch:      {"header_mismatch", CodeHeaderMismatch, http.StatusBadRequest, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", false, "", false},
-	UnsupportedVersion:  {"unsupported_version", CodeUnsupportedProtocolVersion, http.StatusBadRequest, "Unsupported protocol version", false, "", false},
-	UnnegotiableVersion: {"unnegotiable_version", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize needs a protocolVersion string", false, "", false},
-	MalformedInitialize: {"malformed_initialize", CodeInvalidParams, http.StatusBadRequest, "Invalid params: initialize params are malformed", false, "", false},
-	UnknownMethod:       {"unknown_method", CodeMethodNotFound, http.StatusNotFound, "Method not found", false, "", false},
-	MalformedParams:     {"malformed_params", CodeInvalidParams, http.StatusBadRequest, "Invalid params", false, "", false},
-	InvalidCursor:       {"invalid_cursor", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown pagination cursor", false, "", false},
-	UnknownTool:         {"unknown_tool", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown tool", false, "", false},
-	NotCallable:         {"not_callable", CodeInvalidParams, http.StatusBadRequest, "Invalid params: tool cannot be called", false, "", false},
-	UnknownResource:     {"unknown_resource", CodeInvalidParams, http.StatusBadRequest, "Resource not found", false, "", false},
-	UnknownPrompt:       {"unknown_prompt", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown prompt", false, "", false},
-	UnknownTask:         {"unknown_task", CodeInvalidParams, http.StatusBadRequest, "Invalid params: unknown or expired task", false, "unknown_task", false},
-	MissingCapability:   {"missing_capability", CodeMissingRequiredClientCapability, http.StatusBadRequest, "Missing required client capability", false, "", false},
-	TamperedState:       {"tampered_state", CodeInvalidParams, http.StatusBadRequest, "Invalid params: invalid or expired requestState", false, "", false},
-	HandlerFailed:       {"handler_failed", CodeInternalError, http.StatusOK, "Handler failed", false, "", true},
-	DuplicateInFlight:   {"duplicate_in_flight", CodeInvalidRequest, http.StatusBadRequest, "Request with this idempotency key is already in progress", true, "idempotency_key_in_progress", false},
-	StateInUse:          {"state_in_use", CodeInvalidRequest, http.StatusBadRequest, "The request state is being used by another call; retry later", true, "request_state_in_use", false},
-	IdempotencyConflict: {"idempotency_conflict", CodeInvalidParams, http.StatusBadRequest, "Idempotency key was already used for a different request", false, "idempotency_key_conflict", false},
-	BadIdempotencyKey:   {"idempotency_key_invalid", CodeInvalidParams, http.StatusBadRequest, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", false, "idempotency_key_invalid", false},
-	StoreUnavailable:    {"store_unavailable", CodeInternalError, http.StatusOK, "Idempotency store unavailable; the tool did not run", true, "idempotency_store_unavailable", true},
-	NotCommitted:        {"not_committed", CodeInternalError, http.StatusOK, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", true, "idempotency_not_committed", true},
-	ReplayUnavailable:   {"replay_unavailable", CodeInternalError, http.StatusOK, "The original call completed but its response was too large to keep; it was not run again", false, "idempotency_replay_unavailable", false},
+	MalformedMeta:       {name: "malformed_meta", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)"},
+	HeaderMismatch:      {name: "header_mismatch", code: CodeHeaderMismatch, status: http.StatusBadRequest, message: "Header mismatch: an MCP header is missing, malformed, or differs from the request body"},
+	UnsupportedVersion:  {name: "unsupported_version", code: CodeUnsupportedProtocolVersion, status: http.StatusBadRequest, message: "Unsupported protocol version"},
+	UnnegotiableVersion: {name: "unnegotiable_version", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize needs a protocolVersion string"},
+	MalformedInitialize: {name: "malformed_initialize", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize params are malformed"},
+	UnknownMethod:       {name: "unknown_method", code: CodeMethodNotFound, status: http.StatusNotFound, message: "Method not found"},
+	MalformedParams:     {name: "malformed_params", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params"},
+	InvalidCursor:       {name: "invalid_cursor", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown pagination cursor"},
+	UnknownTool:         {name: "unknown_tool", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown tool"},
+	NotCallable:         {name: "not_callable", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: tool cannot be called"},
+	UnknownResource:     {name: "unknown_resource", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Resource not found"},
+	UnknownPrompt:       {name: "unknown_prompt", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown prompt"},
+	UnknownTask:         {name: "unknown_task", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown or expired task", dataType: "unknown_task"},
+	MissingCapability:   {name: "missing_capability", code: CodeMissingRequiredClientCapability, status: http.StatusBadRequest, message: "Missing required client capability"},
+	TamperedState:       {name: "tampered_state", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: invalid or expired requestState"},
+	HandlerFailed:       {name: "handler_failed", code: CodeInternalError, status: http.StatusOK, message: "Handler failed", serverFault: true},
+	DuplicateInFlight:   {name: "duplicate_in_flight", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Request with this idempotency key is already in progress", retryable: true, dataType: "idempotency_key_in_progress"},
+	StateInUse:          {name: "state_in_use", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "The request state is being used by another call; retry later", retryable: true, dataType: "request_state_in_use"},
+	IdempotencyConflict: {name: "idempotency_conflict", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Idempotency key was already used for a different request", dataType: "idempotency_key_conflict"},
+	BadIdempotencyKey:   {name: "idempotency_key_invalid", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", dataType: "idempotency_key_invalid"},
+	StoreUnavailable:    {name: "store_unavailable", code: CodeInternalError, status: http.StatusOK, message: "Idempotency store unavailable; the tool did not run", retryable: true, dataType: "idempotency_store_unavailable", serverFault: true},
+	NotCommitted:        {name: "not_committed", code: CodeInternalError, status: http.StatusOK, message: "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", retryable: true, dataType: "idempotency_not_committed", serverFault: true},
+	ReplayUnavailable:   {name: "replay_unavailable", code: CodeInternalError, status: http.StatusOK, message: "The original call completed but its response was too large to keep; it was not run again", dataType: "idempotency_replay_unavailable"},
 
-	Timeout:           {"timeout", CodeInternalError, http.StatusOK, "Timed out", true, "timeout", true},
-	RateLimited:       {"rate_limited", CodeInternalError, http.StatusOK, "Rate limited", true, "rate_limited", false},
-	DependencyFailure: {"dependency_failure", CodeInternalError, http.StatusOK, "A dependency failed", true, "dependency_failure", true},
-	CircuitOpen:       {"circuit_open", CodeInternalError, http.StatusOK, "This tool's dependencies are failing; it was not run, retry later", true, "circuit_open", false},
-	Internal:          {"internal", CodeInternalError, http.StatusOK, "Internal error", false, "", true},
+	Timeout:           {name: "timeout", code: CodeInternalError, status: http.StatusOK, message: "Timed out", retryable: true, dataType: "timeout", serverFault: true},
+	RateLimited:       {name: "rate_limited", code: CodeInternalError, status: http.StatusOK, message: "Rate limited", retryable: true, dataType: "rate_limited"},
+	DependencyFailure: {name: "dependency_failure", code: CodeInternalError, status: http.StatusOK, message: "A dependency failed", retryable: true, dataType: "dependency_failure", serverFault: true},
+	CircuitOpen:       {name: "circuit_open", code: CodeInternalError, status: http.StatusOK, message: "This tool's dependencies are failing; it was not run, retry later", retryable: true, dataType: "circuit_open"},
+	Internal:          {name: "internal", code: CodeInternalError, status: http.StatusOK, message: "Internal error", serverFault: true},
 }
 
 // TripsBreaker reports whether the refusal says a dependency is failing

@@ -1,4 +1,4 @@
-package errors_test
+package mcperr_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package errors
+package mcperr
 
 import (
 	"strconv"
@@ -28,12 +28,12 @@ var toolSpecs = [numToolKinds]struct {
 	name    string
 	message string
 }{
-	InvalidArguments: {"invalid_arguments", "Invalid arguments"},
-	NotFound:         {"not_found", "Not found"},
-	Forbidden:        {"forbidden", "Forbidden"},
-	RetryLater:       {"retryable", "Temporarily unavailable; retry later"},
-	StateChanged:     {"state_changed", "State changed; re-read and try again"},
-	Refused:          {"refused", "Refused"},
+	InvalidArguments: {name: "invalid_arguments", message: "Invalid arguments"},
+	NotFound:         {name: "not_found", message: "Not found"},
+	Forbidden:        {name: "forbidden", message: "Forbidden"},
+	RetryLater:       {name: "retryable", message: "Temporarily unavailable; retry later"},
+	StateChanged:     {name: "state_changed", message: "State changed; re-read and try again"},
+	Refused:          {name: "refused", message: "Refused"},
 }
 
 // String returns the kind's stable name, sent as the failure's type.
