@@ -390,14 +390,10 @@ func validXRayRoot(s string) bool {
 // other string and "none" when there was none (an unreadable body): the
 // Method dimension must not take values a peer invents.
 func MethodName(method string) string {
-	switch method {
-	case "":
+	switch {
+	case method == "":
 		return "none"
-	case "initialize", "ping", "server/discover", "logging/setLevel",
-		"tools/list", "tools/call", "prompts/list", "prompts/get",
-		"resources/list", "resources/read", "resources/templates/list",
-		"resources/subscribe", "resources/unsubscribe", "completion/complete",
-		"subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel", "tasks/list":
+	case stateless.IsProtocolMethod(method):
 		return method
 	}
 	if strings.HasPrefix(method, "notifications/") {

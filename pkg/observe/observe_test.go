@@ -412,7 +412,8 @@ func TestMetricsAndLevels(t *testing.T) {
 
 // TestMethodDimensionIsClosed: a method the peer invents is "other".
 func TestMethodDimensionIsClosed(t *testing.T) {
-	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "tasks/get", "tasks/run": "other"} {
+	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "tasks/get", "tasks/run": "other",
+		"initialize": "initialize", "resources/subscribe": "resources/subscribe", "subscriptions/listen": "subscriptions/listen", "tasks/list": "tasks/list", "Tools/Call": "other"} {
 		if got := observe.MethodName(in); got != want {
 			t.Errorf("MethodName(%q) = %q, want %q", in, got, want)
 		}

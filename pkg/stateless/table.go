@@ -2,6 +2,7 @@ package stateless
 
 import (
 	"context"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -169,6 +170,20 @@ var methods = map[string]*methodInfo{
 	"tasks/get":    {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveGetTask},
 	"tasks/update": {era: modernEra, feature: "tasks", named: true, params: newParams[updateTaskParams](), serve: (*exchange).serveUpdateTask},
 	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveCancelTask},
+}
+
+// unservedMethods are the methods the protocol defines that this server
+// does not serve (answered -32601).
+var unservedMethods = []string{"subscriptions/listen", "tasks/list"}
+
+// IsProtocolMethod reports whether method is one the protocol defines,
+// served here or not: the method table's and unservedMethods. A metric
+// dimension may name these; a peer's invention it may not.
+func IsProtocolMethod(method string) bool {
+	if _, ok := methods[method]; ok {
+		return true
+	}
+	return slices.Contains(unservedMethods, method)
 }
 
 // served returns the request's row when the server serves it to a
