@@ -23,9 +23,9 @@
 //     a retryable server fault; the client should retry, not re-authorize.
 //
 // Error messages name the failing check and never contain bytes of the
-// token, so they are safe to log. Scope checks are separate ([HasScopes]),
-// because the scopes a request needs depend on the operation, which the
-// caller knows and this package does not.
+// token, so they are safe to log. Scope checks are separate
+// (stateless.MissingScopes), because the scopes a request needs depend on
+// the operation, which the caller knows and this package does not.
 //
 // JOSE parsing and signature verification are github.com/go-jose/go-jose/v4
 // (its JWK parsing, its compact JWS with an algorithm allow-list, its

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // A resource server verifies the bearer token of each request for its
@@ -32,7 +33,7 @@ func ExampleVerifier_Verify() {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if missing := auth.HasScopes(tok.Scopes, []string{"notes:write"}, nil); missing != nil {
+		if missing := stateless.MissingScopes(tok.Scopes, []string{"notes:write"}, nil); missing != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="notes:write"`)
 			http.Error(w, "Forbidden", http.StatusForbidden)
 			return

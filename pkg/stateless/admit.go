@@ -87,7 +87,7 @@ func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header)
 	if t == nil || t.def.Visible != nil || len(t.def.Scopes) == 0 {
 		return adm
 	}
-	if len(missingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
+	if len(MissingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
 		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(t.def.Scopes, prm), t.def.Scopes
 	}
 	return adm

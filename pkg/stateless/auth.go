@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -208,32 +209,37 @@ func (x *exchange) checkScopes(t *registeredTool) *mcperr.Error {
 	if a == nil || len(t.def.Scopes) == 0 {
 		return nil
 	}
-	if len(missingScopes(x.scopes, t.def.Scopes, a.ScopeImplies)) == 0 {
+	if len(MissingScopes(x.scopes, t.def.Scopes, a.ScopeImplies)) == 0 {
 		return nil
 	}
 	return mcperr.NewInsufficientScope(t.def.Scopes, MetadataURL(x.r.Endpoint))
 }
 
-// missingScopes returns the scopes of required that granted does not
-// grant, directly or through implies (transitively; cycles are safe).
-func missingScopes(granted, required []string, implies map[string][]string) []string {
+// MissingScopes returns the scopes of required that granted does not
+// cover, in the order of required and without repeats; nil means granted
+// is enough. implies is the scope hierarchy: implies[s] lists the
+// narrower scopes s grants too ("notes" implies "notes:read"), and
+// implication is transitive; a cycle is harmless. It is the one scope
+// check of the module: the server's 403 and the REST authorizer's Deny
+// name every scope it returns, in one challenge, as the MCP specification
+// asks.
+func MissingScopes(granted, required []string, implies map[string][]string) (missing []string) {
+	if len(required) == 0 {
+		return nil
+	}
 	have := make(map[string]bool, len(granted))
-	var add func(string)
-	add = func(s string) {
+	pending := append([]string(nil), granted...)
+	for len(pending) > 0 {
+		s := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
 		if have[s] {
-			return
+			continue // seen: this is what makes cycles harmless
 		}
 		have[s] = true
-		for _, t := range implies[s] {
-			add(t)
-		}
+		pending = append(pending, implies[s]...)
 	}
-	for _, g := range granted {
-		add(g)
-	}
-	var missing []string
-	for _, r := range required {
-		if !have[r] {
+	for i, r := range required {
+		if !have[r] && !slices.Contains(required[:i], r) {
 			missing = append(missing, r)
 		}
 	}

@@ -1,14 +1,14 @@
-package auth_test
+package stateless_test
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-func TestHasScopes(t *testing.T) {
+func TestMissingScopes(t *testing.T) {
 	hierarchy := map[string][]string{
 		"admin":       {"notes", "users"},
 		"notes":       {"notes:read", "notes:write"},
@@ -37,17 +37,17 @@ func TestHasScopes(t *testing.T) {
 		{"case matters", []string{"Notes"}, []string{"notes"}, hierarchy, []string{"notes"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := auth.HasScopes(c.granted, c.required, c.implies); !slices.Equal(got, c.missing) {
+			if got := stateless.MissingScopes(c.granted, c.required, c.implies); !slices.Equal(got, c.missing) {
 				t.Errorf("missing %q, want %q", got, c.missing)
 			}
 		})
 	}
 }
 
-func ExampleHasScopes() {
+func ExampleMissingScopes() {
 	implies := map[string][]string{"notes": {"notes:read", "notes:write"}}
-	fmt.Println(auth.HasScopes([]string{"notes"}, []string{"notes:write"}, implies))
-	fmt.Println(auth.HasScopes([]string{"notes:read"}, []string{"notes:read", "notes:write", "admin"}, implies))
+	fmt.Println(stateless.MissingScopes([]string{"notes"}, []string{"notes:write"}, implies))
+	fmt.Println(stateless.MissingScopes([]string{"notes:read"}, []string{"notes:read", "notes:write", "admin"}, implies))
 	// Output:
 	// []
 	// [notes:write admin]
