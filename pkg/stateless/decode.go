@@ -35,6 +35,7 @@ type decoded struct {
 	paramsErr error       // params present but not of the method's shape
 	metaErr   error       // params._meta present but not of its shape
 	hasParams bool
+	rawParams []byte // params as sent, for a custom method's own decoding
 }
 
 // meta is the request's params._meta, or nil.
@@ -54,8 +55,13 @@ func trimJSONSpace(b []byte) []byte {
 // UTF-8 and lone surrogates, anywhere in the body. A reader in front of
 // the server — a gateway, a firewall, a log pipeline — that reads the body
 // as JSON therefore cannot see another message than the server acts on.
-// Unknown members are ignored.
-func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
+// Unknown members are ignored. lookup finds the method's row (the
+// protocol's table, then the server's custom methods); nil is the
+// protocol's table alone.
+func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcperr.Error) {
+	if lookup == nil {
+		lookup = protocolMethod
+	}
 	body = trimJSONSpace(body)
 	if len(body) == 0 {
 		return nil, mcperr.New(mcperr.ParseError)
@@ -109,11 +115,12 @@ func decodeMessage(body []byte) (*decoded, *mcperr.Error) {
 		return d, mcperr.New(mcperr.InvalidRequest)
 	}
 	d.method = *m.Method
-	if d.row = methods[d.method]; d.row != nil {
+	if d.row = lookup(d.method); d.row != nil {
 		d.params = d.row.params()
 	}
 	if p := m.Params; len(p) > 0 && string(p) != "null" {
 		d.hasParams = true
+		d.rawParams = p
 		if p[0] != '{' {
 			d.paramsErr = errors.New("params is not an object")
 		} else if err := json.Unmarshal(p, d.params); err != nil {

@@ -24,7 +24,7 @@ func TestDecodeMessageWrongTypeThenNotJSON(t *testing.T) {
 		{"{\"jsonrpc\":0,\"a\":\"\xff\"}", mcperr.ParseError},
 		{`{"jsonrpc":0,"id":1,"method":"x"}`, mcperr.InvalidRequest},
 	} {
-		_, e := decodeMessage([]byte(tt.body))
+		_, e := decodeMessage([]byte(tt.body), nil)
 		if e == nil || e.Kind() != tt.want {
 			t.Errorf("%q: %v, want %s", tt.body, e, tt.want)
 		}

@@ -380,7 +380,7 @@ func FuzzDecodeMessage(f *testing.F) {
 		if fuzzing() && len(body) > maxFuzzBody {
 			return
 		}
-		d, e := decodeMessage(body)
+		d, e := decodeMessage(body, nil)
 		// Valid as a strict reader has it: no duplicate names, UTF-8 only.
 		valid := jsontext.Value(trimJSONSpace(body)).IsValid()
 		if e != nil {

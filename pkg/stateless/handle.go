@@ -241,7 +241,7 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 		return x.refuse(nil, mcperr.New(mcperr.Unauthorized))
 	}
 	decodeStart := time.Now()
-	d, e := decodeMessage(r.Body)
+	d, e := decodeMessage(r.Body, x.reg.method)
 	o.Steps.Decode = time.Since(decodeStart)
 	if e != nil {
 		var id json.RawMessage

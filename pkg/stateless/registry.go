@@ -2,6 +2,7 @@ package stateless
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -15,6 +16,8 @@ type registry struct {
 	templates []*registeredTemplate
 	prompts   []*registeredPrompt
 	complete  CompletionHandler
+	// custom are the server's own methods (AddMethod), by name.
+	custom map[string]*methodInfo
 
 	idempotency     bool // side-effecting calls are claimed
 	tasks           bool // the tasks extension is served
@@ -29,7 +32,16 @@ func (r *registry) clone() *registry {
 	c.resources = slices.Clone(r.resources)
 	c.templates = slices.Clone(r.templates)
 	c.prompts = slices.Clone(r.prompts)
+	c.custom = maps.Clone(r.custom)
 	return &c
+}
+
+// method is the row of a method: the protocol's, else the server's own.
+func (r *registry) method(name string) *methodInfo {
+	if m := methods[name]; m != nil {
+		return m
+	}
+	return r.custom[name]
 }
 
 func update(s *Server, f func(r *registry)) {

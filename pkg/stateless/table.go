@@ -172,6 +172,9 @@ var methods = map[string]*methodInfo{
 	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveCancelTask},
 }
 
+// protocolMethod is the protocol's row of method, or nil.
+func protocolMethod(method string) *methodInfo { return methods[method] }
+
 // unservedMethods are the methods the protocol defines that this server
 // does not serve (answered -32601).
 var unservedMethods = []string{"subscriptions/listen", "tasks/list"}

@@ -1,0 +1,75 @@
+package stateless
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// MethodRequest is what a custom method's handler knows of its request.
+type MethodRequest struct {
+	*Call
+	// Method is the method's name.
+	Method string
+}
+
+// MethodHandler answers a custom method: params are the request's params
+// decoded into P (member names exactly; _meta is the server's and not
+// P's business), the result any value that encodes as a JSON object. A
+// *mcperr.Error it returns is the refusal answered; any other error is a
+// handler failure (-32603), its text in the message.
+type MethodHandler[P, R any] func(ctx context.Context, req *MethodRequest, params P) (R, error)
+
+// MethodOptions say how a custom method is served.
+type MethodOptions struct {
+	// Legacy serves the method to the 2025 revisions as well; by default
+	// only to 2026-07-28 requests.
+	Legacy bool
+}
+
+// AddMethod registers a method of the server's own: an extension's
+// ("io.example.weather/forecast") or a custom one. It is served like the
+// protocol's methods (the same checks before it, the interceptors, the
+// era's result decoration, the one exit that reports the answer), per
+// server, and answered -32601 on a server that has not registered it. A
+// name the protocol defines, or an empty one, panics; so does a name
+// registered twice.
+func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *MethodOptions) {
+	if name == "" || strings.HasPrefix(name, "notifications/") || IsProtocolMethod(name) {
+		panic(fmt.Sprintf("stateless: AddMethod %q: the name is the protocol's (or empty)", name))
+	}
+	if h == nil {
+		panic(fmt.Sprintf("stateless: AddMethod %q: nil handler", name))
+	}
+	era := modernEra
+	if o != nil && o.Legacy {
+		era = everyEra
+	}
+	row := &methodInfo{era: era, params: newParams[baseParams](), serve: func(x *exchange, ctx context.Context) *Response {
+		var p P
+		if raw := x.d.rawParams; raw != nil {
+			if err := jsonv2.Unmarshal(raw, &p); err != nil {
+				return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+			}
+		}
+		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name}, p)
+		if err != nil {
+			x.o.Err = err
+			return x.refuse(x.d.id, handlerError(ctx, err))
+		}
+		return x.result(res, &resultFields{})
+	}}
+	update(s, func(r *registry) {
+		if r.custom == nil {
+			r.custom = map[string]*methodInfo{}
+		}
+		if r.custom[name] != nil {
+			panic(fmt.Sprintf("stateless: method %q registered twice", name))
+		}
+		r.custom[name] = row
+	})
+}
