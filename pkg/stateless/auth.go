@@ -99,7 +99,7 @@ func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
 	}{endpoint, a.AuthorizationServers, a.ScopesSupported, []string{"header"}, a.ResourceName}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return s.Refusal(mcperr.Wrap(mcperr.Internal, err))
+		return (&exchange{s: s, o: &Outcome{}}).refuse(nil, mcperr.Wrap(mcperr.Internal, err))
 	}
 	return &Response{Status: http.StatusOK, Header: http.Header{
 		"Content-Type":                {"application/json"},

@@ -264,9 +264,3 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 	return x.request(ctx)
 }
 
-// Refusal returns the response that refuses a request with e, for a
-// transport that rejects a request before it can be handed to Handle (an
-// event whose body does not decode, say). The response carries no id.
-func (s *Server) Refusal(e *mcperr.Error) *Response {
-	return (&exchange{s: s, o: &Outcome{}}).refuse(nil, e)
-}
