@@ -46,8 +46,8 @@ type liveStream struct {
 	started bool
 	done    bool
 	failed  bool
-	wrote   time.Time     // the last write, for keepAlive
-	stop    chan struct{} // closed by finish, when keepAlive runs
+	wrote   time.Time   // the last write, for keepAlive
+	timer   *time.Timer // keepAlive's, stopped by finish
 }
 
 // keepAliveComment is what keepAlive writes: an SSE comment, which
@@ -56,37 +56,31 @@ var keepAliveComment = []byte(": keep-alive\n\n")
 
 // keepAlive writes keepAliveComment whenever the stream has gone a
 // period of every without a write, starting the event stream if need be,
-// until the answer is written.
+// until the answer is written. It costs a request one timer, and no
+// goroutine until the timer fires.
 func (l *liveStream) keepAlive(every time.Duration) {
 	l.mu.Lock()
-	l.wrote, l.stop = time.Now(), make(chan struct{})
-	stop := l.stop
-	l.mu.Unlock()
-	go func() {
-		t := time.NewTimer(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-			}
-			l.mu.Lock()
-			if l.done || l.failed {
-				l.mu.Unlock()
-				return
-			}
-			next := every - time.Since(l.wrote)
-			if next <= 0 {
-				if l.startLocked() {
-					l.writeLocked(keepAliveComment)
-				}
-				next = every
-			}
-			l.mu.Unlock()
-			t.Reset(next)
+	defer l.mu.Unlock()
+	l.wrote = time.Now()
+	l.timer = time.AfterFunc(every, func() { l.tick(every) })
+}
+
+// tick is the keep-alive timer's: a comment if the stream has been quiet
+// for every, and the timer set again for the next lull.
+func (l *liveStream) tick(every time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done || l.failed {
+		return
+	}
+	next := every - time.Since(l.wrote)
+	if next <= 0 {
+		if l.startLocked() {
+			l.writeLocked(keepAliveComment)
 		}
-	}()
+		next = every
+	}
+	l.timer.Reset(next)
 }
 
 // startLocked starts the event stream if it has not started, and reports
@@ -141,8 +135,8 @@ func (l *liveStream) finish(resp *Response) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.done = true
-	if l.stop != nil {
-		close(l.stop)
+	if l.timer != nil {
+		l.timer.Stop()
 	}
 	if l.failed {
 		return
