@@ -263,4 +263,3 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 	}
 	return x.request(ctx)
 }
-
