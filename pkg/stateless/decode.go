@@ -2,12 +2,12 @@ package stateless
 
 import (
 	"bytes"
-	jsonv1 "encoding/json"
+	"encoding/json"
 	"errors"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json"
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -26,7 +26,7 @@ type envelope struct {
 
 // decoded is a request after the message-shape checks.
 type decoded struct {
-	id     jsonv1.RawMessage // nil for a notification
+	id     json.RawMessage // nil for a notification
 	method string
 	// params are the method's params (its row's type; a *baseParams for
 	// a method not in the table), decoded as far as they would go.
@@ -80,7 +80,7 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		return nil, mcperr.New(mcperr.InvalidRequest)
 	}
 	var m envelope
-	if err := json.Unmarshal(body, &m); err != nil {
+	if err := jsonv2.Unmarshal(body, &m); err != nil {
 		// Unmarshal stops at the first member of the wrong type, before
 		// it has read the rest: the body may still not be JSON.
 		var syn *jsontext.SyntacticError
@@ -93,14 +93,14 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		var idOnly struct {
 			ID jsontext.Value `json:"id"`
 		}
-		if json.Unmarshal(body, &idOnly) == nil && validID(idOnly.ID) {
-			d.id = jsonv1.RawMessage(idOnly.ID)
+		if jsonv2.Unmarshal(body, &idOnly) == nil && validID(idOnly.ID) {
+			d.id = json.RawMessage(idOnly.ID)
 		}
 		return d, mcperr.Wrap(mcperr.InvalidRequest, err)
 	}
 	d := &decoded{params: &baseParams{}}
 	if validID(m.ID) {
-		d.id = jsonv1.RawMessage(m.ID)
+		d.id = json.RawMessage(m.ID)
 	}
 	if m.Method == nil {
 		if m.Result != nil || m.Error != nil {
@@ -123,17 +123,17 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		d.rawParams = p
 		if p[0] != '{' {
 			d.paramsErr = errors.New("params is not an object")
-		} else if err := json.Unmarshal(p, d.params); err != nil {
+		} else if err := jsonv2.Unmarshal(p, d.params); err != nil {
 			// The body's syntax was sound: a member has the wrong type.
 			// Decoding stopped there; read _meta on its own for the
 			// checks that come before the params' own.
-			var se *json.SemanticError
+			var se *jsonv2.SemanticError
 			if errors.As(err, &se) && (se.JSONPointer == "/_meta" || strings.HasPrefix(string(se.JSONPointer), "/_meta/")) {
 				d.metaErr = err
 			} else {
 				d.paramsErr = err
 				var b baseParams
-				if json.Unmarshal(p, &b) != nil {
+				if jsonv2.Unmarshal(p, &b) != nil {
 					b.Meta = nil
 				}
 				d.params.base().Meta = b.Meta
@@ -196,15 +196,15 @@ func isObject(raw []byte) bool {
 // parseInputResponses checks that inputResponses, when present, is an
 // object of objects: each value is a client's result, and a result is an
 // object. null, an array or a scalar anywhere is malformed.
-func parseInputResponses(raw []byte) (map[string]jsonv1.RawMessage, error) {
+func parseInputResponses(raw []byte) (map[string]json.RawMessage, error) {
 	if raw == nil {
 		return nil, nil
 	}
 	if !isObject(raw) {
 		return nil, errors.New("inputResponses is not an object")
 	}
-	var m map[string]jsonv1.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var m map[string]json.RawMessage
+	if err := jsonv2.Unmarshal(raw, &m); err != nil {
 		return nil, err
 	}
 	for _, v := range m {
