@@ -12,6 +12,9 @@
 //	         bench/cmd/bare built with a tag that links, unused, one
 //	         library: google/jsonschema-go (pkg/toolschema's engine) or
 //	         go-json-experiment/json (the core's decoder)
+//	bare-sdk bench/cmd/bare making the DynamoDB, KMS and Lambda clients at
+//	         start, as most Go functions do: what the product must stay
+//	         below (it makes them on first use)
 //	product  functions/mcp, built in the main module: the deployed product
 //	gosdk    bench/cmd/gosdk: go-sdk behind bench/impl/lambdahttp
 //	mcpgo    bench/cmd/mcpgo: mcp-go behind bench/impl/lambdahttp
@@ -177,6 +180,9 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 			Note: "bare linking google/jsonschema-go, unused: its package init alone"},
 		{Name: "bare-jsonv2", Dir: benchDir, Pkg: "./cmd/bare", Tag: "bench_link_jsonv2", Case: bench.ToolsCallEcho,
 			Note: "bare linking go-json-experiment/json, unused: its package init alone"},
+		{Name: "bare-sdk", Dir: benchDir, Pkg: "./cmd/bare", Tag: "bench_eager_sdk", Case: bench.ToolsCallEcho,
+			Env:  []string{"AWS_REGION=us-east-1"},
+			Note: "bare making the DynamoDB, KMS and Lambda clients at start, as most Go functions do: the product's gate"},
 		{Name: "product", Dir: mainDir, Pkg: "./functions/mcp", Case: bench.ProductSearch,
 			// A KMS key is configured so that the KMS sealer is built as in
 			// the deployed template; no claims table, so that notes are in
