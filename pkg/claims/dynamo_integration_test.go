@@ -44,16 +44,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("MCP_CLAIMS_HELPER") != "" {
 		os.Exit(helperProcess())
 	}
-	ctx := context.Background()
-	var err error
-	local, err = dynamolocal.StartWithTables(ctx, dynamolocal.Table{Name: table}, dynamolocal.Table{Name: sortedTable, SortKey: "sk"})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	local.Stop()
-	os.Exit(code)
+	dynamolocal.Main(m, &local, dynamolocal.Table{Name: table}, dynamolocal.Table{Name: sortedTable, SortKey: "sk"})
 }
 
 func TestDynamoDBContract(t *testing.T) {
