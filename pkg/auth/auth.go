@@ -291,7 +291,7 @@ func (v *Verifier) Verify(ctx context.Context, raw, audience string) (*Token, er
 	if err != nil {
 		return nil, errSignature
 	}
-	var c claims
+	var c tokenClaims
 	if err := c.decode(payload); err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (v *Verifier) Verify(ctx context.Context, raw, audience string) (*Token, er
 }
 
 // check validates decoded, signature-checked claims.
-func (v *Verifier) check(c *claims, audience string) (*Token, error) {
+func (v *Verifier) check(c *tokenClaims, audience string) (*Token, error) {
 	if !c.hasIss || c.iss != v.issuer {
 		return nil, errIssuer
 	}

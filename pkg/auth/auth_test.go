@@ -287,14 +287,14 @@ func nonCanonical(tok string) string {
 }
 
 // encrypt returns claims as a compact JWE to key's public half.
-func encrypt(t *testing.T, key any, claims any) string {
+func encrypt(t *testing.T, key any, tokenClaims any) string {
 	t.Helper()
 	k := key.(crypto.Signer)
 	enc, err := jose.NewEncrypter(jose.A256GCM, jose.Recipient{Algorithm: jose.RSA_OAEP_256, Key: k.Public()}, (&jose.EncrypterOptions{}).WithType("at+jwt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := json.Marshal(claims)
+	payload, err := json.Marshal(tokenClaims)
 	if err != nil {
 		t.Fatal(err)
 	}

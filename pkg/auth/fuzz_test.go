@@ -80,12 +80,12 @@ const maxFuzzToken = 1024
 // reachable) and never repeats the token, and only the seeded valid
 // tokens verify (see issued).
 func FuzzVerify(f *testing.F) {
-	claims := claimsFor(fuzzIssuer, epoch)
+	tokenClaims := claimsFor(fuzzIssuer, epoch)
 	valid := []string{ // issued relies on ES256 being last
-		mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "at+jwt"}, claims),
-		mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "JWT"}, claims),
-		mint("EdDSA", fuzzEd, nil, claims), // no kid: the one Ed25519 key
-		mint("ES256", fuzzEC, map[string]any{"kid": "e1"}, claims),
+		mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "at+jwt"}, tokenClaims),
+		mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "JWT"}, tokenClaims),
+		mint("EdDSA", fuzzEd, nil, tokenClaims),
+		mint("ES256", fuzzEC, map[string]any{"kid": "e1"}, tokenClaims),
 	}
 	for _, tok := range valid {
 		f.Add(tok)
@@ -96,13 +96,13 @@ func FuzzVerify(f *testing.F) {
 		f.Add(parts[0] + ".." + parts[2])
 		f.Add(parts[0] + "." + parts[1] + "." + parts[2] + "." + parts[2] + "." + parts[2])
 	}
-	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "x"}, claims))
-	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "dpop+jwt"}, claims))
-	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "crit": []string{"b64"}, "b64": false}, claims))
-	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1"}, with(claims, map[string]any{"exp": epoch.Add(-time.Hour).Unix()})))
-	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1"}, with(claims, map[string]any{"aud": "https://other.example"})))
-	f.Add(mint("none", nil, map[string]any{"kid": "d1"}, claims))
-	f.Add(mint("HS256", []byte(fuzzEd.Public().(ed25519.PublicKey)), map[string]any{"kid": "d1"}, claims))
+	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "x"}, tokenClaims))
+	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "typ": "dpop+jwt"}, tokenClaims))
+	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1", "crit": []string{"b64"}, "b64": false}, tokenClaims))
+	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1"}, with(tokenClaims, map[string]any{"exp": epoch.Add(-time.Hour).Unix()})))
+	f.Add(mint("EdDSA", fuzzEd, map[string]any{"kid": "d1"}, with(tokenClaims, map[string]any{"aud": "https://other.example"})))
+	f.Add(mint("none", nil, map[string]any{"kid": "d1"}, tokenClaims))
+	f.Add(mint("HS256", []byte(fuzzEd.Public().(ed25519.PublicKey)), map[string]any{"kid": "d1"}, tokenClaims))
 	v, err := auth.New(auth.Config{
 		Issuer:     fuzzIssuer,
 		HTTPClient: &http.Client{Transport: newMemoryIssuer()},

@@ -138,7 +138,7 @@ func with(m map[string]any, changes map[string]any) map[string]any {
 var del = &struct{ name string }{"delete"}
 
 // signingInput is the first two parts of a compact JWS.
-func signingInput(header, claims any) string {
+func signingInput(header, tokenClaims any) string {
 	enc := func(v any) string {
 		if raw, ok := v.(json.RawMessage); ok {
 			return b64(raw)
@@ -149,7 +149,7 @@ func signingInput(header, claims any) string {
 		}
 		return b64(b)
 	}
-	return enc(header) + "." + enc(claims)
+	return enc(header) + "." + enc(tokenClaims)
 }
 
 // sign signs input with alg under key, returning the signature bytes.
@@ -201,9 +201,9 @@ func sign(alg string, key any, input string) []byte {
 
 // mint returns a compact JWS of claims with header (alg is set from alg),
 // signed under key.
-func mint(alg string, key any, header map[string]any, claims any) string {
+func mint(alg string, key any, header map[string]any, tokenClaims any) string {
 	h := with(header, map[string]any{"alg": alg})
-	in := signingInput(h, claims)
+	in := signingInput(h, tokenClaims)
 	return in + "." + b64(sign(alg, key, in))
 }
 

@@ -115,7 +115,7 @@ func FuzzClaims(f *testing.F) {
 		if len(payload) > maxFuzzClaims {
 			return
 		}
-		var c claims
+		var c tokenClaims
 		err := c.decode(payload)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {

@@ -45,9 +45,9 @@ func TestUnknownKidRefresh(t *testing.T) {
 	clk := newClock()
 	v := f.verifier(t, clk, auth.Config{MinRefresh: time.Minute})
 	ctx := context.Background()
-	claims := claimsFor(f.issuer, epoch)
-	ok := mint("RS256", k.rsa, map[string]any{"kid": "r1"}, claims)
-	r2 := mint("RS256", k.rsa2, map[string]any{"kid": "r2"}, claims)
+	tokenClaims := claimsFor(f.issuer, epoch)
+	ok := mint("RS256", k.rsa, map[string]any{"kid": "r1"}, tokenClaims)
+	r2 := mint("RS256", k.rsa2, map[string]any{"kid": "r2"}, tokenClaims)
 
 	wantHits(t, f, 0, 0) // New fetched nothing
 	_, err := v.Verify(ctx, ok, audience)
@@ -58,7 +58,7 @@ func TestUnknownKidRefresh(t *testing.T) {
 	wantClass(t, err, auth.ErrInvalid)
 	wantHits(t, f, 1, 2) // exactly one refresh, no new discovery
 
-	_, err = v.Verify(ctx, mint("RS256", k.rsa2, map[string]any{"kid": "r3"}, claims), audience)
+	_, err = v.Verify(ctx, mint("RS256", k.rsa2, map[string]any{"kid": "r3"}, tokenClaims), audience)
 	wantClass(t, err, auth.ErrInvalid)
 	wantHits(t, f, 1, 2) // within MinRefresh: no fetch
 
@@ -103,8 +103,8 @@ func TestKeyEndpointDown(t *testing.T) {
 			f := newIssuer(t, "", jwk(k.rsa, "r1", nil))
 			clk := newClock()
 			v := f.verifier(t, clk, auth.Config{MinRefresh: time.Minute})
-			claims := claimsFor(f.issuer, epoch)
-			ok := mint("RS256", k.rsa, map[string]any{"kid": "r1"}, claims)
+			tokenClaims := claimsFor(f.issuer, epoch)
+			ok := mint("RS256", k.rsa, map[string]any{"kid": "r1"}, tokenClaims)
 
 			f.set(broken.breakSet)
 			_, err := v.Verify(ctx, ok, audience)
@@ -127,7 +127,7 @@ func TestKeyEndpointDown(t *testing.T) {
 			// an unknown kid cannot be decided, so it is unavailable, and
 			// stays so without a fetch until MinRefresh has passed.
 			f.set(broken.breakSet)
-			newKid := mint("RS256", k.rsa2, map[string]any{"kid": "r2"}, claims)
+			newKid := mint("RS256", k.rsa2, map[string]any{"kid": "r2"}, tokenClaims)
 			_, err = v.Verify(ctx, newKid, audience)
 			wantClass(t, err, auth.ErrUnavailable)
 			wantHits(t, f, 1, 4)
@@ -246,10 +246,10 @@ func TestConcurrentNewKid(t *testing.T) {
 			f := newIssuer(t, "", jwk(k.rsa, "r1", nil))
 			v := f.verifier(t, newClock(), auth.Config{})
 			ctx := context.Background()
-			claims := claimsFor(f.issuer, epoch)
+			tokenClaims := claimsFor(f.issuer, epoch)
 			var jwks int32 // key set fetches before the burst
 			if !cold {
-				_, err := v.Verify(ctx, mint("RS256", k.rsa, map[string]any{"kid": "r1"}, claims), audience)
+				_, err := v.Verify(ctx, mint("RS256", k.rsa, map[string]any{"kid": "r1"}, tokenClaims), audience)
 				wantClass(t, err, nil)
 				jwks = 1
 			}
@@ -258,7 +258,7 @@ func TestConcurrentNewKid(t *testing.T) {
 				f.keys = append(f.keys, jwk(k.ec, "e2", nil))
 				f.gate = gate
 			})
-			tok := mint("ES256", k.ec, map[string]any{"kid": "e2"}, claims)
+			tok := mint("ES256", k.ec, map[string]any{"kid": "e2"}, tokenClaims)
 
 			const n = 100
 			var started, done sync.WaitGroup

@@ -118,8 +118,9 @@ func accessTokenType(typ string) bool {
 	return t == "at+jwt" || t == "jwt"
 }
 
-// claims are the claims Verify reads, decoded from the verified payload.
-type claims struct {
+// tokenClaims are the JWT claims Verify reads (named apart from the
+// idempotency claims of pkg/claims), decoded from the verified payload.
+type tokenClaims struct {
 	iss, sub, clientID, azp  string
 	tokenUse                 string // "token_use", Amazon Cognito's
 	hasIss, hasScope, hasAud bool
@@ -146,7 +147,7 @@ const (
 // read here may appear only once: encoding/json would match "SUB" to sub
 // and keep the last of two "sub" members, and a token whose claims two
 // parsers could read differently is refused rather than interpreted.
-func (c *claims) decode(payload []byte) error {
+func (c *tokenClaims) decode(payload []byte) error {
 	if !json.Valid(payload) {
 		return errClaims
 	}
