@@ -54,26 +54,9 @@ func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header)
 	if a == nil {
 		return Admission{Principal: Anonymous}
 	}
-	if endpoint == "" {
-		return Admission{Refusal: mcperr.Wrap(mcperr.Internal, errNoEndpoint)}
-	}
-	prm := MetadataURL(endpoint)
-	token, present, ok := bearerToken(header.Values(headerAuthorization))
-	if !present {
-		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, false, errNoToken)}
-	}
-	if !ok {
-		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, errMalformedAuthorization)}
-	}
-	principal, scopes, refusal := a.Authenticator.Authenticate(ctx, token, endpoint)
-	if refusal != nil {
-		if refusal.Kind() == mcperr.Unauthorized {
-			return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, refusal)}
-		}
-		return Admission{Refusal: refusal}
-	}
-	if principal == "" || principal == Anonymous {
-		return Admission{Refusal: mcperr.NewUnauthorized(prm, nil, true, errNoIdentity)}
+	principal, scopes, e := s.checkToken(ctx, endpoint, header, nil)
+	if e != nil {
+		return Admission{Refusal: e}
 	}
 	adm := Admission{Principal: principal}
 	if method, _, ok := headerValue(header, headerMethod); !ok || method != "tools/call" {
@@ -88,7 +71,7 @@ func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header)
 		return adm
 	}
 	if len(MissingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
-		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(t.def.Scopes, prm), t.def.Scopes
+		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(t.def.Scopes, MetadataURL(endpoint)), t.def.Scopes
 	}
 	return adm
 }

@@ -111,36 +111,53 @@ func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
 // authenticate establishes the caller of a request to a protected
 // endpoint from its bearer token, or refuses it.
 func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
-	a := x.s.opts.Auth
-	if a == nil {
+	if x.s.opts.Auth == nil {
 		return nil
 	}
-	endpoint := x.r.Endpoint
-	if endpoint == "" {
-		// Nothing to check the token's audience against: a server that
-		// does not know its own URL accepts no token.
-		return mcperr.Wrap(mcperr.Internal, errNoEndpoint)
-	}
-	prm := MetadataURL(endpoint)
-	token, present, ok := bearerToken(x.r.Header.Values(headerAuthorization))
-	if !present {
-		return mcperr.NewUnauthorized(prm, x.challengeScopes(), false, errNoToken)
-	}
-	if !ok {
-		return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, errMalformedAuthorization)
-	}
-	principal, scopes, refusal := a.Authenticator.Authenticate(x.bounded(ctx), token, endpoint)
-	if refusal != nil {
-		if refusal.Kind() == mcperr.Unauthorized {
-			return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, refusal)
-		}
-		return refusal
-	}
-	if principal == "" || principal == Anonymous {
-		return mcperr.NewUnauthorized(prm, x.challengeScopes(), true, errNoIdentity)
+	principal, scopes, e := x.s.checkToken(x.bounded(ctx), x.r.Endpoint, x.r.Header, x.challengeScopes)
+	if e != nil {
+		return e
 	}
 	x.principal, x.scopes = principal, scopes
 	return nil
+}
+
+// checkToken validates the bearer token in header for endpoint, the one
+// check of both the server (authenticate) and an authorizer in front of
+// it (Admit): the principal and scopes it names, or the refusal, a 401's
+// challenge naming the scopes challenge returns (nil: none), asked only
+// for a refusal.
+func (s *Server) checkToken(ctx context.Context, endpoint string, header http.Header, challenge func() []string) (string, []string, *mcperr.Error) {
+	unauthorized := func(invalid bool, cause error) *mcperr.Error {
+		var scopes []string
+		if challenge != nil {
+			scopes = challenge()
+		}
+		return mcperr.NewUnauthorized(MetadataURL(endpoint), scopes, invalid, cause)
+	}
+	if endpoint == "" {
+		// Nothing to check the token's audience against: a server that
+		// does not know its own URL accepts no token.
+		return "", nil, mcperr.Wrap(mcperr.Internal, errNoEndpoint)
+	}
+	token, present, ok := bearerToken(header.Values(headerAuthorization))
+	if !present {
+		return "", nil, unauthorized(false, errNoToken)
+	}
+	if !ok {
+		return "", nil, unauthorized(true, errMalformedAuthorization)
+	}
+	principal, granted, refusal := s.opts.Auth.Authenticator.Authenticate(ctx, token, endpoint)
+	if refusal != nil {
+		if refusal.Kind() == mcperr.Unauthorized {
+			return "", nil, unauthorized(true, refusal)
+		}
+		return "", nil, refusal
+	}
+	if principal == "" || principal == Anonymous {
+		return "", nil, unauthorized(true, errNoIdentity)
+	}
+	return principal, granted, nil
 }
 
 var (
