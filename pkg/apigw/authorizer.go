@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -114,7 +115,7 @@ func (h *Handler) Authorize(ctx context.Context, payload []byte) ([]byte, error)
 		return nil, ErrUnauthorized
 	case refusal.Kind() == mcperr.InsufficientScope:
 		effect = "Deny"
-		facts = map[string]string{"requiredScopes": joinScopes(adm.RequiredScopes)}
+		facts = map[string]string{"requiredScopes": strings.Join(adm.RequiredScopes, " ")}
 	default:
 		// The message reaches only the function's log and API Gateway's;
 		// it names the kind, never the token or what the issuer said.
@@ -126,15 +127,4 @@ func (h *Handler) Authorize(ctx context.Context, payload []byte) ([]byte, error)
 	p.PolicyDocument.Statement = []statement{{Action: "execute-api:Invoke", Effect: effect, Resource: ev.MethodArn}}
 	p.Context = facts
 	return jsonv2.Marshal(p)
-}
-
-func joinScopes(scopes []string) string {
-	var b bytes.Buffer
-	for i, s := range scopes {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(s)
-	}
-	return b.String()
 }

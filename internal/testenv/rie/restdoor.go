@@ -1,7 +1,6 @@
 package rie
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -252,5 +251,5 @@ func coversArn(res any, arn string) bool {
 func (rest REST) answerMetadata(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(bytes.Clone(rest.Metadata))
+	w.Write(rest.Metadata)
 }
