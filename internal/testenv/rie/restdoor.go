@@ -3,11 +3,13 @@ package rie
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -185,13 +187,12 @@ func (rest REST) authorize(ctx context.Context, w http.ResponseWriter, r *http.R
 	}
 	out, err := invoke(ctx, payload)
 	if err != nil {
-		// A failed invocation: the runtime stand-ins return its error
-		// document inside the error.
-		msg := err.Error()
-		if i := strings.IndexByte(msg, '{'); i >= 0 {
-			out = []byte(msg[i:])
-		} else {
-			out = nil
+		// A failed invocation: its error document, when the stand-in
+		// has one (the emulator answers it as the payload).
+		var fe *runtimeapi.FunctionError
+		out = nil
+		if errors.As(err, &fe) {
+			out = fe.Body
 		}
 	}
 	var a authorizerAnswer

@@ -3,13 +3,14 @@ package rie
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 )
 
 // authorizingFunction answers authorizer events with authz (or fails with
@@ -123,7 +124,7 @@ func TestRESTDoorAsTheTemplateDeploysIt(t *testing.T) {
 
 			// "Unauthorized": 401; any other failure: 503 with Retry-After
 			// (the template's AUTHORIZER_CONFIGURATION_ERROR).
-			fn.authz, fn.authzErr = "", errors.New(`runtimeapi: the function returned an error: {"errorMessage":"Unauthorized","errorType":"errorString"}`)
+			fn.authz, fn.authzErr = "", &runtimeapi.FunctionError{Body: []byte(`{"errorMessage":"Unauthorized","errorType":"errorString"}`)}
 			if resp := serve(t, f, "POST", "/mcp", bearer, `{}`); resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") == "" {
 				t.Errorf("Unauthorized: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 			}

@@ -177,6 +177,17 @@ var ErrStreamFailed = errors.New("runtimeapi: the function's response stream fai
 // ErrFunction is returned for an invocation the function failed.
 var ErrFunction = errors.New("runtimeapi: the function returned an error")
 
+// FunctionError is a failed invocation, with the error document the
+// function posted (errorMessage, errorType); it is ErrFunction.
+type FunctionError struct{ Body []byte }
+
+func (e *FunctionError) Error() string {
+	return ErrFunction.Error() + ": " + strings.TrimSpace(string(e.Body))
+}
+
+// Is reports whether target is ErrFunction.
+func (e *FunctionError) Is(target error) bool { return target == ErrFunction }
+
 // InvokeStream runs one invocation and returns the function's response
 // as it is written, and its content type. The next invocation waits until
 // the body is closed.
@@ -202,7 +213,7 @@ func (r *Runtime) InvokeStream(ctx context.Context, payload []byte) (io.ReadClos
 			b, _ := io.ReadAll(a.body)
 			close(inv.done)
 			release()
-			return nil, fmt.Errorf("%w: %s", ErrFunction, strings.TrimSpace(string(b)))
+			return nil, &FunctionError{Body: b}
 		}
 		return &body{r: a.body, done: inv.done, release: release}, nil
 	case <-ctx.Done():
