@@ -1083,6 +1083,8 @@ func TestStreamingDoor(t *testing.T) {
 		want(t, at(t, res, name, "Properties", "Integration", "Type"), "MOCK", name+" integration")
 		want(t, at(t, res, name, "Properties", "HttpMethod"), "GET", name+" HttpMethod")
 	}
+	want(t, at(t, res, "StreamStage", "Properties", "StageName"), rie.RESTStage, "the stage the REST front serves")
+	want(t, at(t, res, "StreamMcpResource", "Properties", "PathPart"), "mcp", "the REST front's one resource")
 	want(t, at(t, res, "StreamMetadataResource", "Properties", "PathPart"), "oauth-protected-resource", "metadata path")
 	want(t, at(t, res, "StreamWellKnownResource", "Properties", "PathPart"), ".well-known", "well-known path")
 	want(t, at(t, res, "StreamInvokePermission", "Properties", "SourceArn"),
