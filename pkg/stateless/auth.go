@@ -208,11 +208,14 @@ func (x *exchange) challengeScopes() []string {
 	if x.d == nil {
 		return nil
 	}
-	p, _ := x.d.params.(*callToolParams)
-	if p == nil || p.Name == nil {
+	if x.d.method != "tools/call" {
 		return nil
 	}
-	t := x.reg.tool(*p.Name)
+	name := x.d.params.target()
+	if name == nil {
+		return nil
+	}
+	t := x.reg.tool(*name)
 	if t == nil || t.def.Visible != nil {
 		return nil
 	}

@@ -8,7 +8,7 @@ import (
 
 // serveDiscover answers server/discover: the versions served, the
 // capabilities the registry advertises, the instructions; cacheable.
-func serveDiscover(x *exchange, _ context.Context) *Response {
+func serveDiscover(x *exchange, _ context.Context, _ *baseParams) *Response {
 	caps := x.reg.capabilities()
 	res := struct {
 		SupportedVersions []string           `json:"supportedVersions"`
@@ -22,12 +22,11 @@ func serveDiscover(x *exchange, _ context.Context) *Response {
 // initialize answers the legacy handshake without keeping a session: the
 // client's version if it is a served legacy revision, else the latest
 // legacy revision — never 2026-07-28, which has no handshake.
-func serveInitialize(x *exchange, _ context.Context) *Response {
+func serveInitialize(x *exchange, _ context.Context, p *initializeParams) *Response {
 	d := x.d
 	if !d.hasParams || d.paramsErr != nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedInitialize, d.paramsErr))
 	}
-	p := d.params.(*initializeParams)
 	if p.ProtocolVersion == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.UnnegotiableVersion))
 	}
@@ -48,15 +47,14 @@ func serveInitialize(x *exchange, _ context.Context) *Response {
 }
 
 // ping answers a legacy ping.
-func servePing(x *exchange, _ context.Context) *Response {
+func servePing(x *exchange, _ context.Context, _ *baseParams) *Response {
 	return x.result(struct{}{}, &resultFields{})
 }
 
 // setLevel accepts a legacy logging/setLevel and does not remember it:
 // there is no session to hold it. Legacy requests get log messages at the
 // server's LegacyLogLevel, which the 2025 revisions allow.
-func serveSetLevel(x *exchange, _ context.Context) *Response {
-	p := x.d.params.(*setLevelParams)
+func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) *Response {
 	if p.Level == nil || LoggingLevel(*p.Level).rank() == 0 {
 		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -67,8 +65,8 @@ func serveSetLevel(x *exchange, _ context.Context) *Response {
 // would travel on the GET stream this endpoint does not offer, so
 // subscribe is not advertised; a client that subscribes anyway is
 // answered and gets no updates.
-func serveSubscribe(x *exchange, _ context.Context) *Response {
-	if x.d.params.(*subscribeParams).URI == nil {
+func serveSubscribe(x *exchange, _ context.Context, p *subscribeParams) *Response {
+	if p.URI == nil {
 		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
 	}
 	return x.result(struct{}{}, &resultFields{})

@@ -36,9 +36,9 @@ func makeCursor(kind byte, key string) string {
 
 // listPage writes one page of a list result: the visible items after the
 // cursor, at most the page size, in the list's deterministic order.
-func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, items []T,
+func listPage[T any](x *exchange, ctx context.Context, p *listParams, field string, kind byte, items []T,
 	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) *Response {
-	after, has, e := startAfter(x.d.params.(*listParams).Cursor, kind)
+	after, has, e := startAfter(p.Cursor, kind)
 	if e != nil {
 		return x.refuse(x.d.id, e)
 	}
@@ -77,36 +77,36 @@ func listPage[T any](x *exchange, ctx context.Context, field string, kind byte, 
 }
 
 // serveListTools answers tools/list, a page of the visible tools.
-func (x *exchange) serveListTools(ctx context.Context) *Response {
+func (x *exchange) serveListTools(ctx context.Context, p *listParams) *Response {
 	for _, t := range x.reg.tools {
 		if err := t.prepare(); err != nil {
 			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
 		}
 	}
-	return listPage(x, ctx, "tools", cursorTools, x.reg.tools,
+	return listPage(x, ctx, p, "tools", cursorTools, x.reg.tools,
 		func(t *registeredTool) string { return t.def.Name },
 		func(t *registeredTool) Visibility { return t.def.Visible },
 		func(t *registeredTool) []byte { return t.encoded }, x.reg.toolsHidden)
 }
 
 // serveListPrompts answers prompts/list.
-func (x *exchange) serveListPrompts(ctx context.Context) *Response {
-	return listPage(x, ctx, "prompts", cursorPrompts, x.reg.prompts,
+func (x *exchange) serveListPrompts(ctx context.Context, p *listParams) *Response {
+	return listPage(x, ctx, p, "prompts", cursorPrompts, x.reg.prompts,
 		func(p *registeredPrompt) string { return p.def.Name },
 		func(p *registeredPrompt) Visibility { return p.def.Visible },
 		func(p *registeredPrompt) []byte { return p.encoded }, x.reg.promptsHidden)
 }
 
 // serveListResources answers resources/list.
-func (x *exchange) serveListResources(ctx context.Context) *Response {
-	return listPage(x, ctx, "resources", cursorResources, x.reg.resources,
+func (x *exchange) serveListResources(ctx context.Context, p *listParams) *Response {
+	return listPage(x, ctx, p, "resources", cursorResources, x.reg.resources,
 		func(r *registeredResource) string { return r.def.URI },
 		func(r *registeredResource) Visibility { return r.def.Visible },
 		func(r *registeredResource) []byte { return r.encoded }, x.reg.resourcesHidden)
 }
 
 // serveListTemplates answers resources/templates/list.
-func (x *exchange) serveListTemplates(ctx context.Context) *Response {
+func (x *exchange) serveListTemplates(ctx context.Context, p *listParams) *Response {
 	// Templates keep registration order (it is also match order); the
 	// cursor key is the position, zero-padded so keys compare in order.
 	type indexed struct {
@@ -117,7 +117,7 @@ func (x *exchange) serveListTemplates(ctx context.Context) *Response {
 	for i, t := range x.reg.templates {
 		items[i] = indexed{i, t}
 	}
-	return listPage(x, ctx, "resourceTemplates", cursorTemplates, items,
+	return listPage(x, ctx, p, "resourceTemplates", cursorTemplates, items,
 		func(it indexed) string { return fmt.Sprintf("%08d", it.i) },
 		func(it indexed) Visibility { return it.t.def.Visible },
 		func(it indexed) []byte { return it.t.encoded }, x.reg.resourcesHidden)

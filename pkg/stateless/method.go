@@ -49,7 +49,7 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 	if o != nil && o.Legacy {
 		era = everyEra
 	}
-	row := &methodInfo{era: era, params: newParams[baseParams](), serve: func(x *exchange, ctx context.Context) *Response {
+	served := row(era, "", false, func(x *exchange, ctx context.Context, _ *baseParams) *Response {
 		var p P
 		if raw := x.d.rawParams; raw != nil {
 			if err := jsonv2.Unmarshal(raw, &p); err != nil {
@@ -62,7 +62,7 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 			return x.refuse(x.d.id, handlerError(ctx, err))
 		}
 		return x.result(res, &resultFields{})
-	}}
+	})
 	update(s, func(r *registry) {
 		if r.custom == nil {
 			r.custom = map[string]*methodInfo{}
@@ -70,6 +70,6 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 		if r.custom[name] != nil {
 			panic(fmt.Sprintf("stateless: method %q registered twice", name))
 		}
-		r.custom[name] = row
+		r.custom[name] = served
 	})
 }

@@ -37,7 +37,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 		if !x.headersAgree(false) {
 			return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
 		}
-		return serveInitialize(x, ctx)
+		return d.row.serve(x, ctx)
 	case hvPresent && hvOK && isModern(hv):
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
 	case !hvPresent:

@@ -12,8 +12,8 @@ import (
 
 // serveGetPrompt answers prompts/get: the visible prompt, its required
 // arguments, its request state, its handler.
-func (x *exchange) serveGetPrompt(ctx context.Context) *Response {
-	d, p := x.d, x.d.params.(*getPromptParams)
+func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) *Response {
+	d := x.d
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -33,7 +33,7 @@ func (x *exchange) serveGetPrompt(ctx context.Context) *Response {
 			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("missing a required prompt argument")))
 		}
 	}
-	if e := readInputResponses(x); e != nil {
+	if e := x.readInputResponses(&p.roundTrip); e != nil {
 		return x.refuse(d.id, e)
 	}
 	b := stateKeyOf(x, "prompts/get", pr.def.Name, json.RawMessage(p.Arguments))

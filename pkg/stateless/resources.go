@@ -9,8 +9,8 @@ import (
 
 // serveReadResource answers resources/read: a resource, or the first
 // template whose pattern matches the URI.
-func (x *exchange) serveReadResource(ctx context.Context) *Response {
-	d, p := x.d, x.d.params.(*readResourceParams)
+func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams) *Response {
+	d := x.d
 	if p.URI == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -33,7 +33,7 @@ func (x *exchange) serveReadResource(ctx context.Context) *Response {
 	if h == nil {
 		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
 	}
-	if e := readInputResponses(x); e != nil {
+	if e := x.readInputResponses(&p.roundTrip); e != nil {
 		return x.refuse(d.id, e)
 	}
 	b := stateKeyOf(x, "resources/read", uri, nil)
@@ -62,8 +62,8 @@ func (x *exchange) serveReadResource(ctx context.Context) *Response {
 }
 
 // serveComplete answers completion/complete from the completion handler.
-func (x *exchange) serveComplete(ctx context.Context) *Response {
-	d, p := x.d, x.d.params.(*completeParams)
+func (x *exchange) serveComplete(ctx context.Context, p *completeParams) *Response {
+	d := x.d
 	if p.Ref == nil || p.Argument == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}

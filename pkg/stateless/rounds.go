@@ -38,13 +38,9 @@ func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *Inpu
 	return out, e
 }
 
-// inputResponses reads the retry's inputResponses into the call.
-func readInputResponses(x *exchange) *mcperr.Error {
-	rt, _ := x.d.params.(interface{ trip() *roundTrip })
-	if rt == nil {
-		return nil
-	}
-	m, err := parseInputResponses(rt.trip().InputResponses)
+// readInputResponses reads a retry's inputResponses into the call.
+func (x *exchange) readInputResponses(rt *roundTrip) *mcperr.Error {
+	m, err := parseInputResponses(rt.InputResponses)
 	if err != nil {
 		return mcperr.Wrap(mcperr.MalformedParams, err)
 	}

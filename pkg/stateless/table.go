@@ -35,6 +35,18 @@ type methodInfo struct {
 	serve func(x *exchange, ctx context.Context) *Response
 }
 
+// row is a method table row whose handler takes its params typed: the
+// row makes the params value and hands the same value back to serve, so
+// that no handler asserts a type.
+func row[P any, PP interface {
+	*P
+	paramsOf
+}](e era, feature string, named bool, serve func(x *exchange, ctx context.Context, p PP) *Response) *methodInfo {
+	return &methodInfo{era: e, feature: feature, named: named,
+		params: func() paramsOf { return PP(new(P)) },
+		serve:  func(x *exchange, ctx context.Context) *Response { return serve(x, ctx, x.d.params.(PP)) }}
+}
+
 // paramsOf is a method's params type: each embeds baseParams.
 type paramsOf interface {
 	base() *baseParams
@@ -67,8 +79,6 @@ type roundTrip struct {
 	InputResponses jsontext.Value `json:"inputResponses"`
 	RequestState   *string        `json:"requestState"`
 }
-
-func (r *roundTrip) trip() *roundTrip { return r }
 
 type listParams struct {
 	baseParams
@@ -140,36 +150,29 @@ type subscribeParams struct {
 	URI *string `json:"uri"`
 }
 
-func newParams[P any, PP interface {
-	*P
-	paramsOf
-}]() func() paramsOf {
-	return func() paramsOf { return PP(new(P)) }
-}
-
 // methods is the method table. The features are the registry's: "tools",
 // "prompts", "resources", "completions", "tasks".
 var methods = map[string]*methodInfo{
-	"server/discover": {era: modernEra, params: newParams[baseParams](), serve: serveDiscover},
+	"server/discover": row(modernEra, "", false, serveDiscover),
 
-	"initialize":            {era: legacyEra, params: newParams[initializeParams](), serve: serveInitialize},
-	"ping":                  {era: legacyEra, params: newParams[baseParams](), serve: servePing},
-	"logging/setLevel":      {era: legacyEra, params: newParams[setLevelParams](), serve: serveSetLevel},
-	"resources/subscribe":   {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
-	"resources/unsubscribe": {era: legacyEra, feature: "resources", params: newParams[subscribeParams](), serve: serveSubscribe},
+	"initialize":            row(legacyEra, "", false, serveInitialize),
+	"ping":                  row(legacyEra, "", false, servePing),
+	"logging/setLevel":      row(legacyEra, "", false, serveSetLevel),
+	"resources/subscribe":   row(legacyEra, "resources", false, serveSubscribe),
+	"resources/unsubscribe": row(legacyEra, "resources", false, serveSubscribe),
 
-	"tools/list":               {era: everyEra, feature: "tools", params: newParams[listParams](), serve: (*exchange).serveListTools},
-	"tools/call":               {era: everyEra, named: true, feature: "tools", params: newParams[callToolParams](), serve: (*exchange).serveCallTool},
-	"prompts/list":             {era: everyEra, feature: "prompts", params: newParams[listParams](), serve: (*exchange).serveListPrompts},
-	"prompts/get":              {era: everyEra, named: true, feature: "prompts", params: newParams[getPromptParams](), serve: (*exchange).serveGetPrompt},
-	"resources/list":           {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).serveListResources},
-	"resources/templates/list": {era: everyEra, feature: "resources", params: newParams[listParams](), serve: (*exchange).serveListTemplates},
-	"resources/read":           {era: everyEra, named: true, feature: "resources", params: newParams[readResourceParams](), serve: (*exchange).serveReadResource},
-	"completion/complete":      {era: everyEra, feature: "completions", params: newParams[completeParams](), serve: (*exchange).serveComplete},
+	"tools/list":               row(everyEra, "tools", false, (*exchange).serveListTools),
+	"tools/call":               row(everyEra, "tools", true, (*exchange).serveCallTool),
+	"prompts/list":             row(everyEra, "prompts", false, (*exchange).serveListPrompts),
+	"prompts/get":              row(everyEra, "prompts", true, (*exchange).serveGetPrompt),
+	"resources/list":           row(everyEra, "resources", false, (*exchange).serveListResources),
+	"resources/templates/list": row(everyEra, "resources", false, (*exchange).serveListTemplates),
+	"resources/read":           row(everyEra, "resources", true, (*exchange).serveReadResource),
+	"completion/complete":      row(everyEra, "completions", false, (*exchange).serveComplete),
 
-	"tasks/get":    {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveGetTask},
-	"tasks/update": {era: modernEra, feature: "tasks", named: true, params: newParams[updateTaskParams](), serve: (*exchange).serveUpdateTask},
-	"tasks/cancel": {era: modernEra, feature: "tasks", named: true, params: newParams[taskParams](), serve: (*exchange).serveCancelTask},
+	"tasks/get":    row(modernEra, "tasks", true, (*exchange).serveGetTask),
+	"tasks/update": row(modernEra, "tasks", true, (*exchange).serveUpdateTask),
+	"tasks/cancel": row(modernEra, "tasks", true, (*exchange).serveCancelTask),
 }
 
 // protocolMethod is the protocol's row of method, or nil.

@@ -71,7 +71,7 @@ func (x *exchange) ownTask(ctx context.Context) (*TaskRecord, *mcperr.Error) {
 // serveGetTask answers tasks/get with the task as it stands. A working
 // task whose worker never came or died (its lease lapsed) is dispatched
 // again first, or failed once it has used its attempts.
-func (x *exchange) serveGetTask(ctx context.Context) *Response {
+func (x *exchange) serveGetTask(ctx context.Context, _ *taskParams) *Response {
 	rec, e := x.ownTask(ctx)
 	if e != nil {
 		return x.refuse(x.d.id, e)
@@ -118,8 +118,7 @@ func (s *Server) redrive(ctx context.Context, id string) (*TaskRecord, error) {
 // serveUpdateTask stores the answers to the task's outstanding input
 // requests and, once none is outstanding, hands it to a worker again.
 // Answers to other keys are ignored, as the extension asks.
-func (x *exchange) serveUpdateTask(ctx context.Context) *Response {
-	p := x.d.params.(*updateTaskParams)
+func (x *exchange) serveUpdateTask(ctx context.Context, p *updateTaskParams) *Response {
 	responses, err := parseInputResponses(json.RawMessage(p.InputResponses))
 	if err != nil || responses == nil {
 		return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("inputResponses must be an object of objects")))
@@ -202,7 +201,7 @@ func answered(r *TaskRecord, responses map[string]json.RawMessage) bool {
 // serveCancelTask marks a task that has not ended cancelled; a running
 // worker sees it and cancels its handler's context. A task that ended
 // keeps its outcome, and the acknowledgement is the same.
-func (x *exchange) serveCancelTask(ctx context.Context) *Response {
+func (x *exchange) serveCancelTask(ctx context.Context, _ *taskParams) *Response {
 	rec, e := x.ownTask(ctx)
 	if e != nil {
 		return x.refuse(x.d.id, e)

@@ -17,8 +17,8 @@ import (
 // then the claim and the state's redemption, the handler under its own
 // deadline, and the claim's completion, which may carry the tool's
 // enlisted writes.
-func (x *exchange) serveCallTool(ctx context.Context) *Response {
-	d, p := x.d, x.d.params.(*callToolParams)
+func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Response {
+	d := x.d
 	if p.Name == nil {
 		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
 	}
@@ -47,7 +47,7 @@ func (x *exchange) serveCallTool(ctx context.Context) *Response {
 	} else if args[0] != '{' {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("arguments is not an object")))
 	}
-	if e := readInputResponses(x); e != nil {
+	if e := x.readInputResponses(&p.roundTrip); e != nil {
 		return x.refuse(d.id, e)
 	}
 	// An unusable key is refused whether or not the tool takes claims:
