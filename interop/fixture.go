@@ -267,7 +267,7 @@ func ToolNames() []string {
 // sequence number, so a replay shows it did not run again.
 func NewKeyedServer() *stateless.Server {
 	srv := stateless.NewServer(stateless.Implementation{Name: "keyed", Version: "1"},
-		&stateless.Options{Idempotency: claims.New(claims.NewMemory(), nil), SchemaEngine: toolschema.Engine{}})
+		&stateless.Options{Interceptors: []stateless.Interceptor{claims.New(claims.NewMemory(), nil).Interceptor()}, SchemaEngine: toolschema.Engine{}})
 	var mu sync.Mutex
 	runs := 0
 	type in struct {

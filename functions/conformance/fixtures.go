@@ -27,7 +27,7 @@ var (
 func newServer(sealer reqstate.Sealer, to *stateless.TaskOptions) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
-		&stateless.Options{Sealer: sealer, Idempotency: guard, Redeemer: guard, Instructions: "Fixture server for the MCP conformance suite.",
+		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor()}, Instructions: "Fixture server for the MCP conformance suite.",
 			Tasks: to, SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
 	tools(srv)
 	taskFixtures(srv)

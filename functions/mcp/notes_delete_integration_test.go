@@ -210,7 +210,7 @@ func TestKeyedAddAtTheLimit(t *testing.T) {
 	const limit = 3
 	client := localDynamoDB(t).Client()
 	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: endpoint.TableSortKey}), nil)
-	srv := stateless.NewServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := stateless.NewServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
 	(&demo{notes: &dynamoNotes{client: func(context.Context) (notesAPI, error) { return client, nil }, table: notesTable, limit: limit}}).register(srv)
 	c := &demoClient{t: t, srv: srv, principal: fmt.Sprint("limit-", time.Now().UnixNano()), timeout: 5 * time.Second}
 	for i := range limit - 1 {

@@ -150,7 +150,15 @@ type Completion struct {
 // (the note book was full, the note was gone): nothing was written.
 var ErrWritesRefused = errors.New("claims: an enlisted write's condition failed")
 
-// ErrCompletionLost is wrapped in the error of a Ticket's Complete when
+// ErrNotCommitted is wrapped in a call's Outcome.Err when the call's
+// side effect, enlisted in the claim's completion (Enlist), was not
+// committed (or is not known to have been): the tool's result did not
+// reach the client, who was told to retry instead. Retried with the same
+// key, the call replays the result if the commit did happen after all,
+// and runs again if it did not.
+var ErrNotCommitted = errors.New("claims: the call's side effect was not committed")
+
+// ErrCompletionLost is wrapped in a call's Outcome.Err when
 // the tool ran but its result could not be recorded before the time left
 // ran out: the claim stays in progress until its lease ends, and a retry
 // after that runs the tool again. The error names the claim's key, a

@@ -39,7 +39,7 @@ func newCompletionRig(t *testing.T) *completionRig {
 	client := local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, r.f.Middleware) })
 	g := claims.New(claims.NewDynamoDBWith(client, sortedTable, claims.DynamoDBOptions{SortKey: "sk"}), nil)
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "completion", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Idempotency: g, Redeemer: g,
+		Interceptors: []stateless.Interceptor{g.Interceptor()},
 		Observe: func(_ context.Context, o *stateless.Outcome) {
 			r.mu.Lock()
 			defer r.mu.Unlock()

@@ -97,7 +97,7 @@ func TestSortKeyItems(t *testing.T) {
 // effectServer is a server whose side-effecting tool counts its runs.
 func effectServer(store claims.Store, opts *claims.Options) (*stateless.Server, *atomic.Int32) {
 	var runs atomic.Int32
-	srv := stateless.NewServer(stateless.Implementation{Name: "claims", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: claims.New(store, opts)})
+	srv := stateless.NewServer(stateless.Implementation{Name: "claims", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{claims.New(store, opts).Interceptor()}})
 	type in struct {
 		N     int    `json:"n"`
 		Sleep string `json:"sleep,omitempty"`

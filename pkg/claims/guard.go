@@ -19,20 +19,18 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/canon"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Options configure a Guard.
 type Options struct {
 	// LeaseMargin is added to how long the call may run to make the
-	// lease: IdempotentCall.Lease (the tool's MaxDuration, or less when
-	// the request's deadline is nearer), or else the request's deadline. A
+	// lease: until the handler's deadline (Execution.Deadline: the tool's
+	// MaxDuration, or less when the request's deadline is nearer). A
 	// claim whose handler can no longer be running lapses soon after.
 	// Default 5s.
 	LeaseMargin time.Duration
-	// MaxLease caps a lease, and is the lease of a call that states no
-	// Lease and whose request has no deadline. Default 15 minutes,
-	// Lambda's longest run.
+	// MaxLease caps a lease, and is the lease of a call whose handler has
+	// no deadline. Default 15 minutes, Lambda's longest run.
 	MaxLease time.Duration
 	// Retention is how long a completed call is remembered, and replayed.
 	// Default 24 hours.
@@ -68,7 +66,8 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// Guard implements stateless.Idempotency over a Store.
+// Guard makes idempotency claims and redeems single-use request state
+// over a Store, as a stateless interceptor (Interceptor).
 type Guard struct {
 	store Store
 	opts  Options
@@ -77,15 +76,27 @@ type Guard struct {
 // New returns a Guard that keeps its claims in store.
 func New(store Store, opts *Options) *Guard { return &Guard{store: store, opts: opts.withDefaults()} }
 
-var _ stateless.Idempotency = (*Guard)(nil)
+// call is a tools/call to claim.
+type call struct {
+	principal, tool string
+	// key is the client's idempotency key, or "" when the tool is
+	// deduplicated by its arguments.
+	key  string
+	args json.RawMessage
+	// lease is how long the handler may run from now.
+	lease time.Duration
+}
 
-// Begin implements stateless.Idempotency.
-func (g *Guard) Begin(ctx context.Context, c *stateless.IdempotentCall) (json.RawMessage, stateless.Ticket, *mcperr.Error) {
-	args, err := canon.Append(nil, c.Arguments)
+// begin claims the call. It returns either a result stored by an earlier
+// call with the same key, to replay; or a ticket to finish once the
+// handler has answered; or a refusal (in progress, conflict, store
+// unavailable), in which case the handler must not run.
+func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *mcperr.Error) {
+	args, err := canon.Append(nil, c.args)
 	if err != nil {
 		return nil, nil, mcperr.Wrap(mcperr.MalformedParams, err)
 	}
-	key := c.Key
+	key := c.key
 	if key == "" {
 		// Deduplicated by arguments: the arguments are the key.
 		d := sha256.Sum256(args)
@@ -93,10 +104,10 @@ func (g *Guard) Begin(ctx context.Context, c *stateless.IdempotentCall) (json.Ra
 	}
 	now := g.opts.Now()
 	claim := Claim{
-		Key:         ClaimKey(c.Principal, c.Tool, key),
+		Key:         ClaimKey(c.principal, c.tool, key),
 		Owner:       newOwner(),
-		Fingerprint: fingerprint(c.Tool, args),
-		LeaseUntil:  g.lease(ctx, now, c.Lease),
+		Fingerprint: fingerprint(c.tool, args),
+		LeaseUntil:  g.lease(ctx, now, c.lease),
 		ExpiresAt:   now.Add(g.opts.Retention),
 	}
 	taken, holder, err := g.store.Claim(ctx, claim, now)
@@ -176,8 +187,6 @@ type ticket struct {
 	sealed bool                      // finishing began: nothing more joins
 }
 
-var _ stateless.RedemptionJoiner = (*ticket)(nil)
-
 // Enlist adds writes to the completion of the claimed call whose handler
 // context is ctx: they are committed in one DynamoDB transaction with the
 // claim's completion and the call's stored result, fenced by the claim's
@@ -212,8 +221,8 @@ func Enlisting(ctx context.Context) bool { return enlist(ctx, nil) }
 // enlist adds writes (none: only asks) to the ticket of ctx's call, if it
 // holds one that can commit them.
 func enlist(ctx context.Context, writes []types.TransactWriteItem) bool {
-	t, ok := stateless.TicketFrom(ctx).(*ticket)
-	if !ok {
+	t, _ := ctx.Value(ticketKey{}).(*ticket)
+	if t == nil {
 		return false
 	}
 	if _, ok := t.g.store.(Transactor); !ok {
@@ -228,14 +237,9 @@ func enlist(ctx context.Context, writes []types.TransactWriteItem) bool {
 	return true
 }
 
-// JoinRedemption implements stateless.RedemptionJoiner: a redemption of
-// the same Guard, in a Transactor, is completed in the claim's
-// transaction.
-func (t *ticket) JoinRedemption(r stateless.Redemption) bool {
-	rd, ok := r.(*redemption)
-	if !ok || rd.store != t.g.store {
-		return false
-	}
+// joinRedemption spends rd, a redemption of the same Guard, in the claim's
+// transaction, when the store is a Transactor; it reports whether it will.
+func (t *ticket) joinRedemption(rd *redemption) bool {
 	if _, ok := t.g.store.(Transactor); !ok {
 		return false
 	}
@@ -263,7 +267,7 @@ const compressAbove = 1024
 // redemption in one transaction when there are any, retrying a store that
 // fails with backoff until ctx's deadline (the caller sets it to the
 // time the invocation has left). Its error wraps
-// stateless.ErrNotCommitted when enlisted writes were not committed (the
+// ErrNotCommitted when enlisted writes were not committed (the
 // client must be told to retry), and ErrCompletionLost when the tool's
 // effect happened but its result could not be recorded.
 func (t *ticket) Complete(ctx context.Context, result []byte) error {
@@ -307,7 +311,7 @@ func (t *ticket) Complete(ctx context.Context, result []byte) error {
 			// (its fence no longer holds once the claim is gone).
 			_ = t.g.store.Release(ctx, t.key, t.owner)
 		}
-		return fmt.Errorf("%w: claim %s: %w", stateless.ErrNotCommitted, t.key, err)
+		return fmt.Errorf("%w: claim %s: %w", ErrNotCommitted, t.key, err)
 	}
 	return fmt.Errorf("%w: claim %s: %w", ErrCompletionLost, t.key, err)
 }
@@ -429,15 +433,13 @@ func inflate(stored []byte) (json.RawMessage, error) {
 	return stored, nil
 }
 
-var _ stateless.Redeemer = (*Guard)(nil)
-
-// Redeem implements stateless.Redeemer with the claims of the Store: a
-// redemption is a claim on "redeem#"+id, in progress under a lease (ctx's
-// deadline — the handler's — plus LeaseMargin, capped by MaxLease, as a
-// call's claim) while its call runs, then completed (kept until until) or
-// released. A completed claim on the id refuses it (nil); one in progress
-// answers *stateless.RedemptionHeld.
-func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (stateless.Redemption, error) {
+// redeem starts redeeming the single-use state id with the claims of the
+// Store: a redemption is a claim on "redeem#"+id, in progress under a
+// lease (ctx's deadline — the handler's — plus LeaseMargin, capped by
+// MaxLease, as a call's claim) while its call runs, then completed (kept
+// until until) or released. A completed claim on the id refuses it (nil);
+// one in progress answers *redemptionHeld.
+func (g *Guard) redeem(ctx context.Context, id string, until time.Time) (*redemption, error) {
 	now := g.opts.Now()
 	lease := now.Add(g.opts.MaxLease)
 	if d, ok := ctx.Deadline(); ok {
@@ -455,7 +457,7 @@ func (g *Guard) Redeem(ctx context.Context, id string, until time.Time) (statele
 	case err != nil:
 		return nil, err
 	case !taken && holder.Status == InProgress:
-		return nil, &stateless.RedemptionHeld{RetryAfter: holder.LeaseUntil.Sub(now)}
+		return nil, &redemptionHeld{retryAfter: holder.LeaseUntil.Sub(now)}
 	case !taken:
 		return nil, nil // spent
 	}

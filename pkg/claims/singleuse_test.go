@@ -34,7 +34,7 @@ func newEraser(store claims.Store) *eraser { return newEraserWith(store, nil) }
 
 func newEraserWith(store claims.Store, opts *claims.Options) *eraser {
 	g := claims.New(store, opts)
-	e := &eraser{srv: stateless.NewServer(stateless.Implementation{Name: "erase", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g})}
+	e := &eraser{srv: stateless.NewServer(stateless.Implementation{Name: "erase", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}})}
 	e.mode.Store("")
 	e.hang = make(chan struct{})
 	stateless.AddTool(e.srv, &stateless.Tool{Name: "erase", MaxDuration: 300 * time.Millisecond}, func(ctx context.Context, req *stateless.ToolRequest, in struct {

@@ -69,6 +69,12 @@ type Options struct {
 	// Clients are the AWS clients; nil makes them from the default AWS
 	// configuration, on first use.
 	Clients *Clients
+	// Interceptors are the server's interceptors beyond the claims
+	// Guard's, which runs first (see stateless.Interceptor): a rate limit
+	// (package ratelimit), a circuit breaker (package breaker), tracing.
+	// An Execute interceptor here runs inside the claim: what it answers
+	// is what a keyed retry replays.
+	Interceptors []stateless.Interceptor
 }
 
 // Endpoint is a composed endpoint: register tools on Server, then Run.
@@ -132,8 +138,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		Instructions:    o.Instructions,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		Sealer:          sealer,
-		Idempotency:     guard,
-		Redeemer:        guard,
+		Interceptors:    append([]stateless.Interceptor{guard.Interceptor()}, o.Interceptors...),
 		ToolSchemas:     o.ToolSchemas,
 		SchemaEngine:    o.SchemaEngine,
 		DeadlineMargin:  cfg.DeadlineMargin,

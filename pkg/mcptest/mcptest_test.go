@@ -23,7 +23,7 @@ type countOut struct {
 // server's own checks.
 func TestClient(t *testing.T) {
 	g := claims.New(claims.NewMemory(), nil)
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Idempotency: g, Redeemer: g})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Interceptors: []stateless.Interceptor{g.Interceptor()}})
 	n := 0
 	stateless.AddTool(srv, &stateless.Tool{Name: "add", Annotations: &stateless.ToolAnnotations{DestructiveHint: new(false)}},
 		func(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, countOut, error) {

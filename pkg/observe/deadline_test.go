@@ -22,7 +22,7 @@ func TestAbandonedToolIsAFault(t *testing.T) {
 	var buf logBuffer
 	ob := observe.New(&buf, observe.Options{Namespace: "test", Function: "fn"})
 	g := claims.New(claims.NewMemory(), nil)
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Observe: ob.Observe})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}, Observe: ob.Observe})
 	release := make(chan struct{})
 	defer close(release)
 	stateless.AddTool(srv, &stateless.Tool{Name: "stubborn"}, func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {

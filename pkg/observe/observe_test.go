@@ -95,7 +95,7 @@ func awsError(msg string) error {
 func newServer(store claims.Store, sealer reqstate.Sealer, ob *observe.Observer) *stateless.Server {
 	g := claims.New(store, nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Sealer: sealer, Idempotency: g, Redeemer: g, Observe: ob.Observe,
+		Sealer: sealer, Interceptors: []stateless.Interceptor{g.Interceptor()}, Observe: ob.Observe,
 	})
 	ro := &stateless.ToolAnnotations{ReadOnlyHint: true}
 	stateless.AddTool(srv, &stateless.Tool{Name: "panics"}, func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {

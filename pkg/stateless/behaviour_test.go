@@ -568,7 +568,7 @@ func TestCaseVariantArgumentsAreOtherMembers(t *testing.T) {
 
 // TestSingleUseState: a state the handler marks single-use opens once.
 func TestSingleUseState(t *testing.T) {
-	s := stateless.NewServer(stateless.Implementation{Name: "once", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Redeemer: claims.New(claims.NewMemory(), nil)})
+	s := stateless.NewServer(stateless.Implementation{Name: "once", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{claims.New(claims.NewMemory(), nil).Interceptor()}})
 	ran := 0
 	stateless.AddTool(s, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 		if _, ok := req.State(); !ok {

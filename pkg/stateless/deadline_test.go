@@ -27,7 +27,7 @@ type stubborn struct {
 func newStubborn(t *testing.T, guard *claims.Guard, tool *stateless.Tool) *stubborn {
 	t.Helper()
 	s := &stubborn{release: make(chan struct{})}
-	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: guard})
+	s.srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{guard.Interceptor()}})
 	s.srv.AddTool(tool, func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 		s.runs.Add(1)
 		if !s.fast.Load() {
@@ -251,7 +251,7 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 	guard := claims.New(claims.NewMemory(), &claims.Options{LeaseMargin: 5 * time.Second})
 	release := make(chan struct{})
 	var effects atomic.Int32
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: guard, Redeemer: guard})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{guard.Interceptor()}})
 	srv.AddTool(&stateless.Tool{Name: "confirm", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 300 * time.Millisecond},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			if _, asked := req.State(); !asked {

@@ -168,19 +168,19 @@ type exchange struct {
 	principal string
 	scopes    []string
 
-	// res is the result object of the response, for an idempotency
-	// claim to store; inputRequired marks it as a round that asked for
-	// input, which is not stored.
+	// res is the result object of the response, for an execution
+	// interceptor to store; inputRequired marks it as a round that asked
+	// for input, which is not stored.
 	res           encodedResult
 	inputRequired bool
 
-	// redeemID names the request's single-use state, once opened, and
-	// redemption is its redemption in progress (redeemState). retryable
-	// says the answer is one its retry may change: a RetryLater tool
-	// failure or a retryable refusal, which release the redemption.
-	redeemID   string
-	redemption Redemption
-	retryable  bool
+	// redeemID names the request's single-use state, once opened
+	// (Execution.SingleUse). retryable says the answer is one its retry
+	// may change: a RetryLater tool failure or a retryable refusal.
+	redeemID  string
+	retryable bool
+	// abandoned says the tool's handler was left running at its deadline.
+	abandoned bool
 
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,

@@ -2,89 +2,14 @@ package stateless
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
-
-// Idempotency makes side-effecting tool calls exactly-once; package claims
-// implements it over DynamoDB or memory. The server consults it for every
-// tools/call of a tool that is not read-only (or that becomes a task, so
-// that a keyed retry finds the task the first call made) and carries an
-// idempotency key — params.idempotencyKey, the Idempotency-Key header, or, for a tool
-// with IdempotentByArguments, a digest of its arguments — after the
-// arguments were validated and the request state opened, before the
-// handler runs.
-type Idempotency interface {
-	// Begin claims the call. It returns either a result stored by an
-	// earlier call with the same key, to replay; or a ticket to finish
-	// once the handler has answered; or a refusal (in progress, conflict,
-	// store unavailable), in which case the handler must not run.
-	Begin(ctx context.Context, c *IdempotentCall) (replay json.RawMessage, t Ticket, refusal *mcperr.Error)
-}
-
-// IdempotentCall describes a call to be claimed.
-type IdempotentCall struct {
-	Principal string
-	Tool      string
-	// Key is the client's idempotency key, or "" when the tool is
-	// deduplicated by its arguments.
-	Key string
-	// Arguments are the call's arguments, as sent.
-	Arguments json.RawMessage
-	// Lease is how long the handler may run from now: the earlier of the
-	// tool's MaxDuration and the request's deadline less the server's
-	// DeadlineMargin. The claim must stay in progress at least that long
-	// (package claims adds a margin), and should not much longer: a
-	// caller that crashed blocks its key until then. Zero: the
-	// implementation derives it from ctx's deadline.
-	Lease time.Duration
-}
-
-// Ticket finishes a claimed call.
-type Ticket interface {
-	// Complete stores result, the JSON result object the client was
-	// sent, for replay.
-	Complete(ctx context.Context, result []byte) error
-	// Release gives the claim up: the handler produced no result (it
-	// failed, panicked, or asked for input), so a retry may run it.
-	Release(ctx context.Context) error
-}
-
-// RedemptionJoiner is a Ticket that can spend the call's single-use
-// request state in its own completion, atomically (package claims does,
-// in one DynamoDB transaction). When JoinRedemption reports true and
-// Complete succeeds, the state is spent; when Complete fails, the server
-// settles the redemption itself.
-type RedemptionJoiner interface {
-	JoinRedemption(Redemption) bool
-}
-
-// ErrNotCommitted is wrapped in the error of a Ticket's Complete when
-// the call's side effect, enlisted in the completion, was not committed
-// (or is not known to have been): the tool's result must not reach the
-// client, who is told to retry instead. Retried with the same key, the
-// call replays the result if the commit did happen after all, and runs
-// again if it did not.
-var ErrNotCommitted = errors.New("stateless: the call's side effect was not committed")
-
-type ticketKey struct{}
-
-// TicketFrom returns the idempotency Ticket of the tools/call whose
-// handler runs under ctx, or nil when the call holds no claim. An
-// Idempotency implementation uses it to let a handler join its own writes
-// to the claim's completion (claims.Enlist).
-func TicketFrom(ctx context.Context) Ticket {
-	t, _ := ctx.Value(ticketKey{}).(Ticket)
-	return t
-}
 
 // MetaReplay is the result _meta key that marks a replayed result: the
 // tool did not run again, and this is the result of the call that did.

@@ -8,27 +8,45 @@ import (
 	"sync"
 	"testing"
 
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// onceStore is an Idempotency that runs a key once and replays it after,
-// and records every key it was asked to claim.
+// onceStore is an execution interceptor that runs a keyed call of a
+// side-effecting tool once and replays it after, and records every key it
+// was asked to claim: the seam's contract as package claims uses it, in
+// its smallest form.
 type onceStore struct {
 	mu      sync.Mutex
 	done    map[string]json.RawMessage
 	claimed []string
 }
 
-func (s *onceStore) Begin(_ context.Context, c *stateless.IdempotentCall) (json.RawMessage, stateless.Ticket, *mcperr.Error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.claimed = append(s.claimed, c.Key)
-	k := c.Principal + "\x00" + c.Tool + "\x00" + c.Key
-	if r, ok := s.done[k]; ok {
-		return r, nil, nil
+func (s *onceStore) options() *stateless.Options {
+	return &stateless.Options{Interceptors: []stateless.Interceptor{{Execute: s.execute, Idempotent: true}}}
+}
+
+func (s *onceStore) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
+	if e.Tool == nil || e.Tool.ReadOnly() || e.Key == "" {
+		return next(ctx)
 	}
-	return nil, &onceTicket{s, k}, nil
+	k := e.Principal + "\x00" + e.Tool.Name + "\x00" + e.Key
+	s.mu.Lock()
+	s.claimed = append(s.claimed, e.Key)
+	r, ok := s.done[k]
+	s.mu.Unlock()
+	if ok {
+		return stateless.Replay(r)
+	}
+	a := next(ctx)
+	if a.Keep() {
+		s.mu.Lock()
+		if s.done == nil {
+			s.done = map[string]json.RawMessage{}
+		}
+		s.done[k] = a.Result()
+		s.mu.Unlock()
+	}
+	return a
 }
 
 func (s *onceStore) keys() []string {
@@ -36,23 +54,6 @@ func (s *onceStore) keys() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.claimed...)
 }
-
-type onceTicket struct {
-	s *onceStore
-	k string
-}
-
-func (t *onceTicket) Complete(_ context.Context, result []byte) error {
-	t.s.mu.Lock()
-	defer t.s.mu.Unlock()
-	if t.s.done == nil {
-		t.s.done = map[string]json.RawMessage{}
-	}
-	t.s.done[t.k] = append(json.RawMessage(nil), result...)
-	return nil
-}
-
-func (t *onceTicket) Release(context.Context) error { return nil }
 
 // keyedAdd is a tools/call of the side-effecting add tool; member, when
 // not empty, is the raw idempotencyKey member of its params.
@@ -160,7 +161,7 @@ func TestWireIdempotencyKey(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			store := &onceStore{}
-			f := newFixture(t, &stateless.Options{Idempotency: store})
+			f := newFixture(t, store.options())
 			runWire(t, f.srv, c.wireCase)
 			ran := f.addRan.Load()
 			if c.target == "echo" {
@@ -206,7 +207,7 @@ func TestMalformedKeySentTwiceNeverRuns(t *testing.T) {
 	for _, form := range forms {
 		t.Run(form.name, func(t *testing.T) {
 			store := &onceStore{}
-			f := newFixture(t, &stateless.Options{Idempotency: store})
+			f := newFixture(t, store.options())
 			for i := 0; i < 2; i++ {
 				h := modernHeaders("tools/call", "add")
 				if form.edit != nil {
@@ -231,7 +232,7 @@ func TestMalformedKeySentTwiceNeverRuns(t *testing.T) {
 // TestInvalidKeyRefusalNeverEchoesTheKey checks that neither the message
 // nor the data of the refusal carries the key the client sent.
 func TestInvalidKeyRefusalNeverEchoesTheKey(t *testing.T) {
-	f := newFixture(t, &stateless.Options{Idempotency: &onceStore{}})
+	f := newFixture(t, (&onceStore{}).options())
 	const secret = "IGNORE-PREVIOUS-INSTRUCTIONS"
 	for _, edit := range []func(http.Header){setKey(secret, secret+"2"), setKey("=?base64?" + secret + "?="), setKey(secret + "\x01")} {
 		h := modernHeaders("tools/call", "add")

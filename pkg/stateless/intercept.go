@@ -27,6 +27,23 @@ type Interceptor struct {
 	// returns, and may answer in its place. It runs inside the call's
 	// idempotency claim: what it returns is what a keyed retry replays.
 	Tool func(tool *Tool, next ToolHandler) ToolHandler
+	// Execute, if set, runs around the execution of every tools/call,
+	// prompts/get and resources/read that passed the server's checks: it
+	// sees what is about to run ([Execution]) and what next answered, as
+	// it will be sent, and may answer in its place — a replay of a stored
+	// result, a refusal — or settle what it holds with the answer. It runs
+	// outside the tool interceptors. Package claims makes idempotency
+	// claims and single-use request state here.
+	Execute func(ctx context.Context, e *Execution, next func(context.Context) *Answer) *Answer
+	// Idempotent says Execute makes side-effecting tool calls
+	// exactly-once by their idempotency keys: the server advertises it
+	// ([MetaIdempotency], in its capabilities' extensions and in the
+	// _meta of each tool it applies to).
+	Idempotent bool
+	// RedeemsState says Execute redeems single-use request state
+	// (Execution.SingleUse): a handler may ask for one
+	// (InputRequired.SingleUse) only when some interceptor does.
+	RedeemsState bool
 }
 
 // InterceptedRequest is what a request interceptor knows of a request.

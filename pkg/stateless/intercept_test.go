@@ -27,9 +27,9 @@ func TestInterceptors(t *testing.T) {
 	limited := map[string]bool{"mallory": true}
 	g := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
-		Idempotency: g, Redeemer: g,
 		Observe: func(ctx context.Context, o *stateless.Outcome) { reported = append(reported, o.Kind) },
 		Interceptors: []stateless.Interceptor{
+			g.Interceptor(),
 			{
 				Request: func(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
 					seen = append(seen, r.Method+" "+r.Target+" "+r.Call.Principal)

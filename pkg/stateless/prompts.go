@@ -40,14 +40,22 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) *Resp
 	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
-	if e := x.redeemState(ctx); e != nil {
-		return x.refuse(d.id, e)
+	run := func(ctx context.Context) *Response {
+		handlerStart := time.Now()
+		res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
+		x.o.Steps.Handler = time.Since(handlerStart)
+		return x.promptAnswer(ctx, b, res, err)
 	}
-	defer x.releaseState(ctx)
-	handlerStart := time.Now()
-	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
-	x.o.Steps.Handler = time.Since(handlerStart)
-	defer x.finishState(ctx) // with the answer, once the handler returned
+	if !x.s.executes {
+		return run(ctx)
+	}
+	return x.execute(ctx, &Execution{Method: "prompts/get", Target: pr.def.Name, Principal: x.call.Principal,
+		Deadline: x.deadline, SingleUse: x.redeemID, x: x}, run)
+}
+
+// promptAnswer answers what a prompt's handler returned.
+func (x *exchange) promptAnswer(ctx context.Context, b stateKey, res *GetPromptResult, err error) *Response {
+	d := x.d
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}

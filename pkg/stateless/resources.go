@@ -40,14 +40,22 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if e := x.openState(ctx, b, p.RequestState); e != nil {
 		return x.refuse(d.id, e)
 	}
-	if e := x.redeemState(ctx); e != nil {
-		return x.refuse(d.id, e)
+	run := func(ctx context.Context) *Response {
+		handlerStart := time.Now()
+		res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+		x.o.Steps.Handler = time.Since(handlerStart)
+		return x.readAnswer(ctx, b, uri, res, err)
 	}
-	defer x.releaseState(ctx)
-	handlerStart := time.Now()
-	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
-	x.o.Steps.Handler = time.Since(handlerStart)
-	defer x.finishState(ctx) // with the answer, once the handler returned
+	if !x.s.executes {
+		return run(ctx)
+	}
+	return x.execute(ctx, &Execution{Method: "resources/read", Target: uri, Principal: x.call.Principal,
+		Deadline: x.deadline, SingleUse: x.redeemID, x: x}, run)
+}
+
+// readAnswer answers what a resource's handler returned.
+func (x *exchange) readAnswer(ctx context.Context, b stateKey, uri string, res *ReadResourceResult, err error) *Response {
+	d := x.d
 	if err != nil {
 		return x.nonToolInput(ctx, b, err)
 	}

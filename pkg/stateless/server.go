@@ -52,14 +52,6 @@ type Options struct {
 	// INFO. Default: discard. Observe is the richer hook.
 	Logger *slog.Logger
 
-	// Idempotency, if set, makes side-effecting tool calls exactly-once
-	// (see package claims). nil runs every call as it comes.
-	Idempotency Idempotency
-
-	// Redeemer records redemptions of single-use request state (see
-	// InputRequired.SingleUse); package claims implements it.
-	Redeemer Redeemer
-
 	// LegacyLogLevel is the least severe level of the log messages sent to
 	// clients of revisions before 2026-07-28, which set a level once per
 	// session with logging/setLevel; a stateless server cannot remember
@@ -83,8 +75,10 @@ type Options struct {
 	// cut off and the gateway answers 502). Default 500ms.
 	DeadlineMargin time.Duration
 
-	// Interceptors run around every request and every tool call, the
-	// first outermost (see [Interceptor]).
+	// Interceptors run around every request, every execution of a
+	// handler and every tool call, the first outermost (see
+	// [Interceptor]). Package claims's makes side-effecting calls
+	// exactly-once and single-use request state single-use.
 	Interceptors []Interceptor
 
 	// StreamKeepAlive is how long a streamed answer ([Server.HandleStream])
@@ -162,6 +156,11 @@ type Server struct {
 
 	// schemas is Options.ToolSchemas, read on first use.
 	schemas generatedSchemas
+
+	// executes says an interceptor runs around executions; claims and
+	// redeems that one claims idempotency keys and one redeems single-use
+	// states (Interceptor.Idempotent, RedeemsState).
+	executes, claims, redeems bool
 }
 
 // NewServer returns a server that identifies itself as info.
@@ -208,7 +207,8 @@ func NewServer(info Implementation, opts *Options) *Server {
 		}
 		s.tasks = s.opts.Tasks.withDefaults()
 	}
-	s.reg.Store(&registry{idempotency: s.opts.Idempotency != nil, tasks: s.tasks != nil})
+	s.executes, s.claims, s.redeems = executors(s.opts.Interceptors)
+	s.reg.Store(&registry{idempotency: s.claims, tasks: s.tasks != nil})
 	s.bufs.New = func() any { return new(buffer) }
 	return s
 }

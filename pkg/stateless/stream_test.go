@@ -31,7 +31,7 @@ type ticker struct {
 func newTicker(t *testing.T) *ticker {
 	k := &ticker{stopped: make(chan error, 8)}
 	g := claims.New(claims.NewMemory(), nil)
-	k.srv = stateless.NewServer(stateless.Implementation{Name: "ticker", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Idempotency: g, Redeemer: g})
+	k.srv = stateless.NewServer(stateless.Implementation{Name: "ticker", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}})
 	stateless.AddTool(k.srv, &stateless.Tool{Name: "ticks"}, func(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, any, error) {
 		k.runs.Add(1)
 		for i := 1; i <= 20; i++ {

@@ -475,7 +475,7 @@ func TestTaskExpiry(t *testing.T) {
 // task on a retry; one task, one worker.
 func TestTaskKeyed(t *testing.T) {
 	g := claims.New(claims.NewMemory(), nil)
-	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options) { o.Idempotency, o.Redeemer = g, g })
+	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options) { o.Interceptors = []stateless.Interceptor{g.Interceptor()} })
 	args := `{"name":"quick","arguments":{"text":"k"},"idempotencyKey":"key-1","_meta":` + metaJSON(tasksCaps) + `}`
 	_, first := r.do(t, "alice", "tools/call", "quick", args)
 	_, second := r.do(t, "alice", "tools/call", "quick", args)

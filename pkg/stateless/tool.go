@@ -153,7 +153,7 @@ func addTool(s *Server, rt *registeredTool) {
 	// Tell clients that this tool's calls take an idempotency key: a
 	// side-effecting tool's, and a task tool's (a keyed retry finds the
 	// task the first call made).
-	rt.idem = s.opts.Idempotency != nil && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskForbidden)
+	rt.idem = s.claims && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskForbidden)
 	if rt.def.TaskSupport != TaskForbidden && s.tasks == nil {
 		panic(fmt.Sprintf("stateless: tool %q runs as a task but the server has no Options.Tasks", rt.def.Name))
 	}

@@ -14,9 +14,8 @@ import (
 // serveCallTool answers tools/call, in the architecture's order: the
 // tool (hidden answers as absent), its Mcp-Param-* headers, scopes, the
 // idempotency key, the request state, the arguments against the schema,
-// then the claim and the state's redemption, the handler under its own
-// deadline, and the claim's completion, which may carry the tool's
-// enlisted writes.
+// then, inside the execution interceptors (package claims's claim and
+// redemption), the handler under its own deadline.
 func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Response {
 	d := x.d
 	if p.Name == nil {
@@ -67,66 +66,33 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 	// The handler's deadline: the earlier of the tool's MaxDuration and
 	// the request's deadline less the margin, by which the call is
 	// answered whether the handler has returned or not.
-	claimStart := time.Now()
-	deadline := claimStart.Add(t.def.maxDuration())
+	now := time.Now()
+	deadline := now.Add(t.def.maxDuration())
 	if rd := x.deadline.Add(-x.s.opts.DeadlineMargin); rd.Before(deadline) {
 		deadline = rd
 	}
-	if !deadline.After(claimStart) {
+	if !deadline.After(now) {
 		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline"))))
 	}
 	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
 		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
 	}
-	// A read-only tool takes no claim, unless its call becomes a task: a
-	// keyed retry of a lost CreateTaskResult must find the task it made,
-	// not start another worker.
-	var ticket Ticket
-	if idem := x.s.opts.Idempotency; idem != nil && (!t.def.ReadOnly() || asTask) && (x.call.IdempotencyKey != "" || t.def.IdempotentByArguments) {
-		replay, tk, refusal := idem.Begin(x.bounded(ctx), &IdempotentCall{Principal: x.call.Principal, Tool: t.def.Name, Key: x.call.IdempotencyKey, Arguments: args,
-			Lease: deadline.Sub(claimStart)})
-		x.o.Steps.Claim = time.Since(claimStart)
-		if refusal != nil {
-			x.o.Claim = claimDecision(refusal.Kind())
-			return x.refuse(d.id, refusal)
-		}
-		if replay != nil {
-			x.o.Claim = ClaimReplay
-			marked, err := markedReplay(replay)
-			if err != nil {
-				return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
-			}
-			x.o.Kind = "replay"
-			return x.respond(appendRawResult(nil, d.id, marked))
-		}
-		x.o.Claim = ClaimNew
-		ticket = tk
-		defer func() {
-			// A handler that panicked, or a path that left without a
-			// result, gives the claim up so a retry can run.
-			if ticket != nil {
-				x.finishClaim(ctx, ticket.Release)
-			}
-		}()
+	if !x.s.executes {
+		return x.runCall(ctx, t, b, args, deadline, asTask)
 	}
-	// A single-use state is redeemed after the claim (a replay wins),
-	// under the handler's deadline, so that its lease is the claim's, and
-	// settled with the outcome.
-	if x.redeemID != "" {
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		e := x.redeemState(rctx)
-		cancel()
-		if e != nil {
-			return x.refuse(d.id, e)
-		}
-	}
-	defer x.releaseState(ctx)
+	return x.execute(ctx, &Execution{Method: "tools/call", Target: t.def.Name, Principal: x.call.Principal, Tool: &t.def,
+		Key: x.call.IdempotencyKey, Arguments: args, Task: asTask, Deadline: deadline, SingleUse: x.redeemID, x: x},
+		func(ctx context.Context) *Response { return x.runCall(ctx, t, b, args, deadline, asTask) })
+}
+
+// runCall runs a tool's handler under its deadline and answers what it
+// returned: its result, the task it became, or a refusal when it panicked
+// or overran.
+func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, args json.RawMessage, deadline time.Time, asTask bool) *Response {
+	id := x.d.id
 	handlerStart := time.Now()
 	hctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	if ticket != nil {
-		hctx = context.WithValue(hctx, ticketKey{}, ticket)
-	}
 	h := t.handler
 	if asTask {
 		// The request's part of a task: BeforeTask's input rounds, then
@@ -136,46 +102,26 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 	r, returned := x.runTool(hctx, t, args, h)
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
-		// Abandoned: the claim is neither completed nor released, by
-		// this request or by the handler when it returns. It stays in
-		// progress until its lease ends, which outlasts the handler's
-		// deadline, so a retry cannot run the tool beside it. A
-		// single-use state stays held the same way, until its lease ends.
-		ticket = nil
-		x.redemption = nil
-		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second,
+		x.abandoned = true
+		return x.refuse(id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second,
 			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
 	}
 	if r.panic != nil {
-		// The deferred release gives the claim up.
 		x.o.Panic, x.o.Err, x.o.ErrFromTool = r.panic, errPanic, true
-		return x.refuse(d.id, mcperr.New(mcperr.Internal))
+		resp := x.refuse(id, mcperr.New(mcperr.Internal))
+		x.retryable = true // nothing happened that a retry must see
+		return resp
 	}
 	res, err := r.res, r.err
 	if err != nil && hctx.Err() != nil && ctx.Err() == nil && errors.Is(err, hctx.Err()) {
 		// The handler gave up at its own deadline, before the request's.
 		x.o.ErrFromTool = true
-		return x.refuse(d.id, tooLong(x, t, mcperr.Wrap(mcperr.Timeout, err)))
+		return x.refuse(id, tooLong(x, t, mcperr.Wrap(mcperr.Timeout, err)))
 	}
-	var resp *Response
 	if asTask && err == errStartTask {
-		resp = x.createTask(ctx, t, args)
-	} else {
-		resp = x.toolOutcome(ctx, t, b, res, err)
+		return x.createTask(ctx, t, args)
 	}
-	if ticket != nil {
-		// A retryable failure is not kept: its retry runs the tool.
-		if x.res.obj != nil && !x.inputRequired && !x.retryable {
-			resp = x.completeClaim(ctx, ticket, resp)
-		} else {
-			_ = x.finishClaim(ctx, ticket.Release)
-		}
-		ticket = nil
-	}
-	// The claim first: a result that was not committed is answered as a
-	// retryable refusal, and then the state is released for the retry.
-	x.finishState(ctx)
-	return resp
+	return x.toolOutcome(ctx, t, b, res, err)
 }
 
 // tooLong adds to a timeout refusal what a client can do about a tool

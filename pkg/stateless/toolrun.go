@@ -3,43 +3,11 @@ package stateless
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
-
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
-
-// completeClaim records the call's result with its claim, together with
-// the writes the tool enlisted and, when the ticket can join it, the
-// redemption of the call's single-use state. It returns the answer: resp,
-// unless the tool's enlisted effect was not committed, which the client
-// must retry.
-func (x *exchange) completeClaim(ctx context.Context, t Ticket, resp *Response) *Response {
-	joined := false
-	if j, ok := t.(RedemptionJoiner); ok && x.redemption != nil {
-		joined = j.JoinRedemption(x.redemption)
-	}
-	result := x.res.replayForm()
-	err := x.finishClaim(ctx, func(ctx context.Context) error { return t.Complete(ctx, result) })
-	switch {
-	case err == nil:
-		if joined {
-			x.redemption = nil // spent with the claim
-		}
-		return resp
-	case errors.Is(err, ErrNotCommitted):
-		x.o.Claim = ClaimNotCommitted
-		x.call.notes = nil // nothing happened: no progress to report
-		return x.refuse(x.d.id, mcperr.NewRetryable(mcperr.NotCommitted, time.Second, err))
-	}
-	// The tool's effect happened; its result goes to the client even
-	// though a retry after the lease would run the tool again.
-	x.o.Claim = ClaimLost
-	return resp
-}
 
 // toolRun is what a tool handler returned, or how it panicked.
 type toolRun struct {
@@ -141,23 +109,6 @@ func (x *exchange) runInline(ctx context.Context, t *registeredTool, args json.R
 	return run
 }
 
-// finishClaim completes or releases a claim, f retrying a failing store
-// within finishContext's time. A failure is a server fault for the
-// operator.
-func (x *exchange) finishClaim(ctx context.Context, f func(context.Context) error) error {
-	start := time.Now()
-	ctx, cancel := x.finishContext(ctx)
-	defer cancel()
-	err := f(ctx)
-	x.o.Steps.Finish += time.Since(start)
-	if err != nil {
-		x.o.Fault = true
-		x.o.Err = fmt.Errorf("finishing the idempotency claim: %w", err)
-		x.o.ErrFromTool = false
-	}
-	return err
-}
-
 // maxFinish bounds the time spent recording a call's outcome.
 const maxFinish = 10 * time.Second
 
@@ -176,15 +127,4 @@ func (x *exchange) finishContext(ctx context.Context) (context.Context, context.
 		end = d
 	}
 	return context.WithDeadline(context.WithoutCancel(ctx), end)
-}
-
-// claimDecision names the claim decision a refusal of kind k records.
-func claimDecision(k mcperr.Kind) string {
-	switch k {
-	case mcperr.DuplicateInFlight:
-		return ClaimInProgress
-	case mcperr.IdempotencyConflict:
-		return ClaimConflict
-	}
-	return ClaimUnavailable
 }

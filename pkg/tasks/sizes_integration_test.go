@@ -36,11 +36,15 @@ type sizeRig struct {
 
 const tasksMeta = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 
-func newSizeRig(t *testing.T, idem stateless.Idempotency) *sizeRig {
+func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 	t.Helper()
 	r := &sizeRig{store: &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}, dispatched: make(chan string, 100)}
+	var ics []stateless.Interceptor
+	if guard != nil {
+		ics = append(ics, guard.Interceptor())
+	}
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "sizes", Version: "1"}, &stateless.Options{
-		Idempotency: idem,
+		Interceptors: ics,
 		Tasks: &stateless.TaskOptions{Store: r.store, Dispatch: func(ctx context.Context, id string) error {
 			r.dispatched <- id
 			return nil
@@ -287,7 +291,7 @@ func TestLargeAnswerIsStored(t *testing.T) {
 // in-progress refusal are done, names the same task, and one worker is
 // dispatched.
 func TestKeyedReadOnlyTaskIsOneTask(t *testing.T) {
-	guard := func() stateless.Idempotency {
+	guard := func() *claims.Guard {
 		return claims.New(claims.NewDynamoDBWith(local.Client(), sortedTable, claims.DynamoDBOptions{SortKey: "sk"}), nil)
 	}
 	a, b := newSizeRig(t, guard()), newSizeRig(t, guard())

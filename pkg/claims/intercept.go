@@ -1,0 +1,219 @@
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// Interceptor is the Guard as a stateless server's interceptor: it claims
+// the idempotency key of every tools/call that needs one and redeems the
+// single-use request state of every request that carries one. Put it in
+// stateless.Options.Interceptors; interceptors before it run outside the
+// claim (a rate limit refuses before a key is claimed), interceptors
+// after it inside (what they answer is what a keyed retry replays).
+//
+// A tools/call is claimed when it carries an idempotency key (or its tool
+// is IdempotentByArguments) and its tool is not read-only, or its call
+// becomes a task: a keyed retry of a lost CreateTaskResult must find the
+// task the first call made, not start another. The order is fixed, here
+// and nowhere else:
+//
+//  1. The claim is taken first: a replay wins over everything after it,
+//     so that a keyed retry of a call that completed gets its result even
+//     though the state it carried is spent by then.
+//  2. The single-use state is redeemed next, under the handler's
+//     deadline, so that its lease is the claim's.
+//  3. The handler runs (next), with the claim's ticket in its context for
+//     Enlist.
+//  4. An abandoned handler (still running at its deadline) keeps both its
+//     claim and its redemption held until their leases end, which outlast
+//     the handler's deadline, so that a retry cannot run beside it.
+//  5. The claim is settled before the state: completed with the result
+//     (and the tool's enlisted writes, and, in one transaction, the
+//     state's redemption) when the answer is one a retry must get again,
+//     released otherwise. A result that was not committed is answered as
+//     a retryable refusal.
+//  6. The redemption is settled last: spent, unless the answer is one a
+//     retry may change (then released, for the retry to use).
+//  7. A panic anywhere inside releases both, so that a retry can run.
+func (g *Guard) Interceptor() stateless.Interceptor {
+	return stateless.Interceptor{Execute: g.execute, Idempotent: true, RedeemsState: true}
+}
+
+// redemptionWindow is how long a spent state's redemption is remembered:
+// longer than any state's validity.
+const redemptionWindow = 24 * time.Hour
+
+type ticketKey struct{}
+
+// execute is the Interceptor's Execute.
+func (g *Guard) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
+	o := e.Outcome()
+	var tk *ticket
+	if claimed(e) {
+		start := time.Now()
+		bctx, cancel := context.WithDeadline(ctx, e.Deadline)
+		replay, t, refusal := g.begin(bctx, &call{principal: e.Principal, tool: e.Tool.Name, key: e.Key,
+			args: e.Arguments, lease: time.Until(e.Deadline)})
+		cancel()
+		o.Steps.Claim = time.Since(start)
+		switch {
+		case refusal != nil:
+			o.Claim = decision(refusal.Kind())
+			return stateless.Refusal(refusal)
+		case replay != nil:
+			o.Claim = stateless.ClaimReplay
+			return stateless.Replay(replay)
+		}
+		o.Claim = stateless.ClaimNew
+		tk = t
+		defer func() {
+			if tk != nil { // left without settling: a panic
+				g.settle(ctx, e, "releasing the idempotency claim", tk.Release)
+			}
+		}()
+		ctx = context.WithValue(ctx, ticketKey{}, tk)
+	}
+	var rd *redemption
+	if e.SingleUse != "" {
+		r, refusal := g.redeemFor(ctx, e)
+		if refusal != nil {
+			if tk != nil {
+				g.settle(ctx, e, "releasing the idempotency claim", tk.Release)
+				tk = nil
+			}
+			return stateless.Refusal(refusal)
+		}
+		rd = r
+		defer func() {
+			if rd != nil { // left without settling: a panic
+				g.settle(ctx, e, "releasing the single-use state's redemption", rd.Release)
+			}
+		}()
+	}
+	a := next(ctx)
+	if a.Abandoned() {
+		tk, rd = nil, nil
+		return a
+	}
+	if tk != nil {
+		a = g.finish(ctx, e, tk, &rd, a)
+		tk = nil
+	}
+	if rd != nil {
+		settle, what := rd.Complete, "spending the single-use state"
+		if a.Retryable() {
+			settle, what = rd.Release, "releasing the single-use state's redemption"
+		}
+		rd = nil
+		g.settle(ctx, e, what, settle)
+	}
+	return a
+}
+
+// claimed says whether a call takes a claim.
+func claimed(e *stateless.Execution) bool {
+	return e.Tool != nil && (!e.Tool.ReadOnly() || e.Task) && (e.Key != "" || e.Tool.IdempotentByArguments)
+}
+
+// redeemFor starts redeeming the execution's single-use state, under the
+// handler's deadline. A state spent, or being redeemed by another call,
+// is refused as any invalid state is.
+func (g *Guard) redeemFor(ctx context.Context, e *stateless.Execution) (*redemption, *mcperr.Error) {
+	o := e.Outcome()
+	start := time.Now()
+	rctx, cancel := context.WithDeadline(ctx, e.Deadline)
+	r, err := g.redeem(rctx, e.SingleUse, time.Now().Add(redemptionWindow))
+	cancel()
+	o.Steps.State += time.Since(start)
+	var held *redemptionHeld
+	switch {
+	case errors.As(err, &held):
+		// Not spent: its holder may fail, or die, and the state be usable
+		// again. The retry-after is the holder's lease.
+		o.StateOpened = false
+		return nil, mcperr.NewRetryable(mcperr.StateInUse, max(held.retryAfter, 100*time.Millisecond), err)
+	case err != nil:
+		return nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+	case r == nil:
+		o.StateOpened = false
+		return nil, mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed already"))
+	}
+	return r, nil
+}
+
+// finish settles a claim with the call's answer: completed with the
+// result a retry must get again — together with the writes the tool
+// enlisted and, when the store can join it, the redemption of the call's
+// single-use state (then *rd is spent with it and cleared) — else
+// released. It returns the answer: a, unless the tool's enlisted effect
+// was not committed, which the client must retry.
+func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, rd **redemption, a *stateless.Answer) *stateless.Answer {
+	o := e.Outcome()
+	if !a.Keep() {
+		g.settle(ctx, e, "releasing the idempotency claim", t.Release)
+		return a
+	}
+	joined := *rd != nil && t.joinRedemption(*rd)
+	result := a.Result()
+	err := g.settle(ctx, e, "finishing the idempotency claim", func(ctx context.Context) error { return t.Complete(ctx, result) })
+	switch {
+	case err == nil:
+		if joined {
+			*rd = nil // spent with the claim
+		}
+		return a
+	case errors.Is(err, ErrNotCommitted):
+		// Nothing happened: the client retries, and the state is
+		// released for the retry.
+		o.Claim = stateless.ClaimNotCommitted
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.NotCommitted, time.Second, err))
+	}
+	// The tool's effect happened; its result goes to the client even
+	// though a retry after the lease would run the tool again.
+	o.Claim = stateless.ClaimLost
+	return a
+}
+
+// settle runs f, which completes or releases something the call holds, in
+// the execution's settle context, and records a failure as a server fault
+// for the operator.
+func (g *Guard) settle(ctx context.Context, e *stateless.Execution, what string, f func(context.Context) error) error {
+	o := e.Outcome()
+	start := time.Now()
+	sctx, cancel := e.SettleContext(ctx)
+	defer cancel()
+	err := f(sctx)
+	o.Steps.Finish += time.Since(start)
+	if err != nil {
+		o.Fault = true
+		o.Err = fmt.Errorf("%s: %w", what, err)
+		o.ErrFromTool = false
+	}
+	return err
+}
+
+// decision names the claim decision a refusal of kind k records.
+func decision(k mcperr.Kind) string {
+	switch k {
+	case mcperr.DuplicateInFlight:
+		return stateless.ClaimInProgress
+	case mcperr.IdempotencyConflict:
+		return stateless.ClaimConflict
+	}
+	return stateless.ClaimUnavailable
+}
+
+// redemptionHeld reports that another call is redeeming a single-use
+// state: it is not spent, and may be usable after retryAfter (that call's
+// lease), if that call fails retryably or dies.
+type redemptionHeld struct{ retryAfter time.Duration }
+
+func (e *redemptionHeld) Error() string {
+	return fmt.Sprintf("single-use state being redeemed by another call, for up to %v", e.retryAfter.Round(time.Millisecond))
+}
