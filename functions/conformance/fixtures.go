@@ -13,6 +13,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -22,13 +23,15 @@ var (
 	wavTiny, _ = base64.StdEncoding.DecodeString("UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=")
 )
 
-// newServer registers every fixture the conformance suite calls; to
-// configures the tasks extension.
-func newServer(sealer reqstate.Sealer, to *stateless.TaskOptions) *stateless.Server {
+// newServer registers every fixture the conformance suite calls, on a
+// server that serves the tasks extension ext.
+func newServer(sealer reqstate.Sealer, ext *tasks.Extension) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
-		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor()}, Instructions: "Fixture server for the MCP conformance suite.",
-			Tasks: to, SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
+		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor(), ext.Interceptor()},
+			Instructions: "Fixture server for the MCP conformance suite.",
+			SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
+	ext.Serve(srv)
 	tools(srv)
 	taskFixtures(srv)
 	tickFixtures(srv)

@@ -23,7 +23,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
@@ -56,23 +55,24 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
-	return runner.Run(ctx, newServer(sealer, to), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
-		RequestTimeout: requestTimeout, StreamKinds: streams})
+	ext := tasks.New(to)
+	return runner.Run(ctx, newServer(sealer, ext), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
+		RequestTimeout: requestTimeout, StreamKinds: streams, Tasks: ext})
 }
 
 // newTasks configures the tasks extension: tasks in memory and run in
 // this process, unless MCP_TASKS_TABLE names a DynamoDB table (with the
 // claims table's shape) to share them between processes; on Lambda each
 // task runs in an asynchronous invocation of the function itself.
-func newTasks(ctx context.Context, getenv func(string) string) (*stateless.TaskOptions, error) {
-	to := &stateless.TaskOptions{Store: tasks.NewMemory()}
+func newTasks(ctx context.Context, getenv func(string) string) (tasks.Options, error) {
+	to := tasks.Options{Store: tasks.NewMemory()}
 	table, inLambda := getenv("MCP_TASKS_TABLE"), runner.InLambda(getenv)
 	if table == "" && !inLambda {
 		return to, nil
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the tasks need the AWS configuration, which does not load: %w", err)
+		return to, fmt.Errorf("the tasks need the AWS configuration, which does not load: %w", err)
 	}
 	if table != "" {
 		to.Store = &tasks.DynamoDB{Client: dynamodb.NewFromConfig(cfg), Table: table, SortKey: "sk"}

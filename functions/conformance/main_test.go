@@ -4,14 +4,13 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // TestFixtureSchemas: every fixture tool's schemas resolve (registration
 // leaves them to first use; this is where a bad one fails).
 func TestFixtureSchemas(t *testing.T) {
-	if err := newServer(reqstate.NewLocal(nil, nil), &stateless.TaskOptions{Store: tasks.NewMemory()}).Verify(); err != nil {
+	if err := newServer(reqstate.NewLocal(nil, nil), tasks.New(tasks.Options{Store: tasks.NewMemory()})).Verify(); err != nil {
 		t.Fatal(err)
 	}
 }

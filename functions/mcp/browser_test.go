@@ -25,7 +25,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -54,8 +53,7 @@ func TestBrowserCORSInProcess(t *testing.T) {
 	chrome := chromiumBinary(t)
 	rig := newBrowserRig(t)
 	notes := newMemoryNotes()
-	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"},
-		&stateless.Options{SchemaEngine: toolschema.Engine{}, AllowedOrigins: []string{rig.appOrigin}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := taskServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, AllowedOrigins: []string{rig.appOrigin}})
 	(&demo{notes: notes}).register(srv)
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", srv)

@@ -7,6 +7,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // newServer is the demo's server for cfg, logging to logger, observed by
@@ -23,4 +24,15 @@ func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observ
 		return nil, err
 	}
 	return ep.Server, nil
+}
+
+// taskServer is a server with opts that serves the tasks extension, its
+// tasks in memory and run in this process: the demo's task tools need
+// one.
+func taskServer(info stateless.Implementation, opts *stateless.Options) *stateless.Server {
+	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
+	opts.Interceptors = append(opts.Interceptors, ext.Interceptor())
+	srv := stateless.NewServer(info, opts)
+	ext.Serve(srv)
+	return srv
 }

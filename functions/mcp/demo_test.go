@@ -16,7 +16,6 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -160,7 +159,7 @@ func toJSON(v any) string {
 
 // newDemoWith serves the demo over notes.
 func newDemoWith(notes NoteStore) *stateless.Server {
-	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := taskServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 	(&demo{notes: notes}).register(srv)
 	return srv
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -210,7 +209,7 @@ func TestKeyedAddAtTheLimit(t *testing.T) {
 	const limit = 3
 	client := localDynamoDB(t).Client()
 	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: endpoint.TableSortKey}), nil)
-	srv := stateless.NewServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := taskServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}})
 	(&demo{notes: &dynamoNotes{client: func(context.Context) (notesAPI, error) { return client, nil }, table: notesTable, limit: limit}}).register(srv)
 	c := &demoClient{t: t, srv: srv, principal: fmt.Sprint("limit-", time.Now().UnixNano()), timeout: 5 * time.Second}
 	for i := range limit - 1 {

@@ -14,7 +14,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
@@ -99,12 +98,12 @@ func (p *taskPath) poll(t *testing.T, principal, id string, limit time.Duration)
 }
 
 // record reads the task's item from the table.
-func record(t *testing.T, id string) *stateless.TaskRecord {
+func record(t *testing.T, id string) *tasks.Record {
 	t.Helper()
 	return recordIn(t, notesTable, id)
 }
 
-func recordIn(t *testing.T, table, id string) *stateless.TaskRecord {
+func recordIn(t *testing.T, table, id string) *tasks.Record {
 	t.Helper()
 	store := &tasks.DynamoDB{Client: localDynamoDB(t).Client(), Table: table, SortKey: "sk"}
 	rec, err := store.Load(context.Background(), id)

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -17,8 +16,7 @@ import (
 //	go test ./functions/mcp -run TestToolSchemas -update
 func TestToolSchemas(t *testing.T) {
 	if *update {
-		gen := stateless.NewServer(stateless.Implementation{Name: "gen", Version: "1"},
-			&stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+		gen := taskServer(stateless.Implementation{Name: "gen", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
 		(&demo{}).register(gen)
 		b, err := stateless.GenerateToolSchemas(gen, toolschema.Engine{})
 		if err != nil {
@@ -33,8 +31,7 @@ func TestToolSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The options main gives the server, as far as schemas go.
-	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"},
-		&stateless.Options{ToolSchemas: file, SchemaEngine: schemaEngine, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	srv := taskServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{ToolSchemas: file, SchemaEngine: schemaEngine})
 	(&demo{}).register(srv)
 	if err := stateless.CheckToolSchemas(srv, toolschema.Engine{}); err != nil {
 		t.Fatal(err)

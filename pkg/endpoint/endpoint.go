@@ -70,10 +70,11 @@ type Options struct {
 	// configuration, on first use.
 	Clients *Clients
 	// Interceptors are the server's interceptors beyond the claims
-	// Guard's, which runs first (see stateless.Interceptor): a rate limit
-	// (package ratelimit), a circuit breaker (package breaker), tracing.
-	// An Execute interceptor here runs inside the claim: what it answers
-	// is what a keyed retry replays.
+	// Guard's and the tasks extension's, which run first, in that order
+	// (see stateless.Interceptor): a rate limit (package ratelimit), a
+	// circuit breaker (package breaker), tracing. An Execute interceptor
+	// here runs inside the claim: what it answers is what a keyed retry
+	// replays.
 	Interceptors []stateless.Interceptor
 }
 
@@ -87,7 +88,10 @@ type Endpoint struct {
 	// Config.ClaimsTable is set, else in memory. It is a
 	// claims.Transactor on DynamoDB: a tool that writes the same table
 	// commits its writes with its claim (claims.Enlist).
-	Claims   claims.Store
+	Claims claims.Store
+	// Tasks is the tasks extension the server serves (package tasks):
+	// its store is the claims table's on DynamoDB, else memory.
+	Tasks    *tasks.Extension
 	Observer *observe.Observer
 	Logger   *slog.Logger
 	stdout   io.Writer
@@ -120,7 +124,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		return nil, err
 	}
 	e.Claims = claims.NewMemory()
-	var taskStore stateless.TaskStore = tasks.NewMemory()
+	var taskStore tasks.Store = tasks.NewMemory()
 	if cfg.ClaimsTable != "" {
 		e.Claims = &lazyStore{aws: e.Clients, table: cfg.ClaimsTable}
 		taskStore = &tasks.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
@@ -129,21 +133,21 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	// Tasks run in this process locally; on Lambda each runs in an
 	// asynchronous invocation of the function itself.
-	taskOpts := &stateless.TaskOptions{Store: taskStore, TTL: cfg.TaskTTL}
+	taskOpts := tasks.Options{Store: taskStore, TTL: cfg.TaskTTL}
 	if cfg.InLambda {
 		taskOpts.Dispatch = (&tasks.Lambda{Client: e.Clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
 	}
 	guard := claims.New(e.Claims, nil)
+	e.Tasks = tasks.New(taskOpts)
 	opts := &stateless.Options{
 		Instructions:    o.Instructions,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		Sealer:          sealer,
-		Interceptors:    append([]stateless.Interceptor{guard.Interceptor()}, o.Interceptors...),
+		Interceptors:    append([]stateless.Interceptor{guard.Interceptor(), e.Tasks.Interceptor()}, o.Interceptors...),
 		ToolSchemas:     o.ToolSchemas,
 		SchemaEngine:    o.SchemaEngine,
 		DeadlineMargin:  cfg.DeadlineMargin,
 		StreamKeepAlive: cfg.StreamKeepAlive,
-		Tasks:           taskOpts,
 	}
 	if e.Observer != nil {
 		opts.Observe = e.Observer.Observe
@@ -155,6 +159,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		e.Logger.Warn("no " + EnvAuthIssuer + ": the endpoint serves anyone who can reach " + cfg.Addr)
 	}
 	e.Server = stateless.NewServer(o.Implementation, opts)
+	e.Tasks.Serve(e.Server)
 	return e, nil
 }
 
@@ -163,7 +168,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 func (e *Endpoint) Run(ctx context.Context) error {
 	cfg := e.Config
 	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
-		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds}
+		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Tasks: e.Tasks}
 	if err := runner.Run(ctx, e.Server, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", EnvAddr, cfg.Addr, err)
 	}

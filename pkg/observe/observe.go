@@ -161,8 +161,13 @@ func (ob *Observer) Observe(ctx context.Context, o *stateless.Outcome) {
 
 	// Dimensions: values from closed sets only.
 	method := MethodName(o.Method)
-	if o.TaskRun {
+	switch {
+	case o.TaskRun:
 		method = stateless.MethodTaskRun
+	case o.OwnMethod:
+		// A name the server registered (an extension's, such as
+		// tasks/get), not the peer's invention.
+		method = dimension(o.Method)
 	}
 	outcome := "ok"
 	if o.Kind != "" {

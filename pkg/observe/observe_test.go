@@ -412,8 +412,8 @@ func TestMetricsAndLevels(t *testing.T) {
 
 // TestMethodDimensionIsClosed: a method the peer invents is "other".
 func TestMethodDimensionIsClosed(t *testing.T) {
-	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "tasks/get", "tasks/run": "other",
-		"initialize": "initialize", "resources/subscribe": "resources/subscribe", "subscriptions/listen": "subscriptions/listen", "tasks/list": "tasks/list", "Tools/Call": "other"} {
+	for in, want := range map[string]string{"tools/call": "tools/call", "": "none", "x<script>": "other", "notifications/initialized": "notification", "tasks/get": "other", "tasks/run": "other",
+		"initialize": "initialize", "resources/subscribe": "resources/subscribe", "subscriptions/listen": "subscriptions/listen", "tasks/list": "other", "Tools/Call": "other"} {
 		if got := observe.MethodName(in); got != want {
 			t.Errorf("MethodName(%q) = %q, want %q", in, got, want)
 		}
@@ -439,13 +439,13 @@ func TestXRayTraceID(t *testing.T) {
 
 // downTasks is a task store whose writes fail once the record has an
 // owner: a worker can take a task but not record its outcome.
-type downTasks struct{ stateless.TaskStore }
+type downTasks struct{ tasks.Store }
 
-func (d downTasks) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
-	if old, err := d.TaskStore.Load(ctx, rec.ID); err == nil && old.Owner != "" {
+func (d downTasks) Replace(ctx context.Context, rec *tasks.Record, prev int64) error {
+	if old, err := d.Store.Load(ctx, rec.ID); err == nil && old.Owner != "" {
 		return errors.New("connection reset")
 	}
-	return d.TaskStore.Replace(ctx, rec, prev)
+	return d.Store.Replace(ctx, rec, prev)
 }
 
 // TestWorkerRunLines: a task worker's run is logged and counted as
@@ -453,7 +453,7 @@ func (d downTasks) Replace(ctx context.Context, rec *stateless.TaskRecord, prev 
 // outcome could not be recorded is a fault with that outcome, not "ok".
 func TestWorkerRunLines(t *testing.T) {
 	for _, tc := range []struct {
-		store       stateless.TaskStore
+		store       tasks.Store
 		outcome     string
 		fault       float64
 		level, name string
@@ -464,9 +464,10 @@ func TestWorkerRunLines(t *testing.T) {
 		var buf logBuffer
 		ob := observe.New(&buf, observe.Options{Namespace: "ns", Function: "fn"})
 		ids := make(chan string, 1)
+		ext := tasks.New(tasks.Options{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }})
 		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Observe: ob.Observe,
-			DeadlineMargin: 50 * time.Millisecond,
-			Tasks:          &stateless.TaskOptions{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }}})
+			DeadlineMargin: 50 * time.Millisecond, Interceptors: []stateless.Interceptor{ext.Interceptor()}})
+		ext.Serve(srv)
 		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskRequired},
 			func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
 				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, struct{}{}, nil
@@ -476,11 +477,19 @@ func TestWorkerRunLines(t *testing.T) {
 			[]byte(`clientCapabilities\":{}`), []byte(`clientCapabilities\":{\"extensions\":{\"`+stateless.ExtensionTasks+`\":{}}}`), 1)
 		invoke(t, h, ev, time.Second)
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-		_ = srv.RunTask(ctx, <-ids)
+		id := <-ids
+		_ = ext.Run(ctx, id)
 		cancel()
+		// tasks/get is the extension's method, registered on the server:
+		// its Method dimension names it.
+		invoke(t, h, bytes.Replace(event("tasks/get", id, `"taskId":"`+id+`"`, nil),
+			[]byte(`clientCapabilities\":{}`), []byte(`clientCapabilities\":{\"extensions\":{\"`+stateless.ExtensionTasks+`\":{}}}`), 1), time.Second)
 		lines := buf.lines(t)
-		if len(lines) != 2 {
+		if len(lines) != 3 {
 			t.Fatalf("%s: %d lines", tc.name, len(lines))
+		}
+		if lines[2]["Method"] != "tasks/get" {
+			t.Errorf("%s: tasks/get line: %v", tc.name, lines[2])
 		}
 		run := lines[1]
 		if run["Method"] != "tasks/run" || run["Tool"] != "report" || run["prompt"] != nil || run["Outcome"] != tc.outcome || run["level"] != tc.level {

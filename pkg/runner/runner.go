@@ -51,6 +51,9 @@ type Options struct {
 	// notifications as they happen. A streamed request is bounded by the
 	// invocation, not RequestTimeout.
 	StreamKinds []apigw.Kind
+	// Tasks, if set, is the tasks extension the server serves: its
+	// worker runs the tasks the function sends itself.
+	Tasks *tasks.Extension
 }
 
 // EnvRequestTimeout names the variable of Options.RequestTimeout.
@@ -73,7 +76,7 @@ func RequestTimeout(getenv func(string) string) (time.Duration, error) {
 // Run serves srv until ctx ends (locally) or forever (on Lambda).
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
-		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds}
+		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Tasks: o.Tasks}
 		if len(h.StreamKinds) > 0 {
 			// aws-lambda-go would post a stream without the response
 			// mode header Lambda's streaming contract requires: this
@@ -136,6 +139,9 @@ type Invocations struct {
 	// StreamKinds are the event kinds invoked for a response stream
 	// (Options.StreamKinds).
 	StreamKinds []apigw.Kind
+	// Tasks runs the tasks extension's worker events; without it they
+	// fail.
+	Tasks *tasks.Extension
 }
 
 // Invoke implements lambda.Handler. A worker's error fails the
@@ -143,7 +149,10 @@ type Invocations struct {
 func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	if bytes.Contains(payload, []byte(`"mcpTask"`)) {
 		if id, err := tasks.DecodeEvent(payload); err == nil {
-			if err := h.Server.RunTask(ctx, id); err != nil {
+			if h.Tasks == nil {
+				return nil, errors.New("runner: a task worker's event, and the function serves no tasks (Options.Tasks)")
+			}
+			if err := h.Tasks.Run(ctx, id); err != nil {
 				return nil, err
 			}
 			return []byte("{}"), nil

@@ -80,6 +80,38 @@ func decodeCapabilities(raw json.RawMessage) *ClientCapabilities {
 	return caps
 }
 
+// CapabilitiesJSON returns the clientCapabilities object as the client
+// sent it (for a task to keep, and read back with the same rules).
+func (c *Call) CapabilitiesJSON() json.RawMessage { return c.capsRaw }
+
+// Declares reports whether the request's client capabilities declare the
+// extension with identifier ext (an object that is not empty or null).
+func (c *Call) Declares(ext string) bool {
+	v, ok := c.Capabilities().Extensions[ext]
+	return ok && len(v) > 0 && string(v) != "null"
+}
+
+// MissingCapabilities returns the client capabilities that input requests
+// need and the request's client did not declare, as -32021's
+// requiredCapabilities says them, or nil when it declared them all.
+func (c *Call) MissingCapabilities(requests map[string]InputRequest) map[string]any {
+	caps := c.Capabilities()
+	var missing map[string]any
+	for _, r := range requests {
+		for k, v := range requiredCapability(caps, r) {
+			if missing == nil {
+				missing = map[string]any{}
+			}
+			missing[k] = v
+		}
+	}
+	return missing
+}
+
+// InputResponses returns every answer of this retry's inputResponses, by
+// key (read only).
+func (c *Call) InputResponses() map[string]json.RawMessage { return c.inputResponses }
+
 // State returns the state this handler sealed in the previous round, and
 // whether there was one. It was authenticated and checked against this
 // request before the handler ran.

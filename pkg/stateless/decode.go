@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -36,6 +37,20 @@ type decoded struct {
 	metaErr   error       // params._meta present but not of its shape
 	hasParams bool
 	rawParams []byte // params as sent, for a custom method's own decoding
+	// ownTarget is the target member of a server's own method's params
+	// (methodInfo.targetMember), when it is a string.
+	ownTarget *string
+}
+
+// target is the body value Mcp-Name must equal (paramsOf.target), or nil.
+func (d *decoded) target() *string {
+	if d.row != nil && d.row.targetMember != "" {
+		return d.ownTarget
+	}
+	if d.params == nil {
+		return nil
+	}
+	return d.params.target()
 }
 
 // meta is the request's params._meta, or nil.
@@ -139,8 +154,29 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 				d.params.base().Meta = b.Meta
 			}
 		}
+		if m := d.row; m != nil && m.targetMember != "" && d.paramsErr == nil && d.metaErr == nil {
+			d.ownTarget, d.paramsErr = stringMember(p, m.targetMember)
+		}
 	}
 	return d, nil
+}
+
+// stringMember reads member name of the object raw: nil when it is
+// absent, an error when it is not a string.
+func stringMember(raw []byte, name string) (*string, error) {
+	var members map[string]jsontext.Value
+	if err := jsonv2.Unmarshal(raw, &members); err != nil {
+		return nil, err
+	}
+	v, ok := members[name]
+	if !ok {
+		return nil, nil
+	}
+	s, ok := jsonString(v)
+	if !ok {
+		return nil, fmt.Errorf("params.%s is not a string", name)
+	}
+	return &s, nil
 }
 
 // validID reports whether raw is a JSON-RPC id this server echoes: a

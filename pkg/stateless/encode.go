@@ -3,6 +3,7 @@ package stateless
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 
@@ -65,6 +66,8 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 	switch v := v.(type) {
 	case preEncoded:
 		body = v
+	case json.RawMessage:
+		body = bytes.TrimSpace(v)
 	case *CallToolResult:
 		var err error
 		if buf.raw, err = appendCallToolResult(buf.raw[:0], v); err != nil {
@@ -78,6 +81,9 @@ func appendResult(s *Server, dst []byte, id json.RawMessage, v any, f *resultFie
 		body = bytes.TrimSpace(buf.b.Bytes())
 	}
 	// body is {...}: open it, add members, close it.
+	if len(body) < 2 || body[0] != '{' || body[len(body)-1] != '}' {
+		return dst, r, errors.New("the result is not a JSON object")
+	}
 	inner := body[1 : len(body)-1]
 	if dst == nil {
 		// Room for the envelope, the body and the server's members, as

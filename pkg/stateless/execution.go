@@ -3,6 +3,7 @@ package stateless
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,6 +22,9 @@ type Execution struct {
 	Method, Target string
 	// Principal is the caller (Anonymous when unidentified).
 	Principal string
+	// Call is the request's caller, revision, capabilities and, on a
+	// multi-round-trip retry, its answers and opened state (read only).
+	Call *Call
 	// Tool is the called tool's definition; nil for a prompt or a
 	// resource.
 	Tool *Tool
@@ -67,6 +71,16 @@ func (e *Execution) SettleContext(ctx context.Context) (context.Context, context
 	return e.x.finishContext(ctx)
 }
 
+// Result answers the request with obj, a result object the interceptor
+// made in place of the handler's (a task's creation, resultType "task"),
+// encoded now, as the handler's would have been, so that an interceptor
+// outside this one sees it as a result (Answer.Result, Keep).
+func (e *Execution) Result(obj json.RawMessage, resultType string) *Answer {
+	x := e.x
+	x.res, x.inputRequired, x.retryable, x.startsTask = encodedResult{}, false, false, false
+	return x.answer(x.result(preEncoded(obj), &resultFields{resultTyp: resultType}))
+}
+
 // Answer is what an execution answered, as an interceptor around it sees
 // it: a result, a refusal, a handler left running or a handler that
 // panicked.
@@ -75,7 +89,7 @@ type Answer struct {
 	// res is the result object answered (nil for a refusal).
 	res encodedResult
 	// keep says the result is one a retry must get again.
-	keep, retryable, abandoned bool
+	keep, retryable, abandoned, startsTask bool
 	// refusal and replay are answers an interceptor made itself, which
 	// the server renders.
 	refusal *mcperr.Error
@@ -107,6 +121,11 @@ func (a *Answer) Retryable() bool { return a.retryable }
 // no longer be (a claim's lease), so that a retry cannot run beside it.
 func (a *Answer) Abandoned() bool { return a.abandoned }
 
+// StartsTask reports that the call is to become a task: the tool's
+// BeforeTask let it through, and the interceptor that serves tasks
+// (Interceptor.Tasks) creates it and answers with it (Execution.Result).
+func (a *Answer) StartsTask() bool { return a.startsTask }
+
 // Replay answers the request with a result stored by an earlier execution
 // (Answer.Result's form), marked as a replay, in place of running the
 // handler.
@@ -135,6 +154,9 @@ func (x *exchange) execute(ctx context.Context, e *Execution, run func(ctx conte
 
 // answer makes the Answer of a response the exchange produced.
 func (x *exchange) answer(resp *Response) *Answer {
+	if x.startsTask {
+		return &Answer{startsTask: true}
+	}
 	return &Answer{resp: resp, res: x.res, retryable: x.retryable, abandoned: x.abandoned,
 		keep: x.res.obj != nil && !x.inputRequired && !x.retryable}
 }
@@ -154,19 +176,23 @@ func (x *exchange) render(a *Answer) *Response {
 	case a.refusal != nil:
 		x.call.notes = nil
 		return x.refuse(x.d.id, a.refusal)
+	case a.startsTask:
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, errors.New("the call was to become a task, and no interceptor created it")))
 	}
 	return a.resp
 }
 
 // executors says whether an interceptor runs around executions, and
-// whether one claims idempotency keys and one redeems single-use states.
-func executors(ics []Interceptor) (executes, claims, redeems bool) {
+// whether one claims idempotency keys, one redeems single-use states and
+// one serves tasks.
+func executors(ics []Interceptor) (executes, claims, redeems, tasks bool) {
 	for _, ic := range ics {
 		if ic.Execute != nil {
 			executes = true
 			claims = claims || ic.Idempotent
 			redeems = redeems || ic.RedeemsState
+			tasks = tasks || ic.Tasks
 		}
 	}
-	return executes, claims, redeems
+	return executes, claims, redeems, tasks
 }

@@ -179,8 +179,9 @@ type exchange struct {
 	// may change: a RetryLater tool failure or a retryable refusal.
 	redeemID  string
 	retryable bool
-	// abandoned says the tool's handler was left running at its deadline.
-	abandoned bool
+	// abandoned says the tool's handler was left running at its deadline;
+	// startsTask that the call is to become a task.
+	abandoned, startsTask bool
 
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,
@@ -252,6 +253,7 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 	}
 	x.d = d
 	o.Method = d.method
+	o.OwnMethod = d.row != nil && d.row.own
 	if e := x.authenticate(ctx); e != nil {
 		return x.refuse(d.id, e)
 	}

@@ -106,7 +106,7 @@ func (x *exchange) headersAgree(required bool) bool {
 		if !present && !required || d.paramsErr != nil {
 			return true
 		}
-		t := d.params.target()
+		t := d.target()
 		return ok && t != nil && n == *t
 	}
 	return true

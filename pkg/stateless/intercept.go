@@ -44,6 +44,13 @@ type Interceptor struct {
 	// (Execution.SingleUse): a handler may ask for one
 	// (InputRequired.SingleUse) only when some interceptor does.
 	RedeemsState bool
+	// Tasks says Execute serves the tasks extension: the calls of tools
+	// with a TaskSupport become tasks when their client declares it
+	// (Execution.Task), and when the tool's BeforeTask lets one through
+	// (Answer.StartsTask) Execute creates the task and answers with it
+	// (Execution.Result). A tool with a TaskSupport may be registered only
+	// on a server with such an interceptor (package tasks's).
+	Tasks bool
 }
 
 // InterceptedRequest is what a request interceptor knows of a request.
@@ -64,10 +71,8 @@ func (x *exchange) intercept(ctx context.Context) (context.Context, *mcperr.Erro
 		return ctx, nil
 	}
 	r := &InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header}
-	if x.d.params != nil {
-		if t := x.d.params.target(); t != nil {
-			r.Target = *t
-		}
+	if t := x.d.target(); t != nil {
+		r.Target = *t
 	}
 	for _, ic := range ics {
 		if ic.Request == nil {

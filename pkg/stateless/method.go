@@ -15,6 +15,10 @@ type MethodRequest struct {
 	*Call
 	// Method is the method's name.
 	Method string
+	// Outcome is the request's outcome, for the handler to annotate: the
+	// Target it concerns (a metric dimension), a Kind, a Fault it met
+	// that did not refuse the request (with its Err).
+	Outcome *Outcome
 }
 
 // MethodHandler answers a custom method: params are the request's params
@@ -29,6 +33,15 @@ type MethodOptions struct {
 	// Legacy serves the method to the 2025 revisions as well; by default
 	// only to 2026-07-28 requests.
 	Legacy bool
+	// Target names the string member of the params that a request's
+	// Mcp-Name header must equal, as tools/call's name does ("taskId" for
+	// the tasks extension's methods); "" names none.
+	Target string
+	// Extension is the identifier of the extension the method is of: the
+	// server advertises it in its capabilities' extensions once one of
+	// its methods is registered. A request that does not declare it is
+	// not refused for that: the handler decides ([Call.Declares]).
+	Extension string
 }
 
 // AddMethod registers a method of the server's own: an extension's
@@ -45,24 +58,29 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 	if h == nil {
 		panic(fmt.Sprintf("stateless: AddMethod %q: nil handler", name))
 	}
+	var opts MethodOptions
+	if o != nil {
+		opts = *o
+	}
 	era := modernEra
-	if o != nil && o.Legacy {
+	if opts.Legacy {
 		era = everyEra
 	}
-	served := row(era, "", false, func(x *exchange, ctx context.Context, _ *baseParams) *Response {
+	served := row(era, "", opts.Target != "", func(x *exchange, ctx context.Context, _ *baseParams) *Response {
 		var p P
 		if raw := x.d.rawParams; raw != nil {
 			if err := jsonv2.Unmarshal(raw, &p); err != nil {
 				return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, err))
 			}
 		}
-		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name}, p)
+		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name, Outcome: x.o}, p)
 		if err != nil {
 			x.o.Err = err
 			return x.refuse(x.d.id, handlerError(ctx, err))
 		}
 		return x.result(res, &resultFields{})
 	})
+	served.targetMember, served.extension, served.own = opts.Target, opts.Extension, true
 	update(s, func(r *registry) {
 		if r.custom == nil {
 			r.custom = map[string]*methodInfo{}

@@ -59,7 +59,7 @@ func TestAddMethod(t *testing.T) {
 	if a := other.Call("io.example.weather/forecast", map[string]any{"city": "Lyon"}); a.Error == nil || a.Error.Code != -32601 {
 		t.Errorf("another server: %s", a.Raw)
 	}
-	for _, name := range []string{"tools/call", "", "notifications/x", "tasks/list"} {
+	for _, name := range []string{"tools/call", "", "notifications/x", "subscriptions/listen", "io.example.weather/forecast"} {
 		func() {
 			defer func() {
 				if recover() == nil {

@@ -116,14 +116,7 @@ func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir 
 	if len(ir.Requests) == 0 && ir.State == nil {
 		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
 	}
-	caps := c.Capabilities()
-	missing := map[string]any{}
-	for _, r := range ir.Requests {
-		for k, v := range requiredCapability(caps, r) {
-			missing[k] = v
-		}
-	}
-	if len(missing) > 0 {
+	if missing := c.MissingCapabilities(ir.Requests); missing != nil {
 		return nil, mcperr.NewMissingCapability(missing)
 	}
 	out := map[string]any{}

@@ -19,7 +19,11 @@ type Outcome struct {
 	Version  string // negotiated protocol version
 	Duration time.Duration
 
-	// TaskRun marks the outcome of a task worker's run ([Server.RunTask]),
+	// OwnMethod says Method is one of the server's own (AddMethod): a
+	// name the server chose, not the peer, which a metric may name.
+	OwnMethod bool
+
+	// TaskRun marks the outcome of a task worker's run (package tasks),
 	// which answers no request: its Method is MethodTaskRun and its Target
 	// the task's tool. A peer's request never sets it, whatever method it
 	// names.

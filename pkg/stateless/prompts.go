@@ -49,7 +49,7 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) *Resp
 	if !x.s.executes {
 		return run(ctx)
 	}
-	return x.execute(ctx, &Execution{Method: "prompts/get", Target: pr.def.Name, Principal: x.call.Principal,
+	return x.execute(ctx, &Execution{Method: "prompts/get", Target: pr.def.Name, Principal: x.call.Principal, Call: &x.call,
 		Deadline: x.deadline, SingleUse: x.redeemID, x: x}, run)
 }
 

@@ -20,7 +20,6 @@ type registry struct {
 	custom map[string]*methodInfo
 
 	idempotency     bool // side-effecting calls are claimed
-	tasks           bool // the tasks extension is served
 	toolsHidden     bool // some tool has a visibility rule
 	promptsHidden   bool
 	resourcesHidden bool
@@ -106,6 +105,15 @@ func (r *registry) capabilities() ServerCapabilities {
 		}
 		c.Extensions[MetaIdempotency] = map[string]any{}
 	}
+	// An extension is advertised once one of its methods is registered.
+	for _, m := range r.custom {
+		if m.extension != "" {
+			if c.Extensions == nil {
+				c.Extensions = map[string]any{}
+			}
+			c.Extensions[m.extension] = map[string]any{}
+		}
+	}
 	return c
 }
 
@@ -133,12 +141,6 @@ var featureTable = []struct {
 	{"prompts", func(r *registry) bool { return len(r.prompts) > 0 }, func(c *ServerCapabilities) { c.Prompts = &ListCapability{} }},
 	{"resources", func(r *registry) bool { return len(r.resources) > 0 || len(r.templates) > 0 }, func(c *ServerCapabilities) { c.Resources = &ResourceCapability{} }},
 	{"completions", func(r *registry) bool { return r.complete != nil }, func(c *ServerCapabilities) { c.Completions = &struct{}{} }},
-	{"tasks", func(r *registry) bool { return r.tasks }, func(c *ServerCapabilities) {
-		if c.Extensions == nil {
-			c.Extensions = map[string]any{}
-		}
-		c.Extensions[ExtensionTasks] = map[string]any{}
-	}},
 }
 
 func discoverCache(s *Server) CacheHint {

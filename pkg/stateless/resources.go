@@ -49,7 +49,7 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if !x.s.executes {
 		return run(ctx)
 	}
-	return x.execute(ctx, &Execution{Method: "resources/read", Target: uri, Principal: x.call.Principal,
+	return x.execute(ctx, &Execution{Method: "resources/read", Target: uri, Principal: x.call.Principal, Call: &x.call,
 		Deadline: x.deadline, SingleUse: x.redeemID, x: x}, run)
 }
 

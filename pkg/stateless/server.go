@@ -96,10 +96,6 @@ type Options struct {
 	// Default 30s.
 	RequestTimeout time.Duration
 
-	// Tasks, if set, serves the tasks extension (SEP-2663): calls of
-	// tools that declare TaskSupport run as tasks, polled with tasks/get.
-	Tasks *TaskOptions
-
 	// MaxOverdue bounds the tool handlers left running after their call
 	// was answered with a Timeout (handlers that ignore their context):
 	// each holds a goroutine until it returns. While that many are
@@ -146,10 +142,6 @@ type Server struct {
 
 	bufs sync.Pool
 
-	// tasks is Options.Tasks with its defaults; nil without the
-	// extension.
-	tasks *TaskOptions
-
 	// overdue counts the tool handlers still running after their call was
 	// answered (see Options.MaxOverdue).
 	overdue atomic.Int32
@@ -157,10 +149,11 @@ type Server struct {
 	// schemas is Options.ToolSchemas, read on first use.
 	schemas generatedSchemas
 
-	// executes says an interceptor runs around executions; claims and
-	// redeems that one claims idempotency keys and one redeems single-use
-	// states (Interceptor.Idempotent, RedeemsState).
-	executes, claims, redeems bool
+	// executes says an interceptor runs around executions; claims,
+	// redeems and tasks that one claims idempotency keys, one redeems
+	// single-use states and one makes calls tasks (Interceptor.Idempotent,
+	// RedeemsState, Tasks).
+	executes, claims, redeems, tasks bool
 }
 
 // NewServer returns a server that identifies itself as info.
@@ -201,14 +194,8 @@ func NewServer(info Implementation, opts *Options) *Server {
 		panic(fmt.Sprintf("stateless: server info does not marshal: %v", err))
 	}
 	s.serverInfoMeta = b
-	if s.opts.Tasks != nil {
-		if s.opts.Tasks.Store == nil {
-			panic("stateless: Options.Tasks needs a Store")
-		}
-		s.tasks = s.opts.Tasks.withDefaults()
-	}
-	s.executes, s.claims, s.redeems = executors(s.opts.Interceptors)
-	s.reg.Store(&registry{idempotency: s.claims, tasks: s.tasks != nil})
+	s.executes, s.claims, s.redeems, s.tasks = executors(s.opts.Interceptors)
+	s.reg.Store(&registry{idempotency: s.claims})
 	s.bufs.New = func() any { return new(buffer) }
 	return s
 }

@@ -31,6 +31,12 @@ type methodInfo struct {
 	named bool
 	// params returns a fresh value of the method's params type.
 	params func() paramsOf
+	// targetMember names the string member of a server's own method's
+	// params that Mcp-Name must equal (MethodOptions.Target), with named;
+	// extension is the extension it is of (MethodOptions.Extension).
+	targetMember, extension string
+	// own marks a server's own method (AddMethod).
+	own bool
 	// serve answers the request; x.d.params holds its decoded params.
 	serve func(x *exchange, ctx context.Context) *Response
 }
@@ -151,7 +157,8 @@ type subscribeParams struct {
 }
 
 // methods is the method table. The features are the registry's: "tools",
-// "prompts", "resources", "completions", "tasks".
+// "prompts", "resources", "completions". An extension's methods are the
+// server's own (AddMethod): the tasks extension's are package tasks's.
 var methods = map[string]*methodInfo{
 	"server/discover": row(modernEra, "", false, serveDiscover),
 
@@ -169,10 +176,6 @@ var methods = map[string]*methodInfo{
 	"resources/templates/list": row(everyEra, "resources", false, (*exchange).serveListTemplates),
 	"resources/read":           row(everyEra, "resources", true, (*exchange).serveReadResource),
 	"completion/complete":      row(everyEra, "completions", false, (*exchange).serveComplete),
-
-	"tasks/get":    row(modernEra, "tasks", true, (*exchange).serveGetTask),
-	"tasks/update": row(modernEra, "tasks", true, (*exchange).serveUpdateTask),
-	"tasks/cancel": row(modernEra, "tasks", true, (*exchange).serveCancelTask),
 }
 
 // protocolMethod is the protocol's row of method, or nil.
@@ -180,7 +183,7 @@ func protocolMethod(method string) *methodInfo { return methods[method] }
 
 // unservedMethods are the methods the protocol defines that this server
 // does not serve (answered -32601).
-var unservedMethods = []string{"subscriptions/listen", "tasks/list"}
+var unservedMethods = []string{"subscriptions/listen"}
 
 // IsProtocolMethod reports whether method is one the protocol defines,
 // served here or not: the method table's and unservedMethods. A metric

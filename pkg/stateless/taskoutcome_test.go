@@ -17,14 +17,14 @@ import (
 // flakyStore fails the writes that record a run's outcome (a Replace of
 // a working task owned by a worker into anything else) as fail says.
 type flakyStore struct {
-	stateless.TaskStore
+	tasks.Store
 	mu       sync.Mutex
 	fail     func(n int) error // the n-th outcome write's error, from 1
 	outcomes int
 }
 
-func (s *flakyStore) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
-	if old, err := s.TaskStore.Load(ctx, rec.ID); err == nil && old.Owner != "" && old.Status == stateless.TaskWorking && rec.Owner == "" {
+func (s *flakyStore) Replace(ctx context.Context, rec *tasks.Record, prev int64) error {
+	if old, err := s.Store.Load(ctx, rec.ID); err == nil && old.Owner != "" && old.Status == tasks.StatusWorking && rec.Owner == "" {
 		s.mu.Lock()
 		s.outcomes++
 		err := s.fail(s.outcomes)
@@ -33,14 +33,14 @@ func (s *flakyStore) Replace(ctx context.Context, rec *stateless.TaskRecord, pre
 			return err
 		}
 	}
-	return s.TaskStore.Replace(ctx, rec, prev)
+	return s.Store.Replace(ctx, rec, prev)
 }
 
 // TestOutcomeWriteIsRetried: a store that fails the outcome's write a few
 // times does not make the handler run again: the worker retries within
 // its lease, and the task completes after one run.
 func TestOutcomeWriteIsRetried(t *testing.T) {
-	store := &flakyStore{TaskStore: tasks.NewMemory(), fail: func(n int) error {
+	store := &flakyStore{Store: tasks.NewMemory(), fail: func(n int) error {
 		if n <= 3 {
 			return errors.New("connection reset")
 		}
@@ -48,7 +48,7 @@ func TestOutcomeWriteIsRetried(t *testing.T) {
 	}}
 	var outcomes []*stateless.Outcome
 	var mu sync.Mutex
-	r := newTaskRig(t, store, func(o *stateless.Options) {
+	r := newTaskRig(t, store, func(o *stateless.Options, _ *tasks.Options) {
 		o.Observe = func(ctx context.Context, oc *stateless.Outcome) {
 			mu.Lock()
 			outcomes = append(outcomes, oc)
@@ -80,9 +80,9 @@ func TestOutcomeWriteIsRetried(t *testing.T) {
 // again; an outcome that cannot be written before the worker's lease
 // ends is given up as a fault that says so, and the task is re-driven.
 func TestOutcomeThatCannotBeStored(t *testing.T) {
-	store := &flakyStore{TaskStore: tasks.NewMemory(), fail: func(n int) error {
+	store := &flakyStore{Store: tasks.NewMemory(), fail: func(n int) error {
 		if n == 1 {
-			return fmt.Errorf("item too big: %w", stateless.ErrTaskTooLarge)
+			return fmt.Errorf("item too big: %w", tasks.ErrTooLarge)
 		}
 		return nil
 	}}
@@ -101,9 +101,9 @@ func TestOutcomeThatCannotBeStored(t *testing.T) {
 
 	// A store down for the whole lease: the run's outcome is lost, and
 	// its Outcome says so.
-	down := &flakyStore{TaskStore: tasks.NewMemory(), fail: func(int) error { return errors.New("unreachable") }}
+	down := &flakyStore{Store: tasks.NewMemory(), fail: func(int) error { return errors.New("unreachable") }}
 	var run atomic.Pointer[stateless.Outcome]
-	r = newTaskRig(t, down, func(o *stateless.Options) {
+	r = newTaskRig(t, down, func(o *stateless.Options, _ *tasks.Options) {
 		o.DeadlineMargin = 100 * time.Millisecond
 		o.Observe = func(ctx context.Context, oc *stateless.Outcome) {
 			if oc.TaskRun {
@@ -114,7 +114,7 @@ func TestOutcomeThatCannotBeStored(t *testing.T) {
 	r.create(t, "alice", "quick", `{"text":"x"}`)
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
-	err := r.srv.RunTask(ctx, <-r.dispatched)
+	err := r.ext.Run(ctx, <-r.dispatched)
 	o := run.Load()
 	if err == nil || o == nil || !o.Fault || o.Kind != "task_outcome_lost" || o.Target != "quick" || down.outcomes < 2 {
 		t.Fatalf("a store down: %v, %+v, %d writes", err, o, down.outcomes)
@@ -129,7 +129,7 @@ func TestOutcomeAfterRedrive(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), nil)
 	id := r.create(t, "alice", "block", `{"text":"x"}`)
 	done := make(chan error, 1)
-	go func() { done <- r.srv.RunTask(context.Background(), <-r.dispatched) }()
+	go func() { done <- r.ext.Run(context.Background(), <-r.dispatched) }()
 	<-r.inRun
 	// The worker's lease lapses, skew included, while it runs, and a
 	// tasks/get lets the task go for a new worker.
@@ -181,30 +181,30 @@ func TestTaskCallCountsCapabilities(t *testing.T) {
 // lostAsError, as a failure to reach the store). once limits it to the
 // first write of each kind.
 type echoStore struct {
-	stateless.TaskStore
+	tasks.Store
 	lostAsError      bool
 	creates, replace atomic.Int32
 }
 
-func (s *echoStore) Create(ctx context.Context, rec *stateless.TaskRecord) error {
-	if err := s.TaskStore.Create(ctx, rec); err != nil {
+func (s *echoStore) Create(ctx context.Context, rec *tasks.Record) error {
+	if err := s.Store.Create(ctx, rec); err != nil {
 		return err
 	}
 	if s.creates.Add(1) == 1 {
-		return stateless.ErrTaskExists
+		return tasks.ErrExists
 	}
 	return nil
 }
 
-func (s *echoStore) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
-	if err := s.TaskStore.Replace(ctx, rec, prev); err != nil {
+func (s *echoStore) Replace(ctx context.Context, rec *tasks.Record, prev int64) error {
+	if err := s.Store.Replace(ctx, rec, prev); err != nil {
 		return err
 	}
 	if s.replace.Add(1)%2 == 1 {
 		if s.lostAsError {
 			return errors.New("connection reset after the write")
 		}
-		return stateless.ErrTaskConflict
+		return tasks.ErrConflict
 	}
 	return nil
 }
@@ -218,10 +218,10 @@ func (s *echoStore) Replace(ctx context.Context, rec *stateless.TaskRecord, prev
 // wakes the task.
 func TestLostAcknowledgements(t *testing.T) {
 	for _, lostAsError := range []bool{false, true} {
-		store := &echoStore{TaskStore: tasks.NewMemory(), lostAsError: lostAsError}
+		store := &echoStore{Store: tasks.NewMemory(), lostAsError: lostAsError}
 		var runs []*stateless.Outcome
 		var mu sync.Mutex
-		r := newTaskRig(t, store, func(o *stateless.Options) {
+		r := newTaskRig(t, store, func(o *stateless.Options, _ *tasks.Options) {
 			o.Observe = func(ctx context.Context, oc *stateless.Outcome) {
 				if oc.TaskRun {
 					mu.Lock()

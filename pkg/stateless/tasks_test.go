@@ -24,7 +24,8 @@ const tasksCaps = `{"elicitation":{},"extensions":{"io.modelcontextprotocol/task
 // dispatched ids queue up in dispatched.
 type taskRig struct {
 	srv        *stateless.Server
-	store      stateless.TaskStore
+	ext        *tasks.Extension
+	store      tasks.Store
 	dispatched chan string
 	dispatchOK atomic.Bool
 	runs       atomic.Int32
@@ -32,22 +33,26 @@ type taskRig struct {
 	inRun      chan struct{} // "block" signals it runs
 }
 
-func newTaskRig(t *testing.T, store stateless.TaskStore, mod func(*stateless.Options)) *taskRig {
+func newTaskRig(t *testing.T, store tasks.Store, mod func(*stateless.Options, *tasks.Options)) *taskRig {
 	t.Helper()
 	r := &taskRig{store: store, dispatched: make(chan string, 64), release: make(chan struct{}), inRun: make(chan struct{}, 64)}
 	r.dispatchOK.Store(true)
-	opts := &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: store, CancelCheck: 10 * time.Millisecond,
+	to := &tasks.Options{Store: store, CancelCheck: 10 * time.Millisecond,
 		Dispatch: func(ctx context.Context, id string) error {
 			if !r.dispatchOK.Load() {
 				return errors.New("no worker")
 			}
 			r.dispatched <- id
 			return nil
-		}}}
+		}}
+	opts := &stateless.Options{SchemaEngine: toolschema.Engine{}}
 	if mod != nil {
-		mod(opts)
+		mod(opts, to)
 	}
+	r.ext = tasks.New(*to)
+	opts.Interceptors = append(opts.Interceptors, r.ext.Interceptor())
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "tasks", Version: "1"}, opts)
+	r.ext.Serve(r.srv)
 	stateless.AddTool(r.srv, &stateless.Tool{Name: "quick", TaskSupport: stateless.TaskOptional},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
 			r.runs.Add(1)
@@ -156,7 +161,7 @@ func (r *taskRig) work(t *testing.T) error {
 	t.Helper()
 	select {
 	case id := <-r.dispatched:
-		return r.srv.RunTask(context.Background(), id)
+		return r.ext.Run(context.Background(), id)
 	case <-time.After(5 * time.Second):
 		t.Fatal("nothing dispatched")
 	}
@@ -183,7 +188,7 @@ func TestTaskLifecycle(t *testing.T) {
 		t.Fatalf("completed: %v", st)
 	}
 	// A second delivery of the same worker event runs nothing.
-	if err := r.srv.RunTask(context.Background(), id); err != nil || r.runs.Load() != 2 {
+	if err := r.ext.Run(context.Background(), id); err != nil || r.runs.Load() != 2 {
 		t.Fatalf("duplicate delivery: %v, %d runs", err, r.runs.Load())
 	}
 	// Cancelling an ended task acknowledges and keeps its outcome.
@@ -311,7 +316,7 @@ func TestTaskCancelRacesCompletion(t *testing.T) {
 // dispatched again by tasks/get, and failed once its runs are used up.
 func TestTaskRedrive(t *testing.T) {
 	store := tasks.NewMemory()
-	r := newTaskRig(t, store, func(o *stateless.Options) { o.Tasks.MaxAttempts = 2 })
+	r := newTaskRig(t, store, func(_ *stateless.Options, to *tasks.Options) { to.MaxAttempts = 2 })
 	id := r.create(t, "alice", "quick", `{"text":"x"}`)
 	<-r.dispatched // the event is lost
 	hold := func(lease time.Duration) {
@@ -332,7 +337,7 @@ func TestTaskRedrive(t *testing.T) {
 	if st := r.status(t, "alice", id); st["status"] != "working" || len(r.dispatched) != 0 {
 		t.Fatalf("live lease: %v, %d dispatched", st, len(r.dispatched))
 	}
-	if err := r.srv.RunTask(context.Background(), id); err != nil || r.runs.Load() != 0 {
+	if err := r.ext.Run(context.Background(), id); err != nil || r.runs.Load() != 0 {
 		t.Fatalf("a second worker beside a live lease: %v, %d runs", err, r.runs.Load())
 	}
 	// It dies: its lease lapses.
@@ -454,7 +459,7 @@ func TestTaskInput(t *testing.T) {
 }
 
 func TestTaskExpiry(t *testing.T) {
-	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options) { o.Tasks.TTL = 300 * time.Millisecond })
+	r := newTaskRig(t, tasks.NewMemory(), func(_ *stateless.Options, to *tasks.Options) { to.TTL = 300 * time.Millisecond })
 	id := r.create(t, "alice", "quick", `{"text":"x"}`)
 	if st := r.status(t, "alice", id); st["ttlMs"] != float64(300) {
 		t.Fatalf("ttlMs %v", st["ttlMs"])
@@ -475,7 +480,9 @@ func TestTaskExpiry(t *testing.T) {
 // task on a retry; one task, one worker.
 func TestTaskKeyed(t *testing.T) {
 	g := claims.New(claims.NewMemory(), nil)
-	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options) { o.Interceptors = []stateless.Interceptor{g.Interceptor()} })
+	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options, _ *tasks.Options) {
+		o.Interceptors = append([]stateless.Interceptor{g.Interceptor()}, o.Interceptors...)
+	})
 	args := `{"name":"quick","arguments":{"text":"k"},"idempotencyKey":"key-1","_meta":` + metaJSON(tasksCaps) + `}`
 	_, first := r.do(t, "alice", "tools/call", "quick", args)
 	_, second := r.do(t, "alice", "tools/call", "quick", args)
@@ -490,11 +497,11 @@ func TestTaskKeyed(t *testing.T) {
 // failingStore fails every call.
 type failingStore struct{}
 
-func (failingStore) Create(context.Context, *stateless.TaskRecord) error { return errors.New("down") }
-func (failingStore) Load(context.Context, string) (*stateless.TaskRecord, error) {
+func (failingStore) Create(context.Context, *tasks.Record) error { return errors.New("down") }
+func (failingStore) Load(context.Context, string) (*tasks.Record, error) {
 	return nil, errors.New("down")
 }
-func (failingStore) Replace(context.Context, *stateless.TaskRecord, int64) error {
+func (failingStore) Replace(context.Context, *tasks.Record, int64) error {
 	return errors.New("down")
 }
 
@@ -523,7 +530,10 @@ func TestTaskFailsClosed(t *testing.T) {
 // a retryable timeout naming the extension; a tool that cannot run as a
 // task says only that it needed longer.
 func TestTimeoutSaysRunAsTask(t *testing.T) {
-	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{Store: tasks.NewMemory()}})
+	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
+	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
+	ext.Serve(srv)
 	slow := func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()

@@ -154,8 +154,8 @@ func addTool(s *Server, rt *registeredTool) {
 	// side-effecting tool's, and a task tool's (a keyed retry finds the
 	// task the first call made).
 	rt.idem = s.claims && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskForbidden)
-	if rt.def.TaskSupport != TaskForbidden && s.tasks == nil {
-		panic(fmt.Sprintf("stateless: tool %q runs as a task but the server has no Options.Tasks", rt.def.Name))
+	if rt.def.TaskSupport != TaskForbidden && !s.tasks {
+		panic(fmt.Sprintf("stateless: tool %q runs as a task but no interceptor serves tasks (package tasks)", rt.def.Name))
 	}
 	update(s, func(r *registry) {
 		var ok bool

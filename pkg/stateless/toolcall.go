@@ -80,7 +80,7 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 	if !x.s.executes {
 		return x.runCall(ctx, t, b, args, deadline, asTask)
 	}
-	return x.execute(ctx, &Execution{Method: "tools/call", Target: t.def.Name, Principal: x.call.Principal, Tool: &t.def,
+	return x.execute(ctx, &Execution{Method: "tools/call", Target: t.def.Name, Principal: x.call.Principal, Call: &x.call, Tool: &t.def,
 		Key: x.call.IdempotencyKey, Arguments: args, Task: asTask, Deadline: deadline, SingleUse: x.redeemID, x: x},
 		func(ctx context.Context) *Response { return x.runCall(ctx, t, b, args, deadline, asTask) })
 }
@@ -119,7 +119,9 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 		return x.refuse(id, tooLong(x, t, mcperr.Wrap(mcperr.Timeout, err)))
 	}
 	if asTask && err == errStartTask {
-		return x.createTask(ctx, t, args)
+		// The tasks interceptor creates the task (Answer.StartsTask).
+		x.startsTask = true
+		return nil
 	}
 	return x.toolOutcome(ctx, t, b, res, err)
 }
@@ -129,7 +131,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 // tool runs as one and the server serves the extension (the request did
 // not declare it), or nothing, when it does not.
 func tooLong(x *exchange, t *registeredTool, e *mcperr.Error) *mcperr.Error {
-	if t.def.TaskSupport != TaskForbidden && x.s.tasks != nil {
+	if t.def.TaskSupport != TaskForbidden && x.s.tasks {
 		return e.WithData(map[string]any{"longerThanRequest": true, "runAsTask": ExtensionTasks})
 	}
 	return e.WithData(map[string]any{"longerThanRequest": true})

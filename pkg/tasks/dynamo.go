@@ -12,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // DynamoAPI is the part of the DynamoDB client the store uses.
@@ -38,9 +37,9 @@ type DynamoAPI interface {
 //
 // so that its size is the record's StoredSize plus a fixed amount for
 // the names and numbers, under 1 KiB: any record within
-// stateless.MaxTaskRecordBytes fits DynamoDB's 400 KB item. A record that
+// MaxRecordBytes fits DynamoDB's 400 KB item. A record that
 // would not (ItemSize, DynamoDB's own rules) is refused before it is
-// sent, with an error wrapping stateless.ErrTaskTooLarge, as is one
+// sent, with an error wrapping ErrTooLarge, as is one
 // DynamoDB refuses for its size.
 //
 // Every read is strongly consistent, so a task is found the moment its
@@ -56,7 +55,7 @@ type DynamoDB struct {
 // sort key.
 const SortValue = "task"
 
-var _ stateless.TaskStore = (*DynamoDB)(nil)
+var _ Store = (*DynamoDB)(nil)
 
 func (d *DynamoDB) key(id string) map[string]types.AttributeValue {
 	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "task#" + id}}
@@ -66,7 +65,7 @@ func (d *DynamoDB) key(id string) map[string]types.AttributeValue {
 	return k
 }
 
-func (d *DynamoDB) item(rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
+func (d *DynamoDB) item(rec *Record) (map[string]types.AttributeValue, error) {
 	return encodeItem(d.key(rec.ID), rec)
 }
 
@@ -75,16 +74,16 @@ func (d *DynamoDB) item(rec *stateless.TaskRecord) (map[string]types.AttributeVa
 func writeError(what string, err error) error {
 	var ve interface{ ErrorCode() string }
 	if errors.As(err, &ve) && ve.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(err.Error()), "item size") {
-		return fmt.Errorf("tasks: %s: %w (%w)", what, stateless.ErrTaskTooLarge, err)
+		return fmt.Errorf("tasks: %s: %w (%w)", what, ErrTooLarge, err)
 	}
 	return fmt.Errorf("tasks: %s: %w", what, err)
 }
 
 var names = map[string]string{"#v": "version", "#ex": "expires_at"}
 
-// Create implements stateless.TaskStore: a PutItem on condition that no
+// Create implements Store: a PutItem on condition that no
 // live task has the id.
-func (d *DynamoDB) Create(ctx context.Context, rec *stateless.TaskRecord) error {
+func (d *DynamoDB) Create(ctx context.Context, rec *Record) error {
 	it, err := d.item(rec)
 	if err != nil {
 		return err
@@ -97,7 +96,7 @@ func (d *DynamoDB) Create(ctx context.Context, rec *stateless.TaskRecord) error 
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		return stateless.ErrTaskExists
+		return ErrExists
 	}
 	if err != nil {
 		return writeError("creating the task", err)
@@ -105,14 +104,14 @@ func (d *DynamoDB) Create(ctx context.Context, rec *stateless.TaskRecord) error 
 	return nil
 }
 
-// Load implements stateless.TaskStore with a strongly consistent GetItem.
-func (d *DynamoDB) Load(ctx context.Context, id string) (*stateless.TaskRecord, error) {
+// Load implements Store with a strongly consistent GetItem.
+func (d *DynamoDB) Load(ctx context.Context, id string) (*Record, error) {
 	out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.Table, Key: d.key(id), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return nil, fmt.Errorf("tasks: reading the task: %w", err)
 	}
 	if len(out.Item) == 0 {
-		return nil, stateless.ErrNoTask
+		return nil, ErrNoTask
 	}
 	rec, err := decodeItem(out.Item)
 	if err != nil {
@@ -120,14 +119,14 @@ func (d *DynamoDB) Load(ctx context.Context, id string) (*stateless.TaskRecord, 
 	}
 	rec.ID = id
 	if !time.Now().Before(rec.ExpiresAt) {
-		return nil, stateless.ErrNoTask
+		return nil, ErrNoTask
 	}
 	return rec, nil
 }
 
-// Replace implements stateless.TaskStore: a PutItem on condition that the
+// Replace implements Store: a PutItem on condition that the
 // stored version is prev.
-func (d *DynamoDB) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
+func (d *DynamoDB) Replace(ctx context.Context, rec *Record, prev int64) error {
 	it, err := d.item(rec)
 	if err != nil {
 		return err
@@ -142,15 +141,15 @@ func (d *DynamoDB) Replace(ctx context.Context, rec *stateless.TaskRecord, prev 
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if _, ok := ccf.Item["version"]; ok {
-			return stateless.ErrTaskConflict
+			return ErrConflict
 		}
 		// No item came back with the failed condition: gone, or expired
 		// (TTL deletion lags), or a DynamoDB that returns none; a read
 		// tells them apart.
-		if _, err := d.Load(ctx, rec.ID); errors.Is(err, stateless.ErrNoTask) {
-			return stateless.ErrNoTask
+		if _, err := d.Load(ctx, rec.ID); errors.Is(err, ErrNoTask) {
+			return ErrNoTask
 		}
-		return stateless.ErrTaskConflict
+		return ErrConflict
 	}
 	if err != nil {
 		return writeError("writing the task", err)

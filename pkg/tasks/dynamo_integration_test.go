@@ -37,11 +37,11 @@ func TestMain(m *testing.M) {
 }
 
 func TestDynamoDBContract(t *testing.T) {
-	taskstest.Run(t, func(t *testing.T) stateless.TaskStore { return &tasks.DynamoDB{Client: local.Client(), Table: table} })
+	taskstest.Run(t, func(t *testing.T) tasks.Store { return &tasks.DynamoDB{Client: local.Client(), Table: table} })
 }
 
 func TestDynamoDBContractSortKey(t *testing.T) {
-	taskstest.Run(t, func(t *testing.T) stateless.TaskStore {
+	taskstest.Run(t, func(t *testing.T) tasks.Store {
 		return &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}
 	})
 }
@@ -50,15 +50,18 @@ func TestDynamoDBContractSortKey(t *testing.T) {
 // tasks/update (from two clients answering the same requests) always
 // sees a state the task passed through, and the task is woken once.
 func TestConcurrentGetsDuringUpdates(t *testing.T) {
-	var srv *stateless.Server
+	var ext *tasks.Extension
 	var dispatches atomic.Int32
-	srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{
+	ext = tasks.New(tasks.Options{
 		Store: &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"},
 		Dispatch: func(ctx context.Context, id string) error {
 			dispatches.Add(1)
-			go srv.RunTask(context.Background(), id)
+			go ext.Run(context.Background(), id)
 			return nil
-		}}})
+		}})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
+	ext.Serve(srv)
 	form := stateless.ElicitForm("Name?", map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}})
 	srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
@@ -151,9 +154,12 @@ func TestTaskCost(t *testing.T) {
 	c := &opcount.Counter{}
 	store := &tasks.DynamoDB{Client: local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, c.Middleware) }), Table: sortedTable, SortKey: "sk"}
 	var ids []string
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Tasks: &stateless.TaskOptions{
+	ext := tasks.New(tasks.Options{
 		Store: store, CancelCheck: time.Hour, // no cancel check within the run: each would be one GetItem
-		Dispatch: func(ctx context.Context, id string) error { ids = append(ids, id); return nil }}})
+		Dispatch: func(ctx context.Context, id string) error { ids = append(ids, id); return nil }})
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
+	ext.Serve(srv)
 	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil
@@ -167,7 +173,7 @@ func TestTaskCost(t *testing.T) {
 	if ops := c.Take(); len(ids) != 1 || ops["PutItem"] != 1 || len(ops) != 1 {
 		t.Fatalf("creating: %v, %d dispatches (%s)", ops, len(ids), resp.Body)
 	}
-	if err := srv.RunTask(context.Background(), ids[0]); err != nil {
+	if err := ext.Run(context.Background(), ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	if ops := c.Take(); ops["PutItem"] != 2 || ops["GetItem"] != 2 || len(ops) != 2 {

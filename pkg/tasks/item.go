@@ -2,7 +2,7 @@ package tasks
 
 // A task record as a DynamoDB item: every member its own attribute, raw
 // JSON and binary as binary, strings as strings, so that the item's size
-// is the record's raw size (stateless.TaskRecord.StoredSize) plus the
+// is the record's raw size (Record.StoredSize) plus the
 // attribute names and a few numbers. Nothing is escaped or re-encoded: a
 // result of 190 KB of "<" is 190 KB in the table.
 
@@ -16,7 +16,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute
@@ -57,9 +56,9 @@ const (
 // that a record's empty key ("") is a name DynamoDB accepts.
 const entryPrefix = "."
 
-// encodeItem returns rec as an item with key; stateless.ErrTaskTooLarge
+// encodeItem returns rec as an item with key; ErrTooLarge
 // when the item would be over MaxItemBytes.
-func encodeItem(key map[string]types.AttributeValue, rec *stateless.TaskRecord) (map[string]types.AttributeValue, error) {
+func encodeItem(key map[string]types.AttributeValue, rec *Record) (map[string]types.AttributeValue, error) {
 	it := make(map[string]types.AttributeValue, len(key)+20)
 	for k, v := range key {
 		it[k] = v
@@ -122,7 +121,7 @@ func encodeItem(key map[string]types.AttributeValue, rec *stateless.TaskRecord) 
 		it[attrAsked] = &types.AttributeValueMemberL{Value: l}
 	}
 	if n := ItemSize(it); n > MaxItemBytes {
-		return nil, fmt.Errorf("tasks: the task's item would be %d bytes, over DynamoDB's %d: %w", n, MaxItemBytes, stateless.ErrTaskTooLarge)
+		return nil, fmt.Errorf("tasks: the task's item would be %d bytes, over DynamoDB's %d: %w", n, MaxItemBytes, ErrTooLarge)
 	}
 	return it, nil
 }
@@ -132,18 +131,18 @@ var errItem = errors.New("tasks: not a task item")
 
 // decodeItem reads a task record from an item that encodeItem wrote (or
 // one with the older JSON body).
-func decodeItem(it map[string]types.AttributeValue) (*stateless.TaskRecord, error) {
+func decodeItem(it map[string]types.AttributeValue) (*Record, error) {
 	if b, ok := it[attrBody].(*types.AttributeValueMemberB); ok {
-		var rec stateless.TaskRecord
+		var rec Record
 		if err := json.Unmarshal(b.Value, &rec); err != nil {
 			return nil, fmt.Errorf("tasks: decoding the task: %w", err)
 		}
 		return &rec, nil
 	}
 	d := itemReader{it: it}
-	rec := &stateless.TaskRecord{
+	rec := &Record{
 		Version:         d.num(attrVersion),
-		Status:          stateless.TaskStatus(d.str(attrStatus)),
+		Status:          Status(d.str(attrStatus)),
 		Principal:       d.str(attrPrincipal),
 		Tool:            d.str(attrTool),
 		Message:         d.str(attrMessage),

@@ -11,7 +11,6 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // itemOverhead bounds what a task item adds to its record's StoredSize:
@@ -20,8 +19,8 @@ import (
 const itemOverhead = 1 << 10
 
 func TestRecordBoundFitsAnItem(t *testing.T) {
-	if stateless.MaxTaskRecordBytes+itemOverhead > MaxItemBytes {
-		t.Fatalf("a record of %d bytes and %d of overhead do not fit %d", stateless.MaxTaskRecordBytes, itemOverhead, MaxItemBytes)
+	if MaxRecordBytes+itemOverhead > MaxItemBytes {
+		t.Fatalf("a record of %d bytes and %d of overhead do not fit %d", MaxRecordBytes, itemOverhead, MaxItemBytes)
 	}
 }
 
@@ -44,10 +43,10 @@ func FuzzTaskItem(f *testing.F) {
 		it, err := encodeItem(key, rec)
 		stored := rec.StoredSize()
 		if err != nil {
-			if !errors.Is(err, stateless.ErrTaskTooLarge) {
+			if !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("encoding: %v", err)
 			}
-			if stored <= stateless.MaxTaskRecordBytes {
+			if stored <= MaxRecordBytes {
 				t.Fatalf("a record of %d bytes, within the bound, was refused: %v", stored, err)
 			}
 			return
@@ -68,7 +67,7 @@ func FuzzTaskItem(f *testing.F) {
 }
 
 // recordFrom builds a record from fuzz input (see FuzzTaskItem).
-func recordFrom(data []byte, scale int) *stateless.TaskRecord {
+func recordFrom(data []byte, scale int) *Record {
 	parts := bytes.Split(data, []byte{0xff})
 	part := func(i int) []byte {
 		if i < len(parts) {
@@ -77,8 +76,8 @@ func recordFrom(data []byte, scale int) *stateless.TaskRecord {
 		return nil
 	}
 	now := time.Unix(1_700_000_000, int64(len(data))*7919).UTC()
-	rec := &stateless.TaskRecord{
-		ID: "id" + strconv.Itoa(len(data)), Version: int64(scale), Status: stateless.TaskStatus(part(0)),
+	rec := &Record{
+		ID: "id" + strconv.Itoa(len(data)), Version: int64(scale), Status: Status(part(0)),
 		Principal: string(part(1)), Tool: string(part(2)), Message: string(part(3)), IdempotencyKey: string(part(4)), Owner: string(part(5)),
 		ProtocolVersion: "2026-07-28", CreatedAt: now, UpdatedAt: now.Add(time.Millisecond), ExpiresAt: now.Add(time.Hour), LeaseUntil: now.Add(time.Minute),
 		Arguments:    raw(padding(part(6), scale)),
@@ -121,8 +120,8 @@ func raw(b []byte) json.RawMessage {
 
 // sameRecord compares records as a store keeps them: empty and nil
 // members alike, times by instant.
-func sameRecord(a, b *stateless.TaskRecord) bool {
-	norm := func(r *stateless.TaskRecord) stateless.TaskRecord {
+func sameRecord(a, b *Record) bool {
+	norm := func(r *Record) Record {
 		c := *r
 		c.CreatedAt, c.UpdatedAt, c.ExpiresAt, c.LeaseUntil = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		for _, p := range []*json.RawMessage{&c.Arguments, &c.Capabilities, &c.Result, &c.Error} {
@@ -161,7 +160,7 @@ func sameRecord(a, b *stateless.TaskRecord) bool {
 // permanent, ErrTaskTooLarge; its other failures are not.
 func TestWriteErrorClassifiesSize(t *testing.T) {
 	size := &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"}
-	if err := writeError("writing", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: size}); !errors.Is(err, stateless.ErrTaskTooLarge) {
+	if err := writeError("writing", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: size}); !errors.Is(err, ErrTooLarge) {
 		t.Errorf("item size: %v", err)
 	}
 	for _, e := range []error{
@@ -169,7 +168,7 @@ func TestWriteErrorClassifiesSize(t *testing.T) {
 		&smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "item size"},
 		errors.New("connection reset"),
 	} {
-		if err := writeError("writing", e); errors.Is(err, stateless.ErrTaskTooLarge) {
+		if err := writeError("writing", e); errors.Is(err, ErrTooLarge) {
 			t.Errorf("%v is not about size: %v", e, err)
 		}
 	}

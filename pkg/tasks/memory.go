@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Memory keeps tasks in this process, for local runs and tests. It keeps
@@ -20,7 +19,7 @@ import (
 //
 // Its memory is bounded, by count and by bytes (MemoryOptions). A task
 // that may still change (working or waiting for input) holds room for
-// the largest record the server writes (stateless.MaxTaskRecordBytes),
+// the largest record the server writes (MaxRecordBytes),
 // so that it can always record its outcome; one that has ended holds its
 // own size (StoredSize) until it expires. Expired tasks are forgotten.
 // When a new task does not fit, the store first forgets expired ones,
@@ -37,7 +36,7 @@ type Memory struct {
 }
 
 type memoryRecord struct {
-	rec  *stateless.TaskRecord
+	rec  *Record
 	held int
 }
 
@@ -75,20 +74,20 @@ func NewMemoryWith(opts MemoryOptions) *Memory {
 	return &Memory{records: map[string]memoryRecord{}, opts: opts, now: time.Now}
 }
 
-var _ stateless.TaskStore = (*Memory)(nil)
+var _ Store = (*Memory)(nil)
 
 // holds is the room a record takes in the store.
-func holds(rec *stateless.TaskRecord) int {
+func holds(rec *Record) int {
 	if rec.Status.Terminal() {
 		return rec.StoredSize()
 	}
-	return max(rec.StoredSize(), stateless.MaxTaskRecordBytes)
+	return max(rec.StoredSize(), MaxRecordBytes)
 }
 
-// Create implements stateless.TaskStore.
-func (m *Memory) Create(ctx context.Context, rec *stateless.TaskRecord) error {
-	if n := rec.StoredSize(); n > stateless.MaxTaskRecordBytes {
-		return fmt.Errorf("tasks: a record of %d bytes: %w", n, stateless.ErrTaskTooLarge)
+// Create implements Store.
+func (m *Memory) Create(ctx context.Context, rec *Record) error {
+	if n := rec.StoredSize(); n > MaxRecordBytes {
+		return fmt.Errorf("tasks: a record of %d bytes: %w", n, ErrTooLarge)
 	}
 	r := memoryRecord{rec: clone(rec), held: holds(rec)}
 	m.mu.Lock()
@@ -96,7 +95,7 @@ func (m *Memory) Create(ctx context.Context, rec *stateless.TaskRecord) error {
 	now := m.now()
 	if old, ok := m.records[rec.ID]; ok {
 		if now.Before(old.rec.ExpiresAt) {
-			return stateless.ErrTaskExists
+			return ErrExists
 		}
 		m.forget(rec.ID)
 	}
@@ -116,23 +115,23 @@ func (m *Memory) fits(held int) bool {
 	return len(m.records) < m.opts.MaxTasks && m.held+held <= m.opts.MaxBytes
 }
 
-// Load implements stateless.TaskStore.
-func (m *Memory) Load(ctx context.Context, id string) (*stateless.TaskRecord, error) {
+// Load implements Store.
+func (m *Memory) Load(ctx context.Context, id string) (*Record, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.records[id]
 	if !ok || !m.now().Before(r.rec.ExpiresAt) {
-		return nil, stateless.ErrNoTask
+		return nil, ErrNoTask
 	}
 	return clone(r.rec), nil
 }
 
-// Replace implements stateless.TaskStore. A record is replaced within the
+// Replace implements Store. A record is replaced within the
 // room it held: a live one's is the largest record, an ended one's
 // cannot grow (the server changes no ended task).
-func (m *Memory) Replace(ctx context.Context, rec *stateless.TaskRecord, prev int64) error {
-	if n := rec.StoredSize(); n > stateless.MaxTaskRecordBytes {
-		return fmt.Errorf("tasks: a record of %d bytes: %w", n, stateless.ErrTaskTooLarge)
+func (m *Memory) Replace(ctx context.Context, rec *Record, prev int64) error {
+	if n := rec.StoredSize(); n > MaxRecordBytes {
+		return fmt.Errorf("tasks: a record of %d bytes: %w", n, ErrTooLarge)
 	}
 	next := memoryRecord{rec: clone(rec), held: holds(rec)}
 	m.mu.Lock()
@@ -140,9 +139,9 @@ func (m *Memory) Replace(ctx context.Context, rec *stateless.TaskRecord, prev in
 	r, ok := m.records[rec.ID]
 	switch {
 	case !ok || !m.now().Before(r.rec.ExpiresAt):
-		return stateless.ErrNoTask
+		return ErrNoTask
 	case r.rec.Version != prev:
-		return stateless.ErrTaskConflict
+		return ErrConflict
 	case next.held > r.held && m.held-r.held+next.held > m.opts.MaxBytes:
 		return fmt.Errorf("tasks: an ended task cannot grow in a full store: %w", ErrFull)
 	}
@@ -168,7 +167,7 @@ func (m *Memory) sweep(now time.Time) {
 
 // clone returns a deep copy of rec, its times without monotonic readings,
 // as a record read back from a shared store has them.
-func clone(rec *stateless.TaskRecord) *stateless.TaskRecord {
+func clone(rec *Record) *Record {
 	c := *rec
 	c.CreatedAt, c.UpdatedAt, c.ExpiresAt, c.LeaseUntil = rec.CreatedAt.Round(0), rec.UpdatedAt.Round(0), rec.ExpiresAt.Round(0), rec.LeaseUntil.Round(0)
 	c.Arguments, c.Capabilities, c.Result, c.Error = cloneRaw(rec.Arguments), cloneRaw(rec.Capabilities), cloneRaw(rec.Result), cloneRaw(rec.Error)

@@ -8,13 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks/taskstest"
 )
 
 func TestMemoryContract(t *testing.T) {
-	taskstest.Run(t, func(t *testing.T) stateless.TaskStore { return tasks.NewMemory() })
+	taskstest.Run(t, func(t *testing.T) tasks.Store { return tasks.NewMemory() })
 }
 
 // TestMemoryBounded: a full store forgets expired tasks to make room, and
@@ -23,8 +22,8 @@ func TestMemoryBounded(t *testing.T) {
 	ctx := context.Background()
 	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxTasks: 2})
 	now := time.Now()
-	rec := func(id string, ttl time.Duration) *stateless.TaskRecord {
-		return &stateless.TaskRecord{ID: id, Version: 1, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	rec := func(id string, ttl time.Duration) *tasks.Record {
+		return &tasks.Record{ID: id, Version: 1, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	}
 	if err := m.Create(ctx, rec("old", -time.Second)); err != nil {
 		t.Fatal(err)
@@ -49,10 +48,10 @@ func TestMemoryBounded(t *testing.T) {
 // expired ones to make room, and never a live one.
 func TestMemoryBoundedByBytes(t *testing.T) {
 	ctx := context.Background()
-	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: 2 * stateless.MaxTaskRecordBytes})
+	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: 2 * tasks.MaxRecordBytes})
 	now := time.Now()
-	rec := func(id string, ttl time.Duration) *stateless.TaskRecord {
-		return &stateless.TaskRecord{ID: id, Version: 1, Status: stateless.TaskWorking, CreatedAt: now, ExpiresAt: now.Add(ttl),
+	rec := func(id string, ttl time.Duration) *tasks.Record {
+		return &tasks.Record{ID: id, Version: 1, Status: tasks.StatusWorking, CreatedAt: now, ExpiresAt: now.Add(ttl),
 			Arguments: json.RawMessage(`{}`)}
 	}
 	for _, id := range []string{"a", "b"} {
@@ -69,8 +68,8 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Version, a.Status, a.Arguments = 2, stateless.TaskCompleted, nil
-	a.Result = json.RawMessage(`"` + strings.Repeat("<", stateless.MaxTaskRecordBytes-100) + `"`)
+	a.Version, a.Status, a.Arguments = 2, tasks.StatusCompleted, nil
+	a.Result = json.RawMessage(`"` + strings.Repeat("<", tasks.MaxRecordBytes-100) + `"`)
 	if err := m.Replace(ctx, a, 1); err != nil {
 		t.Fatalf("the outcome of a live task: %v", err)
 	}
@@ -79,7 +78,7 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	}
 	// b is cancelled with no result: room for another live task.
 	b, _ := m.Load(ctx, "b")
-	b.Version, b.Status, b.Arguments = 2, stateless.TaskCancelled, nil
+	b.Version, b.Status, b.Arguments = 2, tasks.StatusCancelled, nil
 	if err := m.Replace(ctx, b, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -91,12 +90,12 @@ func TestMemoryBoundedByBytes(t *testing.T) {
 	}
 	// A record over the largest is refused as too large, not as full.
 	big := rec("d", time.Hour)
-	big.Arguments = json.RawMessage(`"` + strings.Repeat("x", stateless.MaxTaskRecordBytes) + `"`)
-	if err := m.Create(ctx, big); !errors.Is(err, stateless.ErrTaskTooLarge) {
+	big.Arguments = json.RawMessage(`"` + strings.Repeat("x", tasks.MaxRecordBytes) + `"`)
+	if err := m.Create(ctx, big); !errors.Is(err, tasks.ErrTooLarge) {
 		t.Fatalf("an oversized record: %v", err)
 	}
 	// Expired tasks give their room back.
-	m2 := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: stateless.MaxTaskRecordBytes})
+	m2 := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: tasks.MaxRecordBytes})
 	if err := m2.Create(ctx, rec("old", -time.Second)); err != nil {
 		t.Fatal(err)
 	}

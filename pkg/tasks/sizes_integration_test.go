@@ -26,9 +26,10 @@ import (
 )
 
 // sizeRig is a server on the DynamoDB task store (the template's table
-// shape) whose workers are run by the test, one RunTask per dispatch.
+// shape) whose workers are run by the test, one Run per dispatch.
 type sizeRig struct {
 	srv        *stateless.Server
+	ext        *tasks.Extension
 	store      *tasks.DynamoDB
 	dispatched chan string
 	runs       atomic.Int32
@@ -39,16 +40,17 @@ const tasksMeta = `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`
 func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 	t.Helper()
 	r := &sizeRig{store: &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}, dispatched: make(chan string, 100)}
+	r.ext = tasks.New(tasks.Options{Store: r.store, Dispatch: func(ctx context.Context, id string) error {
+		r.dispatched <- id
+		return nil
+	}})
 	var ics []stateless.Interceptor
 	if guard != nil {
 		ics = append(ics, guard.Interceptor())
 	}
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "sizes", Version: "1"}, &stateless.Options{
-		Interceptors: ics,
-		Tasks: &stateless.TaskOptions{Store: r.store, Dispatch: func(ctx context.Context, id string) error {
-			r.dispatched <- id
-			return nil
-		}}})
+		Interceptors: append(ics, r.ext.Interceptor())})
+	r.ext.Serve(r.srv)
 	obj := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
 	// echo answers with its text: the result is as large as the call
 	// says, made of whatever characters it says.
@@ -158,7 +160,7 @@ func (r *sizeRig) work(t *testing.T) {
 	for {
 		select {
 		case id := <-r.dispatched:
-			if err := r.srv.RunTask(context.Background(), id); err != nil {
+			if err := r.ext.Run(context.Background(), id); err != nil {
 				t.Fatalf("worker: %v", err)
 			}
 		default:
@@ -342,17 +344,17 @@ func TestLargestRecordFitsAnItem(t *testing.T) {
 	ctx := context.Background()
 	store := &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}
 	now := time.Now()
-	rec := &stateless.TaskRecord{ID: fmt.Sprintf("largest-%d", now.UnixNano()), Version: 1, Principal: strings.Repeat("\x01", 200), Tool: "t",
-		Status: stateless.TaskInputRequired, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour), LeaseUntil: now,
+	rec := &tasks.Record{ID: fmt.Sprintf("largest-%d", now.UnixNano()), Version: 1, Principal: strings.Repeat("\x01", 200), Tool: "t",
+		Status: tasks.StatusInputRequired, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour), LeaseUntil: now,
 		Responses: map[string]json.RawMessage{}, Requests: map[string]json.RawMessage{}}
 	for i := range 2000 {
 		k := fmt.Sprintf("k%d", i)
 		rec.Responses[k] = json.RawMessage(`{}`)
 		rec.Asked = append(rec.Asked, k)
 	}
-	pad := stateless.MaxTaskRecordBytes - rec.StoredSize() - 2
+	pad := tasks.MaxRecordBytes - rec.StoredSize() - 2
 	rec.Arguments = json.RawMessage(`"` + hostile(pad) + `"`)
-	if n := rec.StoredSize(); n != stateless.MaxTaskRecordBytes {
+	if n := rec.StoredSize(); n != tasks.MaxRecordBytes {
 		t.Fatalf("built a record of %d bytes", n)
 	}
 	if err := store.Create(ctx, rec); err != nil {
@@ -368,7 +370,7 @@ func TestLargestRecordFitsAnItem(t *testing.T) {
 	over := *rec
 	over.ID += "-over"
 	over.Arguments = append(json.RawMessage(`"<`), rec.Arguments[1:]...)
-	if over.StoredSize() <= stateless.MaxTaskRecordBytes {
+	if over.StoredSize() <= tasks.MaxRecordBytes {
 		t.Fatal("not over")
 	}
 	if err := store.Create(ctx, &over); err != nil {
@@ -377,7 +379,7 @@ func TestLargestRecordFitsAnItem(t *testing.T) {
 	huge := *rec
 	huge.ID += "-huge"
 	huge.Arguments = json.RawMessage(`"` + strings.Repeat("x", 420<<10) + `"`)
-	if err := store.Create(ctx, &huge); !errors.Is(err, stateless.ErrTaskTooLarge) {
+	if err := store.Create(ctx, &huge); !errors.Is(err, tasks.ErrTooLarge) {
 		t.Fatalf("an item over 400 KB: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package taskstest is the contract every stateless.TaskStore must meet.
+// Package taskstest is the contract every tasks.Store must meet.
 // One suite runs against the memory store and against DynamoDB (Local in
 // tests), so that both have the same semantics.
 package taskstest
@@ -14,18 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // Run runs the contract against stores made by newStore.
-func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
+func Run(t *testing.T, newStore func(t *testing.T) tasks.Store) {
 	ctx := context.Background()
 	var seq atomic.Int64
-	record := func() *stateless.TaskRecord {
+	record := func() *tasks.Record {
 		now := time.Now().Truncate(time.Millisecond)
-		return &stateless.TaskRecord{
+		return &tasks.Record{
 			ID: fmt.Sprintf("contract-%d-%d", now.UnixNano(), seq.Add(1)), Version: 1, Principal: "alice", Tool: "slow",
-			Status: stateless.TaskWorking, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour),
+			Status: tasks.StatusWorking, CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(time.Hour),
 			Arguments: json.RawMessage(`{"n":1}`), ProtocolVersion: "2026-07-28", Capabilities: json.RawMessage(`{"extensions":{}}`),
 			State: []byte{0, 1, 2}, HasState: true, Responses: map[string]json.RawMessage{"a": json.RawMessage(`{"action":"accept"}`)},
 			Asked: []string{"a"}, LeaseUntil: now.Add(time.Minute),
@@ -50,17 +50,17 @@ func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
 		if err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Create(ctx, r); !errors.Is(err, stateless.ErrTaskExists) {
+		if err := s.Create(ctx, r); !errors.Is(err, tasks.ErrExists) {
 			t.Fatalf("second create: %v", err)
 		}
 	})
 	t.Run("an unknown id is no task", func(t *testing.T) {
-		if _, err := newStore(t).Load(ctx, "never-created"); !errors.Is(err, stateless.ErrNoTask) {
+		if _, err := newStore(t).Load(ctx, "never-created"); !errors.Is(err, tasks.ErrNoTask) {
 			t.Fatalf("load: %v", err)
 		}
 		r := record()
 		r.Version = 2
-		if err := newStore(t).Replace(ctx, r, 1); !errors.Is(err, stateless.ErrNoTask) {
+		if err := newStore(t).Replace(ctx, r, 1); !errors.Is(err, tasks.ErrNoTask) {
 			t.Fatalf("replace: %v", err)
 		}
 	})
@@ -70,17 +70,17 @@ func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
 			t.Fatal(err)
 		}
 		next := *r
-		next.Version, next.Status, next.Result = 2, stateless.TaskCompleted, json.RawMessage(`{"content":[]}`)
+		next.Version, next.Status, next.Result = 2, tasks.StatusCompleted, json.RawMessage(`{"content":[]}`)
 		if err := s.Replace(ctx, &next, 1); err != nil {
 			t.Fatal(err)
 		}
 		stale := *r
-		stale.Version, stale.Status = 2, stateless.TaskCancelled
-		if err := s.Replace(ctx, &stale, 1); !errors.Is(err, stateless.ErrTaskConflict) {
+		stale.Version, stale.Status = 2, tasks.StatusCancelled
+		if err := s.Replace(ctx, &stale, 1); !errors.Is(err, tasks.ErrConflict) {
 			t.Fatalf("stale replace: %v", err)
 		}
 		got, err := s.Load(ctx, r.ID)
-		if err != nil || got.Version != 2 || got.Status != stateless.TaskCompleted || string(got.Result) != `{"content":[]}` {
+		if err != nil || got.Version != 2 || got.Status != tasks.StatusCompleted || string(got.Result) != `{"content":[]}` {
 			t.Fatalf("after: %+v %v", got, err)
 		}
 	})
@@ -90,7 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
 		if err := s.Create(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Load(ctx, r.ID); !errors.Is(err, stateless.ErrNoTask) {
+		if _, err := s.Load(ctx, r.ID); !errors.Is(err, tasks.ErrNoTask) {
 			t.Fatalf("load: %v", err)
 		}
 		next := *r
@@ -133,7 +133,7 @@ func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
 						if err == nil {
 							break
 						}
-						if !errors.Is(err, stateless.ErrTaskConflict) {
+						if !errors.Is(err, tasks.ErrConflict) {
 							failed.Add(1)
 							return
 						}
@@ -153,7 +153,7 @@ func Run(t *testing.T, newStore func(t *testing.T) stateless.TaskStore) {
 }
 
 // equal compares records as a store keeps them: times to the millisecond.
-func equal(a, b *stateless.TaskRecord) bool {
+func equal(a, b *tasks.Record) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
 	var ma, mb any

@@ -1,0 +1,138 @@
+package stateless
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+)
+
+// Invocation is a call of a registered tool that no request carries: a
+// task's run, which package tasks's worker makes with the call it stored.
+// The handler sees it as it saw the request that made the task.
+type Invocation struct {
+	// Tool is the tool's name.
+	Tool string
+	// The call as the request made it: its caller, revision, key and
+	// client capabilities (the clientCapabilities object as sent).
+	Principal, ProtocolVersion, IdempotencyKey string
+	Capabilities                               json.RawMessage
+	// Arguments are the tool's arguments.
+	Arguments json.RawMessage
+	// InputResponses and State are what the handler reads back on a run
+	// after an input round ([Call.InputResponse], [Call.State]).
+	InputResponses map[string]json.RawMessage
+	State          []byte
+	HasState       bool
+	// Task is what the handler sees of the task it runs in
+	// ([ToolRequest.Task]).
+	Task *TaskRun
+	// Outcome, which must be set, is annotated as a request's would be:
+	// the handler's time, its panic, its error.
+	Outcome *Outcome
+}
+
+// Invoked is what an invocation's handler came to.
+type Invoked struct {
+	// Result is the result object it answered (isError results
+	// included), encoded as a tools/call's result would be, with no
+	// era's decorations.
+	Result json.RawMessage
+	// Refusal is the refusal the call was answered with instead: the
+	// handler's own *mcperr.Error, a Timeout, an internal error. Error is
+	// its JSON-RPC error object.
+	Refusal *mcperr.Error
+	Error   json.RawMessage
+	// Input is the handler's request for input (it returned
+	// *InputRequired), whose requests' capabilities the client declared:
+	// a request it did not is refused with -32021 instead.
+	Input *InputRequired
+	// Abandoned says the handler had not returned by ctx's deadline (and
+	// the short grace after): it may still be running.
+	Abandoned bool
+}
+
+// ErrNoTool is Invoke's error for a tool that is not registered.
+var ErrNoTool = errors.New("stateless: no such tool")
+
+// Invoke runs the handler of the registered tool inv names, under ctx
+// (whose deadline is the handler's), as tools/call runs it — on its own
+// goroutine, abandoned at the deadline, a panic recovered — and returns
+// what it came to. Its error is ErrNoTool for a tool that is not
+// registered, or the reason a tool cannot run (its schemas do not
+// compile); the handler did not run then.
+func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) {
+	reg := s.reg.Load()
+	t := reg.tool(inv.Tool)
+	if t == nil {
+		return nil, ErrNoTool
+	}
+	if err := t.prepare(); err != nil {
+		return nil, err
+	}
+	o := inv.Outcome
+	end, ok := ctx.Deadline()
+	if !ok {
+		end = time.Now().Add(s.opts.RequestTimeout)
+	}
+	x := &exchange{s: s, o: o, reg: reg, d: &decoded{id: json.RawMessage("0")}, version: inv.ProtocolVersion,
+		deadline: end.Add(s.opts.DeadlineMargin)}
+	x.call = Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
+		capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
+	h := t.handler
+	if inv.Task != nil {
+		h = func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
+			req.Task = inv.Task
+			return t.handler(ctx, req)
+		}
+	}
+	start := time.Now()
+	r, returned := x.runTool(ctx, t, inv.Arguments, h)
+	o.Steps.Handler = time.Since(start)
+	refused := func(e *mcperr.Error) *Invoked {
+		b, err := json.Marshal(e.Wire())
+		if err != nil {
+			b = []byte(`{"code":-32603,"message":"Internal error"}`)
+		}
+		return &Invoked{Refusal: e, Error: b}
+	}
+	var ir *InputRequired
+	var me *mcperr.Error
+	switch {
+	case !returned:
+		return &Invoked{Abandoned: true}, nil
+	case r.panic != nil:
+		o.Panic, o.ErrFromTool = r.panic, true
+		return refused(mcperr.Wrap(mcperr.Internal, errPanic)), nil
+	case errors.As(r.err, &ir):
+		if missing := x.call.MissingCapabilities(ir.Requests); missing != nil {
+			return refused(mcperr.NewMissingCapability(missing)), nil
+		}
+		return &Invoked{Input: ir}, nil
+	case errors.As(r.err, &me):
+		o.ErrFromTool = true
+		return refused(me), nil
+	}
+	resp := x.toolOutcome(ctx, t, stateKey{}, r.res, r.err)
+	if x.res.obj == nil {
+		var msg struct{ Error json.RawMessage }
+		e := mcperr.New(mcperr.Internal)
+		if json.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {
+			return refused(e), nil
+		}
+		return &Invoked{Refusal: e, Error: msg.Error}, nil
+	}
+	return &Invoked{Result: slices.Clone(x.res.obj)}, nil
+}
+
+// Report reports o, the outcome of work done outside a request (a task's
+// run), as every request's is: the log line of a failure, and
+// Options.Observe.
+func (s *Server) Report(ctx context.Context, o *Outcome) { s.report(ctx, o) }
+
+// DeadlineMargin is the server's Options.DeadlineMargin, with its
+// default: how long before a deadline work is answered.
+func (s *Server) DeadlineMargin() time.Duration { return s.opts.DeadlineMargin }
