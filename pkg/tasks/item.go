@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 )
 
 // MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go"
-
 )
 
 // itemOverhead bounds what a task item adds to its record's StoredSize:

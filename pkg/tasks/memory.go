@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
 )
 
 // Memory keeps tasks in this process, for local runs and tests. It keeps

@@ -48,13 +48,13 @@ type Record struct {
 	ID string `json:"id"`
 	// Version increases by one with every write; a store replaces a record
 	// only if its stored version is the one the writer read.
-	Version   int64      `json:"version"`
-	Principal string     `json:"principal"`
-	Tool      string     `json:"tool"`
-	Status    Status `json:"status"`
-	Message   string     `json:"statusMessage,omitempty"`
-	CreatedAt time.Time  `json:"createdAt"`
-	UpdatedAt time.Time  `json:"updatedAt"`
+	Version   int64     `json:"version"`
+	Principal string    `json:"principal"`
+	Tool      string    `json:"tool"`
+	Status    Status    `json:"status"`
+	Message   string    `json:"statusMessage,omitempty"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 	// ExpiresAt is CreatedAt plus the TTL: the task is gone then (a
 	// DynamoDB table's TTL attribute deletes it some time later).
 	ExpiresAt time.Time `json:"expiresAt"`
@@ -103,7 +103,7 @@ type Store interface {
 // Errors of a Store. Any other error is a failure to reach the store,
 // which the server refuses retryably.
 var (
-	ErrNoTask       = errors.New("tasks: no such task")
+	ErrNoTask   = errors.New("tasks: no such task")
 	ErrExists   = errors.New("tasks: task id taken")
 	ErrConflict = errors.New("tasks: task changed since it was read")
 )
