@@ -177,7 +177,7 @@ func TestTaskCallCountsCapabilities(t *testing.T) {
 
 // echoStore applies each write and then answers as a store client does
 // whose acknowledgement was lost and whose retry met the write it had
-// made: a Create as ErrTaskExists, a Replace as ErrTaskConflict (or, with
+// made: a Create as ErrExists, a Replace as ErrConflict (or, with
 // lostAsError, as a failure to reach the store). once limits it to the
 // first write of each kind.
 type echoStore struct {

@@ -61,9 +61,9 @@ type Tool struct {
 	Inline bool `json:"-"`
 
 	// TaskSupport says whether the tool's calls run as tasks of the tasks
-	// extension (Options.Tasks): answered at once with a task handle, the
-	// handler run by a worker for up to TaskOptions.MaxRun. Default
-	// TaskForbidden.
+	// extension (package tasks, whose interceptor the server must have):
+	// answered at once with a task handle, the handler run by a worker
+	// for up to tasks.Options.MaxRun. Default TaskForbidden.
 	TaskSupport TaskSupport `json:"-"`
 
 	// BeforeTask, if set, runs in the request of a call that is to become

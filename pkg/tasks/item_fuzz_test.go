@@ -14,7 +14,7 @@ import (
 
 // itemOverhead bounds what a task item adds to its record's StoredSize:
 // attribute names, numbers, the key's names and values, map and list
-// headers. MaxTaskRecordBytes plus it is within DynamoDB's item limit.
+// headers. MaxRecordBytes plus it is within DynamoDB's item limit.
 const itemOverhead = 1 << 10
 
 func TestRecordBoundFitsAnItem(t *testing.T) {
@@ -25,7 +25,7 @@ func TestRecordBoundFitsAnItem(t *testing.T) {
 
 // FuzzTaskItem: for every record, its item is at most its StoredSize
 // plus itemOverhead by DynamoDB's counting, so a record within
-// MaxTaskRecordBytes is always accepted and fits the item limit, and
+// MaxRecordBytes is always accepted and fits the item limit, and
 // anything the encoder accepts reads back as it was written. The record
 // is built from the input: its members separated by 0xff, the rest as
 // answer keys and values, and scale making the arguments as many times
@@ -156,7 +156,7 @@ func sameRecord(a, b *Record) bool {
 
 // TestWriteErrorClassifiesSize: DynamoDB's refusal of an item for its
 // size (as TestItemSizeAsDynamoDBCounts has DynamoDB Local give it) is
-// permanent, ErrTaskTooLarge; its other failures are not.
+// permanent, ErrTooLarge; its other failures are not.
 func TestWriteErrorClassifiesSize(t *testing.T) {
 	size := &smithy.GenericAPIError{Code: "ValidationException", Message: "Item size has exceeded the maximum allowed size"}
 	if err := writeError("writing", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "PutItem", Err: size}); !errors.Is(err, ErrTooLarge) {

@@ -23,7 +23,7 @@ type LambdaAPI interface {
 // lambda:InvokeFunction on its own ARN), whose event carries the task's
 // id and nothing else. Lambda queues the event and retries a failed
 // invocation; the task's lease makes a second delivery do nothing (see
-// stateless.Server.RunTask). Use Dispatch as TaskOptions.Dispatch.
+// Extension.Run). Use Dispatch as Options.Dispatch.
 type Lambda struct {
 	// Client returns the Lambda client, made on first use: a request that
 	// creates no task pays nothing for it.

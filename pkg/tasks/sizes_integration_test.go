@@ -337,7 +337,7 @@ func TestKeyedReadOnlyTaskIsOneTask(t *testing.T) {
 }
 
 // TestLargestRecordFitsAnItem: the largest record the server may write
-// (MaxTaskRecordBytes of StoredSize, in characters JSON would escape and
+// (MaxRecordBytes of StoredSize, in characters JSON would escape and
 // in many small map entries) is stored in DynamoDB and read back as it
 // was; one byte more of it is refused before it is sent.
 func TestLargestRecordFitsAnItem(t *testing.T) {
@@ -388,7 +388,7 @@ func TestLargestRecordFitsAnItem(t *testing.T) {
 // does — an item of exactly MaxItemBytes by ItemSize, with numbers,
 // maps, lists and Booleans in it, is one DynamoDB takes — and DynamoDB
 // refuses an item over its limit with the ValidationException about item
-// size that the store classifies as ErrTaskTooLarge.
+// size that the store classifies as ErrTooLarge.
 func TestItemSizeAsDynamoDBCounts(t *testing.T) {
 	ctx := context.Background()
 	c := local.Client()
