@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
@@ -288,7 +289,7 @@ func (ev *event) set(name, value []byte) error {
 		return ev.Headers.UnmarshalJSON(value)
 	case fieldIs(name, "cookies"):
 		ev.Cookies = nil
-		return json.Unmarshal(value, &ev.Cookies)
+		return jsonv2.Unmarshal(value, &ev.Cookies)
 	case fieldIs(name, "body"):
 		return ev.Body.UnmarshalJSON(value)
 	case fieldIs(name, "isBase64Encoded"):

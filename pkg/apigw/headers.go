@@ -1,9 +1,10 @@
 package apigw
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -81,7 +82,7 @@ func (o *headerObject) add(key string, b []byte, start, end int) error {
 	value := b[start:end]
 	if o.multi {
 		var vs []string
-		if err := json.Unmarshal(value, &vs); err != nil || len(vs) == 0 {
+		if err := jsonv2.Unmarshal(value, &vs); err != nil || len(vs) == 0 {
 			return err
 		}
 		o.h[key] = vs
@@ -116,6 +117,6 @@ func (o *headerObject) add(key string, b []byte, start, end int) error {
 // that the fast one keeps its string off the heap.
 func decodeString(value []byte) (string, error) {
 	var v string
-	err := json.Unmarshal(value, &v)
+	err := jsonv2.Unmarshal(value, &v)
 	return v, err
 }

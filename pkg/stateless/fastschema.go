@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 )
 
@@ -41,7 +43,7 @@ type flatProp struct {
 // if it uses anything beyond the flat subset.
 func compileFlat(raw []byte) *flatSchema {
 	var root map[string]json.RawMessage
-	if json.Unmarshal(raw, &root) != nil {
+	if jsonv2.Unmarshal(raw, &root) != nil {
 		return nil
 	}
 	f := &flatSchema{props: map[string]flatProp{}, requiredIx: map[string]int{}}
@@ -57,7 +59,7 @@ func compileFlat(raw []byte) *flatSchema {
 				return nil
 			}
 		case "required":
-			if json.Unmarshal(v, &f.required) != nil {
+			if jsonv2.Unmarshal(v, &f.required) != nil {
 				return nil
 			}
 		case "additionalProperties":
@@ -67,7 +69,7 @@ func compileFlat(raw []byte) *flatSchema {
 			f.closed = true
 		case "properties":
 			var props map[string]json.RawMessage
-			if json.Unmarshal(v, &props) != nil {
+			if jsonv2.Unmarshal(v, &props) != nil {
 				return nil
 			}
 			if len(props) > 64 {
@@ -103,7 +105,7 @@ func compileFlat(raw []byte) *flatSchema {
 
 func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
 	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
+	if jsonv2.Unmarshal(raw, &m) != nil {
 		return flatProp{}, false
 	}
 	var p flatProp
@@ -115,9 +117,9 @@ func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
 			var one string
 			var many []string
 			switch {
-			case json.Unmarshal(v, &one) == nil:
+			case jsonv2.Unmarshal(v, &one) == nil:
 				many = []string{one}
-			case json.Unmarshal(v, &many) == nil:
+			case jsonv2.Unmarshal(v, &many) == nil:
 			default:
 				return p, false
 			}
@@ -147,7 +149,7 @@ func compileFlatProp(raw json.RawMessage) (flatProp, bool) {
 				return p, false
 			}
 		case "enum":
-			if json.Unmarshal(v, &p.enum) != nil || p.enum == nil {
+			if jsonv2.Unmarshal(v, &p.enum) != nil || p.enum == nil {
 				return p, false
 			}
 		default:

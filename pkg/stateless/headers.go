@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Header names of the Streamable HTTP transport of revision 2026-07-28.
@@ -122,7 +124,7 @@ func checkParamHeaders(hdr http.Header, params []paramHeader, args []byte, requi
 		return true
 	}
 	var obj map[string]json.RawMessage
-	if len(args) > 0 && json.Unmarshal(args, &obj) != nil {
+	if len(args) > 0 && jsonv2.Unmarshal(args, &obj) != nil {
 		obj = nil
 	}
 	for _, p := range params {
@@ -162,14 +164,16 @@ func headerForm(kind string, raw json.RawMessage) (string, bool) {
 			return string(raw), true
 		}
 	case "integer":
-		var n json.Number
-		if json.Unmarshal(raw, &n) != nil {
+		// raw is a value of a document that decoded: a number when it
+		// starts as one does.
+		if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
 			return "", false
 		}
-		i, err := strconv.ParseInt(n.String(), 10, 64)
+		n := string(raw)
+		i, err := strconv.ParseInt(n, 10, 64)
 		if err != nil {
 			// 1.0 is an integer in JSON Schema.
-			f, ferr := strconv.ParseFloat(n.String(), 64)
+			f, ferr := strconv.ParseFloat(n, 64)
 			if ferr != nil || f != float64(int64(f)) {
 				return "", false
 			}

@@ -8,6 +8,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -57,12 +59,12 @@ func markedReplay(stored json.RawMessage) (json.RawMessage, error) {
 // markReplay adds MetaReplay to a stored result object.
 func markReplay(result json.RawMessage) (json.RawMessage, error) {
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(result, &obj); err != nil {
+	if err := jsonv2.Unmarshal(result, &obj); err != nil {
 		return nil, err
 	}
 	meta := map[string]json.RawMessage{}
 	if m, ok := obj["_meta"]; ok {
-		if err := json.Unmarshal(m, &meta); err != nil {
+		if err := jsonv2.Unmarshal(m, &meta); err != nil {
 			return nil, err
 		}
 	}

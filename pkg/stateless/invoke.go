@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -120,7 +122,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	if x.res.obj == nil {
 		var msg struct{ Error json.RawMessage }
 		e := mcperr.New(mcperr.Internal)
-		if json.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {
+		if jsonv2.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {
 			return refused(e), nil
 		}
 		return &Invoked{Refusal: e, Error: msg.Error}, nil

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -24,7 +26,7 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) *Resp
 	x.o.Target = pr.def.Name
 	var args map[string]string
 	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
-		if err := json.Unmarshal(a, &args); err != nil {
+		if err := jsonv2.Unmarshal(a, &args); err != nil {
 			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute
@@ -133,7 +135,7 @@ var errItem = errors.New("tasks: not a task item")
 func decodeItem(it map[string]types.AttributeValue) (*Record, error) {
 	if b, ok := it[attrBody].(*types.AttributeValueMemberB); ok {
 		var rec Record
-		if err := json.Unmarshal(b.Value, &rec); err != nil {
+		if err := jsonv2.Unmarshal(b.Value, &rec); err != nil {
 			return nil, fmt.Errorf("tasks: decoding the task: %w", err)
 		}
 		return &rec, nil
