@@ -33,7 +33,7 @@ func taskFixtures(srv *stateless.Server) {
 			return text("Hello, " + in.Name + "!"), nil, nil
 		})
 	stateless.AddTool(srv, &stateless.Tool{Name: "slow_compute", Description: "Computes for the given seconds; a task when the client takes tasks.",
-		TaskSupport: stateless.TaskOptional},
+		TaskSupport: stateless.TaskSupportOptional},
 		func(ctx context.Context, req *stateless.ToolRequest, in computeArgs) (*stateless.CallToolResult, any, error) {
 			d := time.Duration(min(max(in.Seconds, 0), 900) * float64(time.Second))
 			if err := sleep(ctx, d); err != nil {
@@ -46,11 +46,11 @@ func taskFixtures(srv *stateless.Server) {
 			return nil, err
 		}
 		return nil, errors.New("the job failed")
-	}, stateless.TaskRequired)
+	}, stateless.TaskSupportRequired)
 	tool(srv, "protocol_error_job", "Fails as a protocol error (it panics); a task when the client takes tasks.", func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 		panic("protocol_error_job always panics")
-	}, stateless.TaskOptional)
-	stateless.AddTool(srv, &stateless.Tool{Name: "confirm_delete", Description: "Deletes a file once the user confirms.", TaskSupport: stateless.TaskOptional},
+	}, stateless.TaskSupportOptional)
+	stateless.AddTool(srv, &stateless.Tool{Name: "confirm_delete", Description: "Deletes a file once the user confirms.", TaskSupport: stateless.TaskSupportOptional},
 		func(ctx context.Context, req *stateless.ToolRequest, in deleteArgs) (*stateless.CallToolResult, any, error) {
 			r, ok := req.ElicitResult("confirm")
 			if !ok {
@@ -68,9 +68,9 @@ func taskFixtures(srv *stateless.Server) {
 			return nil, &stateless.InputRequired{Requests: map[string]stateless.InputRequest{"first": nameForm(), "second": confirmForm()}}
 		}
 		return text(fmt.Sprintf("Got %v and %v.", a.Content["name"], b.Content["name"])), nil
-	}, stateless.TaskOptional)
+	}, stateless.TaskSupportOptional)
 	srv.AddTool(&stateless.Tool{Name: "test_tool_with_task", Description: "Asks for a name in the request, then greets in a task.",
-		InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired,
+		InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired,
 		BeforeTask: func(ctx context.Context, req *stateless.ToolRequest) error {
 			if _, ok := req.ElicitResult("user_name"); ok {
 				return nil

@@ -332,7 +332,7 @@ func (d *demo) readNote(ctx context.Context, req *stateless.ResourceRequest) (*s
 	if errors.Is(err, ErrNoNote) {
 		return nil, mcperr.NewUnknownResource(req.URI)
 	} else if err != nil {
-		return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+		return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
 	}
 	return &stateless.ReadResourceResult{Contents: []stateless.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: n.Text}}}, nil
 }
@@ -352,7 +352,7 @@ const promptNotes = 50
 func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*stateless.GetPromptResult, error) {
 	all, more, err := d.notes.List(ctx, req.Principal, "", promptNotes)
 	if err != nil {
-		return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+		return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
 	}
 	var b strings.Builder
 	b.WriteString("Summarize these notes")
@@ -393,7 +393,7 @@ func (d *demo) complete(ctx context.Context, req *stateless.CompleteRequest) (*s
 	case req.RefType == "ref/resource" && req.RefName == noteTemplate.URITemplate && req.Argument == "id":
 		values, more, err := d.completeID(ctx, req.Principal, req.Value)
 		if err != nil {
-			return nil, mcperr.Wrap(mcperr.DependencyFailure, err)
+			return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
 		}
 		res.Completion.Values, res.Completion.HasMore = values, more
 	}

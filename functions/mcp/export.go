@@ -24,7 +24,7 @@ var exportTool = &stateless.Tool{
 		"for the document's title (answer it with tasks/update).",
 	Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesRead,
-	TaskSupport: stateless.TaskRequired,
+	TaskSupport: stateless.TaskSupportRequired,
 }
 
 type exportIn struct {

@@ -45,19 +45,19 @@ type Kind uint8
 
 // The event shapes served.
 const (
-	Unknown     Kind = iota
-	HTTPAPI          // API Gateway HTTP API, payload format 2.0
-	REST             // API Gateway REST API proxy integration, payload format 1.0
-	FunctionURL      // Lambda function URL (payload format 2.0)
+	KindUnknown     Kind = iota
+	KindHTTPAPI          // API Gateway HTTP API, payload format 2.0
+	KindREST             // API Gateway REST API proxy integration, payload format 1.0
+	KindFunctionURL      // Lambda function URL (payload format 2.0)
 )
 
 func (k Kind) String() string {
 	switch k {
-	case HTTPAPI:
+	case KindHTTPAPI:
 		return "http-api"
-	case REST:
+	case KindREST:
 		return "rest"
-	case FunctionURL:
+	case KindFunctionURL:
 		return "function-url"
 	}
 	return "unknown"
@@ -325,13 +325,13 @@ func Decode(payload []byte) (*Request, error) {
 	r := &Request{Request: &stateless.Request{}}
 	switch {
 	case ev.Version == "2.0" && ev.RequestContext.HTTP.Method != "":
-		r.Kind = HTTPAPI
+		r.Kind = KindHTTPAPI
 		if strings.Contains(ev.RequestContext.DomainName, ".lambda-url.") {
-			r.Kind = FunctionURL
+			r.Kind = KindFunctionURL
 		}
 		r.Method = ev.RequestContext.HTTP.Method
 	case ev.HTTPMethod != "":
-		r.Kind = REST
+		r.Kind = KindREST
 		r.Method = ev.HTTPMethod
 	default:
 		return nil, ErrNotHTTP
@@ -346,7 +346,7 @@ func Decode(payload []byte) (*Request, error) {
 		r.Host = ev.RequestContext.DomainName
 	}
 	path := ev.RequestContext.HTTP.Path
-	if r.Kind == REST {
+	if r.Kind == KindREST {
 		path = ev.RequestContext.Path
 	}
 	r.Domain, r.Path = ev.RequestContext.DomainName, path
@@ -443,7 +443,7 @@ func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
 	out := make([]byte, 0, len(resp.Body)+len(resp.Body)/8+128)
 	out = appendStatusAndHeaders(out, resp.Status, names, resp.Header)
 	if len(names) > 0 {
-		if k == REST {
+		if k == KindREST {
 			// REST APIs read multiValueHeaders as well; the 2.0 shapes
 			// ignore it.
 			out = append(out, `,"multiValueHeaders":{`...)
@@ -553,7 +553,7 @@ func (h *Handler) reject(ctx context.Context, r *Request, err error) *stateless.
 	if req == nil {
 		req = &stateless.Request{}
 	}
-	return h.Server.Reject(withRequest(ctx, r), req, mcperr.Wrap(mcperr.ParseError, err))
+	return h.Server.Reject(withRequest(ctx, r), req, mcperr.Wrap(mcperr.KindParseError, err))
 }
 
 // InvokeStream answers an event as Invoke does, onto st: a protocol

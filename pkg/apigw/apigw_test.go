@@ -22,19 +22,19 @@ func TestDecodeShapesAndPrincipals(t *testing.T) {
 		body          string
 	}{
 		{"http api, jwt", `{"version":"2.0","headers":{"content-type":"application/json","mcp-method":"tools/list"},"requestContext":{"requestId":"r1","domainName":"a.execute-api.us-east-1.amazonaws.com","http":{"method":"POST"},"authorizer":{"jwt":{"claims":{"iss":"https://issuer.example","sub":"user-1"}}}},"body":"{}"}`,
-			HTTPAPI, "POST", "jwt:https://issuer.example#user-1", map[string]string{"Mcp-Method": "tools/list", "Content-Type": "application/json"}, "{}"},
+			KindHTTPAPI, "POST", "jwt:https://issuer.example#user-1", map[string]string{"Mcp-Method": "tools/list", "Content-Type": "application/json"}, "{}"},
 		{"http api, iam", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"iam":{"userArn":"arn:aws:iam::1:user/x"}}}}`,
-			HTTPAPI, "POST", "iam:arn:aws:iam::1:user/x", nil, ""},
+			KindHTTPAPI, "POST", "iam:arn:aws:iam::1:user/x", nil, ""},
 		{"http api, lambda authorizer", `{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"lambda":{"principalId":"p-9"}}}}`,
-			HTTPAPI, "POST", "authorizer:p-9", nil, ""},
+			KindHTTPAPI, "POST", "authorizer:p-9", nil, ""},
 		{"function url", `{"version":"2.0","headers":{"host":"u.lambda-url.us-east-1.on.aws"},"requestContext":{"domainName":"u.lambda-url.us-east-1.on.aws","http":{"method":"GET"}}}`,
-			FunctionURL, "GET", "", map[string]string{"Host": "u.lambda-url.us-east-1.on.aws"}, ""},
+			KindFunctionURL, "GET", "", map[string]string{"Host": "u.lambda-url.us-east-1.on.aws"}, ""},
 		{"rest, cognito, multi-value", `{"httpMethod":"POST","headers":{"Mcp-Name":"b"},"multiValueHeaders":{"Mcp-Name":["a","b"]},"requestContext":{"authorizer":{"claims":{"iss":"https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x","sub":"c-1"}}},"body":"x"}`,
-			REST, "POST", "jwt:https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x#c-1", map[string]string{"Mcp-Name": "a"}, "x"},
-		{"rest, lambda authorizer", `{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"p-2"}}}`, REST, "POST", "authorizer:p-2", nil, ""},
-		{"rest, iam", `{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r"}}}`, REST, "POST", "iam:arn:aws:iam::1:role/r", nil, ""},
+			KindREST, "POST", "jwt:https://cognito-idp.us-east-1.amazonaws.com/us-east-1_x#c-1", map[string]string{"Mcp-Name": "a"}, "x"},
+		{"rest, lambda authorizer", `{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"p-2"}}}`, KindREST, "POST", "authorizer:p-2", nil, ""},
+		{"rest, iam", `{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r"}}}`, KindREST, "POST", "iam:arn:aws:iam::1:role/r", nil, ""},
 		{"base64 body", `{"version":"2.0","requestContext":{"http":{"method":"POST"}},"isBase64Encoded":true,"body":"` + base64.StdEncoding.EncodeToString([]byte(`{"a":1}`)) + `"}`,
-			HTTPAPI, "POST", "", nil, `{"a":1}`},
+			KindHTTPAPI, "POST", "", nil, `{"a":1}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

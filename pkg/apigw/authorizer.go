@@ -111,9 +111,9 @@ func (h *Handler) Authorize(ctx context.Context, payload []byte) ([]byte, error)
 	var facts map[string]string
 	switch refusal := adm.Refusal; {
 	case refusal == nil:
-	case refusal.Kind() == mcperr.Unauthorized:
+	case refusal.Kind() == mcperr.KindUnauthorized:
 		return nil, ErrUnauthorized
-	case refusal.Kind() == mcperr.InsufficientScope:
+	case refusal.Kind() == mcperr.KindInsufficientScope:
 		effect = "Deny"
 		facts = map[string]string{"requiredScopes": strings.Join(adm.RequiredScopes, " ")}
 	default:

@@ -18,11 +18,11 @@ type scopeTable map[string][]string
 
 func (st scopeTable) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
 	if token == "down" {
-		return "", nil, mcperr.NewRetryable(mcperr.DependencyFailure, 0, errors.New("keys unreachable"))
+		return "", nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, errors.New("keys unreachable"))
 	}
 	scopes, ok := st[token]
 	if !ok || audience != "https://mcp.example.com/mcp" {
-		return "", nil, mcperr.Wrap(mcperr.Unauthorized, errors.New("refused"))
+		return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, errors.New("refused"))
 	}
 	return "jwt:https://issuer.example.com#" + token, scopes, nil
 }

@@ -48,14 +48,14 @@ func jwtPrincipal(iss, sub string) string { return principalJWT + iss + "#" + su
 // is ambiguous: unusable.
 func principal(k Kind, authz, ident json.RawMessage) (p string, unidentified bool) {
 	if !emptyObject(authz) {
-		if k == REST {
+		if k == KindREST {
 			p = restAuthorizer(authz)
 		} else {
 			p = httpAuthorizer(authz)
 		}
 		return p, p == ""
 	}
-	if k == REST {
+	if k == KindREST {
 		return restIAM(ident)
 	}
 	return "", false

@@ -62,7 +62,7 @@ func (b *Breaker) wrap(tool *stateless.Tool, next stateless.ToolHandler) statele
 	name := tool.Name
 	return func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 		if wait, ok := b.admit(name); !ok {
-			return nil, mcperr.NewRetryable(mcperr.CircuitOpen, wait, errOpen)
+			return nil, mcperr.NewRetryable(mcperr.KindCircuitOpen, wait, errOpen)
 		}
 		res, err := next(ctx, req)
 		b.record(name, trips(err))

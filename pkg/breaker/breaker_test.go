@@ -52,7 +52,7 @@ func TestBreaker(t *testing.T) {
 	c.CallTool("fetch", nil)
 	up.fail = nil
 	c.CallTool("fetch", nil) // a success: the count starts again
-	up.fail = mcperr.NewRetryable(mcperr.DependencyFailure, 0, errors.New("upstream down"))
+	up.fail = mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, errors.New("upstream down"))
 	for range 3 {
 		c.CallTool("fetch", nil)
 	}

@@ -58,8 +58,8 @@ type Status string
 
 // The statuses.
 const (
-	InProgress Status = "in_progress"
-	Completed  Status = "completed"
+	StatusInProgress Status = "in_progress"
+	StatusCompleted  Status = "completed"
 )
 
 // Record is a claim as stored.
@@ -90,7 +90,7 @@ func (r *Record) live(now time.Time) bool {
 	if now.Unix() >= r.ExpiresAt.Unix() {
 		return false
 	}
-	return r.Status == Completed || now.UnixMilli() < r.LeaseUntil.UnixMilli()
+	return r.Status == StatusCompleted || now.UnixMilli() < r.LeaseUntil.UnixMilli()
 }
 
 // Claim is one attempt to take a key.

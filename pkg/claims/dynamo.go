@@ -99,7 +99,7 @@ const takeover = "attribute_not_exists(pk) OR #ex <= :now_s OR (#st = :in_progre
 // it does not.
 func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Record, error) {
 	item := d.key(c.Key)
-	item["status"] = str(string(InProgress))
+	item["status"] = str(string(StatusInProgress))
 	item["owner"] = str(c.Owner)
 	item["lease_until"] = num(c.LeaseUntil.UnixMilli())
 	item["fingerprint"] = str(c.Fingerprint)
@@ -113,7 +113,7 @@ func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Re
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":now_s":       num(now.Unix()),
 				":now_ms":      num(now.UnixMilli()),
-				":in_progress": str(string(InProgress)),
+				":in_progress": str(string(StatusInProgress)),
 			},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
@@ -141,7 +141,7 @@ func (d *DynamoDB) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Re
 		if err != nil {
 			return false, nil, err
 		}
-		if r.Owner == c.Owner && r.Status == InProgress {
+		if r.Owner == c.Owner && r.Status == StatusInProgress {
 			// Our own write, applied on an attempt whose answer was lost
 			// (the SDK retried it): the claim is ours.
 			return true, nil, nil
@@ -171,7 +171,7 @@ func (d *DynamoDB) Complete(ctx context.Context, key, owner string, response []b
 func (d *DynamoDB) completion(c Completion) *dynamodb.UpdateItemInput {
 	update := "SET #st = :completed, #ov = :oversize, #ex = :exp REMOVE #lu"
 	values := map[string]types.AttributeValue{
-		":completed": str(string(Completed)),
+		":completed": str(string(StatusCompleted)),
 		":oversize":  &types.AttributeValueMemberBOOL{Value: c.Oversize},
 		":exp":       num(c.ExpiresAt.Unix()),
 		":owner":     str(c.Owner),
@@ -239,7 +239,7 @@ func (d *DynamoDB) Release(ctx context.Context, key, owner string) error {
 		ConditionExpression:      aws.String(owned),
 		ExpressionAttributeNames: releaseNames,
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":owner": str(owner), ":in_progress": str(string(InProgress)),
+			":owner": str(owner), ":in_progress": str(string(StatusInProgress)),
 		},
 	})
 	return d.fenced(err, "releasing")
@@ -304,7 +304,7 @@ func decodeRecord(item map[string]types.AttributeValue) (*Record, error) {
 	if v, ok := item["oversize"].(*types.AttributeValueMemberBOOL); ok {
 		r.Oversize = v.Value
 	}
-	if r.Status != InProgress && r.Status != Completed {
+	if r.Status != StatusInProgress && r.Status != StatusCompleted {
 		return nil, fmt.Errorf("claims: record %s has status %q", r.Key, r.Status)
 	}
 	return r, err

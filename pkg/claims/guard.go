@@ -94,7 +94,7 @@ type call struct {
 func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *mcperr.Error) {
 	args, err := canon.Append(nil, c.args)
 	if err != nil {
-		return nil, nil, mcperr.Wrap(mcperr.MalformedParams, err)
+		return nil, nil, mcperr.Wrap(mcperr.KindMalformedParams, err)
 	}
 	key := c.key
 	if key == "" {
@@ -113,17 +113,17 @@ func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *
 	taken, holder, err := g.store.Claim(ctx, claim, now)
 	switch {
 	case err != nil:
-		return nil, nil, mcperr.NewRetryable(mcperr.StoreUnavailable, time.Second, err)
+		return nil, nil, mcperr.NewRetryable(mcperr.KindStoreUnavailable, time.Second, err)
 	case taken:
 		return nil, &ticket{g: g, key: claim.Key, owner: claim.Owner}, nil
 	case holder.Fingerprint != claim.Fingerprint:
-		return nil, nil, mcperr.New(mcperr.IdempotencyConflict)
-	case holder.Status == Completed && holder.Oversize:
-		return nil, nil, mcperr.New(mcperr.ReplayUnavailable)
-	case holder.Status == Completed:
+		return nil, nil, mcperr.New(mcperr.KindIdempotencyConflict)
+	case holder.Status == StatusCompleted && holder.Oversize:
+		return nil, nil, mcperr.New(mcperr.KindReplayUnavailable)
+	case holder.Status == StatusCompleted:
 		res, err := inflate(holder.Response)
 		if err != nil {
-			return nil, nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result of claim %s: %w", claim.Key, err))
+			return nil, nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("stored result of claim %s: %w", claim.Key, err))
 		}
 		return res, nil, nil
 	}
@@ -131,7 +131,7 @@ func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *
 	if after < 100*time.Millisecond {
 		after = 100 * time.Millisecond
 	}
-	return nil, nil, mcperr.NewRetryable(mcperr.DuplicateInFlight, after, nil)
+	return nil, nil, mcperr.NewRetryable(mcperr.KindDuplicateInFlight, after, nil)
 }
 
 // lease is how long the call may run (run, else until the request's
@@ -456,7 +456,7 @@ func (g *Guard) redeem(ctx context.Context, id string, until time.Time) (*redemp
 	switch {
 	case err != nil:
 		return nil, err
-	case !taken && holder.Status == InProgress:
+	case !taken && holder.Status == StatusInProgress:
 		return nil, &redemptionHeld{retryAfter: holder.LeaseUntil.Sub(now)}
 	case !taken:
 		return nil, nil // spent

@@ -137,12 +137,12 @@ func (g *Guard) redeemFor(ctx context.Context, e *stateless.Execution) (*redempt
 		// Not spent: its holder may fail, or die, and the state be usable
 		// again. The retry-after is the holder's lease.
 		o.StateOpened = false
-		return nil, mcperr.NewRetryable(mcperr.StateInUse, max(held.retryAfter, 100*time.Millisecond), err)
+		return nil, mcperr.NewRetryable(mcperr.KindStateInUse, max(held.retryAfter, 100*time.Millisecond), err)
 	case err != nil:
-		return nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+		return nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, err)
 	case r == nil:
 		o.StateOpened = false
-		return nil, mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state redeemed already"))
+		return nil, mcperr.Wrap(mcperr.KindTamperedState, errors.New("single-use state redeemed already"))
 	}
 	return r, nil
 }
@@ -172,7 +172,7 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 		// Nothing happened: the client retries, and the state is
 		// released for the retry.
 		o.Claim = stateless.ClaimNotCommitted
-		return stateless.Refusal(mcperr.NewRetryable(mcperr.NotCommitted, time.Second, err))
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindNotCommitted, time.Second, err))
 	}
 	// The tool's effect happened; its result goes to the client even
 	// though a retry after the lease would run the tool again.
@@ -201,9 +201,9 @@ func (g *Guard) settle(ctx context.Context, e *stateless.Execution, what string,
 // decision names the claim decision a refusal of kind k records.
 func decision(k mcperr.Kind) string {
 	switch k {
-	case mcperr.DuplicateInFlight:
+	case mcperr.KindDuplicateInFlight:
 		return stateless.ClaimInProgress
-	case mcperr.IdempotencyConflict:
+	case mcperr.KindIdempotencyConflict:
 		return stateless.ClaimConflict
 	}
 	return stateless.ClaimUnavailable

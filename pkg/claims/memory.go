@@ -96,7 +96,7 @@ func (m *Memory) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Reco
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if r, ok := m.records[c.Key]; ok {
-		if r.Owner == c.Owner && r.Status == InProgress {
+		if r.Owner == c.Owner && r.Status == StatusInProgress {
 			return true, nil, nil // a retry of the claim that took it
 		}
 		if r.live(now) {
@@ -114,7 +114,7 @@ func (m *Memory) Claim(ctx context.Context, c Claim, now time.Time) (bool, *Reco
 		return false, nil, fmt.Errorf("%w: %w: %d records, none of which can be dropped before %s",
 			ErrUnavailable, ErrFull, len(m.records), m.freeAt.UTC().Format(time.RFC3339))
 	}
-	r := &Record{Key: c.Key, Status: InProgress, Owner: c.Owner, LeaseUntil: c.LeaseUntil,
+	r := &Record{Key: c.Key, Status: StatusInProgress, Owner: c.Owner, LeaseUntil: c.LeaseUntil,
 		Fingerprint: c.Fingerprint, ExpiresAt: c.ExpiresAt}
 	m.records[c.Key] = r
 	if t := droppableAt(r); t.Before(m.freeAt) {
@@ -134,7 +134,7 @@ func (m *Memory) Complete(ctx context.Context, key, owner string, response []byt
 	if !ok || r.Owner != owner {
 		return ErrNotOwner
 	}
-	if r.Status == Completed {
+	if r.Status == StatusCompleted {
 		return nil // a retry: the first completion stands
 	}
 	if !oversize && m.bytes+len(response) > m.opts.MaxResponseBytes {
@@ -145,7 +145,7 @@ func (m *Memory) Complete(ctx context.Context, key, owner string, response []byt
 	if oversize {
 		response = nil
 	}
-	r.Status, r.Response, r.Oversize, r.ExpiresAt = Completed, bytes.Clone(response), oversize, expiresAt
+	r.Status, r.Response, r.Oversize, r.ExpiresAt = StatusCompleted, bytes.Clone(response), oversize, expiresAt
 	m.bytes += len(r.Response)
 	if t := droppableAt(r); t.Before(m.freeAt) {
 		m.freeAt = t
@@ -161,7 +161,7 @@ func (m *Memory) Release(ctx context.Context, key, owner string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r, ok := m.records[key]
-	if !ok || r.Owner != owner || r.Status != InProgress {
+	if !ok || r.Owner != owner || r.Status != StatusInProgress {
 		return ErrNotOwner
 	}
 	m.drop(key, r)
@@ -204,7 +204,7 @@ func (m *Memory) sweep(now time.Time) {
 // the millisecond.
 func droppableAt(r *Record) time.Time {
 	t := time.Unix(r.ExpiresAt.Unix(), 0)
-	if r.Status == InProgress {
+	if r.Status == StatusInProgress {
 		if l := time.UnixMilli(r.LeaseUntil.UnixMilli()); l.Before(t) {
 			t = l
 		}

@@ -65,7 +65,7 @@ func TestMemoryCap(t *testing.T) {
 		if err != nil || taken || holder == nil || holder.Owner != "a" {
 			t.Fatalf("%s was given up: taken=%v holder=%+v err=%v", k, taken, holder, err)
 		}
-		if i%4 == 0 && (holder.Status != claims.Completed || string(holder.Response) != `{"n":`+fmt.Sprint(i)+`}`) {
+		if i%4 == 0 && (holder.Status != claims.StatusCompleted || string(holder.Response) != `{"n":`+fmt.Sprint(i)+`}`) {
 			t.Errorf("%s: %+v", k, holder)
 		}
 	}
@@ -80,7 +80,7 @@ func TestMemoryCap(t *testing.T) {
 	refused(now)
 	for i := 0; i < 100; i += 4 {
 		_, holder, _ := m.Claim(ctx, claimAt(fmt.Sprint("k", i), "b", now, time.Minute, time.Hour), now)
-		if holder == nil || holder.Status != claims.Completed {
+		if holder == nil || holder.Status != claims.StatusCompleted {
 			t.Errorf("completed k%d was dropped: %+v", i, holder)
 		}
 	}
@@ -115,7 +115,7 @@ func TestMemoryResponseBudget(t *testing.T) {
 	}
 	for i, wantKept := range []bool{true, true, false} {
 		_, holder, err := m.Claim(ctx, claimAt(fmt.Sprint("k", i), "b", t0, time.Minute, time.Hour), t0)
-		if err != nil || holder == nil || holder.Status != claims.Completed || holder.Oversize == wantKept || (len(holder.Response) == len(body)) != wantKept {
+		if err != nil || holder == nil || holder.Status != claims.StatusCompleted || holder.Oversize == wantKept || (len(holder.Response) == len(body)) != wantKept {
 			t.Errorf("k%d: %+v %v, want kept %v", i, holder, err, wantKept)
 		}
 	}

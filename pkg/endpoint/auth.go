@@ -45,7 +45,7 @@ func (a verifier) Authenticate(ctx context.Context, token, audience string) (str
 	case err == nil:
 		return auth.Principal(t), t.Scopes, nil
 	case errors.Is(err, auth.ErrUnavailable):
-		return "", nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+		return "", nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, err)
 	}
-	return "", nil, mcperr.Wrap(mcperr.Unauthorized, err)
+	return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, err)
 }

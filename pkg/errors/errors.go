@@ -53,51 +53,51 @@ const (
 	_ Kind = iota
 
 	// Transport refusals, decided before the body is read as JSON-RPC.
-	MethodNotAllowed     // HTTP method other than POST
-	ForbiddenOrigin      // Origin header not on the allow-list
-	UnsupportedMediaType // Content-Type is not application/json
-	NotAcceptable        // Accept does not admit a JSON response
-	BodyTooLarge         // body over the configured limit
-	Unauthorized         // no or invalid credentials (from an authorizer)
-	InsufficientScope    // credentials lack a scope the operation needs
+	KindMethodNotAllowed     // HTTP method other than POST
+	KindForbiddenOrigin      // Origin header not on the allow-list
+	KindUnsupportedMediaType // Content-Type is not application/json
+	KindNotAcceptable        // Accept does not admit a JSON response
+	KindBodyTooLarge         // body over the configured limit
+	KindUnauthorized         // no or invalid credentials (from an authorizer)
+	KindInsufficientScope    // credentials lack a scope the operation needs
 
 	// Message-shape refusals.
-	ParseError     // body is not JSON
-	InvalidRequest // not a single JSON-RPC request or notification
-	BatchRejected  // a JSON array: 2026-07-28 has no batches
-	ResponseRejected
+	KindParseError     // body is not JSON
+	KindInvalidRequest // not a single JSON-RPC request or notification
+	KindBatchRejected  // a JSON array: 2026-07-28 has no batches
+	KindResponseRejected
 
 	// Protocol refusals.
-	MalformedMeta       // params._meta missing a required key
-	HeaderMismatch      // an MCP header is missing, malformed, or differs from the body
-	UnsupportedVersion  // protocol version not served {requested, supported}
-	UnnegotiableVersion // legacy initialize without a usable version
-	MalformedInitialize // legacy initialize params unusable
-	UnknownMethod       // method unknown, removed, or not advertised
-	MalformedParams     // params do not have the method's shape
-	InvalidCursor       // pagination cursor not issued by this server
-	UnknownTool         // no such tool, or hidden from this caller
-	NotCallable         // tool exists and is visible but cannot be called now
-	UnknownResource     // no resource at that URI {uri}
-	UnknownPrompt       // no such prompt, or hidden from this caller
-	UnknownTask         // no such task, expired, or another caller's
-	MissingCapability   // processing needs a client capability {requiredCapabilities}
-	TamperedState       // requestState failed to open
-	HandlerFailed       // the handler returned an error; carries its message
-	DuplicateInFlight   // same idempotency key is being processed {retryAfter}
-	StateInUse          // a single-use requestState is being redeemed by another call {retryAfter}
-	IdempotencyConflict // same idempotency key, different request
-	BadIdempotencyKey   // idempotency key empty, malformed, too long, or ambiguous {reason}
-	StoreUnavailable    // idempotency store unreachable: failed closed
-	ReplayUnavailable   // completed call whose response could not be kept
-	NotCommitted        // the tool's enlisted writes were not committed: nothing happened
+	KindMalformedMeta       // params._meta missing a required key
+	KindHeaderMismatch      // an MCP header is missing, malformed, or differs from the body
+	KindUnsupportedVersion  // protocol version not served {requested, supported}
+	KindUnnegotiableVersion // legacy initialize without a usable version
+	KindMalformedInitialize // legacy initialize params unusable
+	KindUnknownMethod       // method unknown, removed, or not advertised
+	KindMalformedParams     // params do not have the method's shape
+	KindInvalidCursor       // pagination cursor not issued by this server
+	KindUnknownTool         // no such tool, or hidden from this caller
+	KindNotCallable         // tool exists and is visible but cannot be called now
+	KindUnknownResource     // no resource at that URI {uri}
+	KindUnknownPrompt       // no such prompt, or hidden from this caller
+	KindUnknownTask         // no such task, expired, or another caller's
+	KindMissingCapability   // processing needs a client capability {requiredCapabilities}
+	KindTamperedState       // requestState failed to open
+	KindHandlerFailed       // the handler returned an error; carries its message
+	KindDuplicateInFlight   // same idempotency key is being processed {retryAfter}
+	KindStateInUse          // a single-use requestState is being redeemed by another call {retryAfter}
+	KindIdempotencyConflict // same idempotency key, different request
+	KindBadIdempotencyKey   // idempotency key empty, malformed, too long, or ambiguous {reason}
+	KindStoreUnavailable    // idempotency store unreachable: failed closed
+	KindReplayUnavailable   // completed call whose response could not be kept
+	KindNotCommitted        // the tool's enlisted writes were not committed: nothing happened
 
 	// Operational classes.
-	Timeout           // deadline passed before an answer
-	RateLimited       // caller over its rate {retryAfter}
-	DependencyFailure // an upstream the handler needs failed
-	CircuitOpen       // a tool's dependencies have been failing: not called until its breaker closes {retryAfter}
-	Internal          // a bug; never the peer's fault
+	KindTimeout           // deadline passed before an answer
+	KindRateLimited       // caller over its rate {retryAfter}
+	KindDependencyFailure // an upstream the handler needs failed
+	KindCircuitOpen       // a tool's dependencies have been failing: not called until its breaker closes {retryAfter}
+	KindInternal          // a bug; never the peer's fault
 
 	numKinds
 )
@@ -120,55 +120,55 @@ type spec struct {
 }
 
 var specs = [numKinds]spec{
-	MethodNotAllowed:     {name: "method_not_allowed", code: CodeInvalidRequest, status: http.StatusMethodNotAllowed, message: "Method not allowed: this endpoint accepts POST only"},
-	ForbiddenOrigin:      {name: "forbidden_origin", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Forbidden: origin not allowed"},
-	UnsupportedMediaType: {name: "unsupported_media_type", code: CodeInvalidRequest, status: http.StatusUnsupportedMediaType, message: "Unsupported media type: send application/json"},
-	NotAcceptable:        {name: "not_acceptable", code: CodeInvalidRequest, status: http.StatusNotAcceptable, message: "Not acceptable: accept application/json and text/event-stream"},
-	BodyTooLarge:         {name: "body_too_large", code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, message: "Request body too large"},
-	Unauthorized:         {name: "unauthorized", code: CodeInvalidRequest, status: http.StatusUnauthorized, message: "Unauthorized"},
-	InsufficientScope:    {name: "insufficient_scope", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Insufficient scope", dataType: "insufficient_scope"},
+	KindMethodNotAllowed:     {name: "method_not_allowed", code: CodeInvalidRequest, status: http.StatusMethodNotAllowed, message: "Method not allowed: this endpoint accepts POST only"},
+	KindForbiddenOrigin:      {name: "forbidden_origin", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Forbidden: origin not allowed"},
+	KindUnsupportedMediaType: {name: "unsupported_media_type", code: CodeInvalidRequest, status: http.StatusUnsupportedMediaType, message: "Unsupported media type: send application/json"},
+	KindNotAcceptable:        {name: "not_acceptable", code: CodeInvalidRequest, status: http.StatusNotAcceptable, message: "Not acceptable: accept application/json and text/event-stream"},
+	KindBodyTooLarge:         {name: "body_too_large", code: CodeInvalidRequest, status: http.StatusRequestEntityTooLarge, message: "Request body too large"},
+	KindUnauthorized:         {name: "unauthorized", code: CodeInvalidRequest, status: http.StatusUnauthorized, message: "Unauthorized"},
+	KindInsufficientScope:    {name: "insufficient_scope", code: CodeInvalidRequest, status: http.StatusForbidden, message: "Insufficient scope", dataType: "insufficient_scope"},
 
-	ParseError:       {name: "parse_error", code: CodeParseError, status: http.StatusBadRequest, message: "Parse error: body is not valid JSON"},
-	InvalidRequest:   {name: "invalid_request", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: expected one JSON-RPC 2.0 request or notification"},
-	BatchRejected:    {name: "batch_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: JSON-RPC batches are not supported"},
-	ResponseRejected: {name: "response_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: clients do not send responses to this endpoint"},
+	KindParseError:       {name: "parse_error", code: CodeParseError, status: http.StatusBadRequest, message: "Parse error: body is not valid JSON"},
+	KindInvalidRequest:   {name: "invalid_request", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: expected one JSON-RPC 2.0 request or notification"},
+	KindBatchRejected:    {name: "batch_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: JSON-RPC batches are not supported"},
+	KindResponseRejected: {name: "response_rejected", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Invalid request: clients do not send responses to this endpoint"},
 
-	MalformedMeta:       {name: "malformed_meta", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)"},
-	HeaderMismatch:      {name: "header_mismatch", code: CodeHeaderMismatch, status: http.StatusBadRequest, message: "Header mismatch: an MCP header is missing, malformed, or differs from the request body"},
-	UnsupportedVersion:  {name: "unsupported_version", code: CodeUnsupportedProtocolVersion, status: http.StatusBadRequest, message: "Unsupported protocol version"},
-	UnnegotiableVersion: {name: "unnegotiable_version", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize needs a protocolVersion string"},
-	MalformedInitialize: {name: "malformed_initialize", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize params are malformed"},
-	UnknownMethod:       {name: "unknown_method", code: CodeMethodNotFound, status: http.StatusNotFound, message: "Method not found"},
-	MalformedParams:     {name: "malformed_params", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params"},
-	InvalidCursor:       {name: "invalid_cursor", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown pagination cursor"},
-	UnknownTool:         {name: "unknown_tool", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown tool"},
-	NotCallable:         {name: "not_callable", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: tool cannot be called"},
-	UnknownResource:     {name: "unknown_resource", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Resource not found"},
-	UnknownPrompt:       {name: "unknown_prompt", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown prompt"},
-	UnknownTask:         {name: "unknown_task", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown or expired task", dataType: "unknown_task"},
-	MissingCapability:   {name: "missing_capability", code: CodeMissingRequiredClientCapability, status: http.StatusBadRequest, message: "Missing required client capability"},
-	TamperedState:       {name: "tampered_state", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: invalid or expired requestState"},
-	HandlerFailed:       {name: "handler_failed", code: CodeInternalError, status: http.StatusOK, message: "Handler failed", serverFault: true},
-	DuplicateInFlight:   {name: "duplicate_in_flight", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Request with this idempotency key is already in progress", retryable: true, dataType: "idempotency_key_in_progress"},
-	StateInUse:          {name: "state_in_use", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "The request state is being used by another call; retry later", retryable: true, dataType: "request_state_in_use"},
-	IdempotencyConflict: {name: "idempotency_conflict", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Idempotency key was already used for a different request", dataType: "idempotency_key_conflict"},
-	BadIdempotencyKey:   {name: "idempotency_key_invalid", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", dataType: "idempotency_key_invalid"},
-	StoreUnavailable:    {name: "store_unavailable", code: CodeInternalError, status: http.StatusOK, message: "Idempotency store unavailable; the tool did not run", retryable: true, dataType: "idempotency_store_unavailable", serverFault: true},
-	NotCommitted:        {name: "not_committed", code: CodeInternalError, status: http.StatusOK, message: "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", retryable: true, dataType: "idempotency_not_committed", serverFault: true},
-	ReplayUnavailable:   {name: "replay_unavailable", code: CodeInternalError, status: http.StatusOK, message: "The original call completed but its response was too large to keep; it was not run again", dataType: "idempotency_replay_unavailable"},
+	KindMalformedMeta:       {name: "malformed_meta", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)"},
+	KindHeaderMismatch:      {name: "header_mismatch", code: CodeHeaderMismatch, status: http.StatusBadRequest, message: "Header mismatch: an MCP header is missing, malformed, or differs from the request body"},
+	KindUnsupportedVersion:  {name: "unsupported_version", code: CodeUnsupportedProtocolVersion, status: http.StatusBadRequest, message: "Unsupported protocol version"},
+	KindUnnegotiableVersion: {name: "unnegotiable_version", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize needs a protocolVersion string"},
+	KindMalformedInitialize: {name: "malformed_initialize", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: initialize params are malformed"},
+	KindUnknownMethod:       {name: "unknown_method", code: CodeMethodNotFound, status: http.StatusNotFound, message: "Method not found"},
+	KindMalformedParams:     {name: "malformed_params", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params"},
+	KindInvalidCursor:       {name: "invalid_cursor", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown pagination cursor"},
+	KindUnknownTool:         {name: "unknown_tool", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown tool"},
+	KindNotCallable:         {name: "not_callable", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: tool cannot be called"},
+	KindUnknownResource:     {name: "unknown_resource", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Resource not found"},
+	KindUnknownPrompt:       {name: "unknown_prompt", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown prompt"},
+	KindUnknownTask:         {name: "unknown_task", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: unknown or expired task", dataType: "unknown_task"},
+	KindMissingCapability:   {name: "missing_capability", code: CodeMissingRequiredClientCapability, status: http.StatusBadRequest, message: "Missing required client capability"},
+	KindTamperedState:       {name: "tampered_state", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: invalid or expired requestState"},
+	KindHandlerFailed:       {name: "handler_failed", code: CodeInternalError, status: http.StatusOK, message: "Handler failed", serverFault: true},
+	KindDuplicateInFlight:   {name: "duplicate_in_flight", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "Request with this idempotency key is already in progress", retryable: true, dataType: "idempotency_key_in_progress"},
+	KindStateInUse:          {name: "state_in_use", code: CodeInvalidRequest, status: http.StatusBadRequest, message: "The request state is being used by another call; retry later", retryable: true, dataType: "request_state_in_use"},
+	KindIdempotencyConflict: {name: "idempotency_conflict", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Idempotency key was already used for a different request", dataType: "idempotency_key_conflict"},
+	KindBadIdempotencyKey:   {name: "idempotency_key_invalid", code: CodeInvalidParams, status: http.StatusBadRequest, message: "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", dataType: "idempotency_key_invalid"},
+	KindStoreUnavailable:    {name: "store_unavailable", code: CodeInternalError, status: http.StatusOK, message: "Idempotency store unavailable; the tool did not run", retryable: true, dataType: "idempotency_store_unavailable", serverFault: true},
+	KindNotCommitted:        {name: "not_committed", code: CodeInternalError, status: http.StatusOK, message: "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", retryable: true, dataType: "idempotency_not_committed", serverFault: true},
+	KindReplayUnavailable:   {name: "replay_unavailable", code: CodeInternalError, status: http.StatusOK, message: "The original call completed but its response was too large to keep; it was not run again", dataType: "idempotency_replay_unavailable"},
 
-	Timeout:           {name: "timeout", code: CodeInternalError, status: http.StatusOK, message: "Timed out", retryable: true, dataType: "timeout", serverFault: true},
-	RateLimited:       {name: "rate_limited", code: CodeInternalError, status: http.StatusOK, message: "Rate limited", retryable: true, dataType: "rate_limited"},
-	DependencyFailure: {name: "dependency_failure", code: CodeInternalError, status: http.StatusOK, message: "A dependency failed", retryable: true, dataType: "dependency_failure", serverFault: true},
-	CircuitOpen:       {name: "circuit_open", code: CodeInternalError, status: http.StatusOK, message: "This tool's dependencies are failing; it was not run, retry later", retryable: true, dataType: "circuit_open"},
-	Internal:          {name: "internal", code: CodeInternalError, status: http.StatusOK, message: "Internal error", serverFault: true},
+	KindTimeout:           {name: "timeout", code: CodeInternalError, status: http.StatusOK, message: "Timed out", retryable: true, dataType: "timeout", serverFault: true},
+	KindRateLimited:       {name: "rate_limited", code: CodeInternalError, status: http.StatusOK, message: "Rate limited", retryable: true, dataType: "rate_limited"},
+	KindDependencyFailure: {name: "dependency_failure", code: CodeInternalError, status: http.StatusOK, message: "A dependency failed", retryable: true, dataType: "dependency_failure", serverFault: true},
+	KindCircuitOpen:       {name: "circuit_open", code: CodeInternalError, status: http.StatusOK, message: "This tool's dependencies are failing; it was not run, retry later", retryable: true, dataType: "circuit_open"},
+	KindInternal:          {name: "internal", code: CodeInternalError, status: http.StatusOK, message: "Internal error", serverFault: true},
 }
 
 // TripsBreaker reports whether the refusal says a dependency is failing
 // (a timeout, a failed upstream), which a circuit breaker counts; the
 // caller's mistakes and the server's bugs do not.
 func (e *Error) TripsBreaker() bool {
-	return e != nil && (e.kind == Timeout || e.kind == DependencyFailure)
+	return e != nil && (e.kind == KindTimeout || e.kind == KindDependencyFailure)
 }
 
 // Kinds returns every Kind, in declaration order.
@@ -190,7 +190,7 @@ func (k Kind) String() string {
 
 func (k Kind) spec() spec {
 	if k == 0 || k >= numKinds {
-		return specs[Internal]
+		return specs[KindInternal]
 	}
 	return specs[k]
 }
@@ -215,7 +215,7 @@ func Wrap(k Kind, cause error) *Error { return &Error{kind: k, cause: cause} }
 
 // NewUnsupportedVersion is -32022: data {supported, requested}.
 func NewUnsupportedVersion(requested string, supported []string) *Error {
-	return &Error{kind: UnsupportedVersion, data: versionData{Supported: supported, Requested: requested}}
+	return &Error{kind: KindUnsupportedVersion, data: versionData{Supported: supported, Requested: requested}}
 }
 
 type versionData struct {
@@ -227,7 +227,7 @@ type versionData struct {
 // naming what is missing, for example {"elicitation":{}}; it is sent as
 // data.requiredCapabilities.
 func NewMissingCapability(required any) *Error {
-	return &Error{kind: MissingCapability, data: capabilityData{Required: required}}
+	return &Error{kind: KindMissingCapability, data: capabilityData{Required: required}}
 }
 
 type capabilityData struct {
@@ -238,7 +238,7 @@ type capabilityData struct {
 // data.uri, as the spec requires. The URI is the peer's, so it appears only
 // in data.
 func NewUnknownResource(uri string) *Error {
-	return &Error{kind: UnknownResource, data: uriData{URI: uri}}
+	return &Error{kind: KindUnknownResource, data: uriData{URI: uri}}
 }
 
 type uriData struct {
@@ -250,7 +250,7 @@ type uriData struct {
 // suggestion computed only among visible tools, so that a hidden tool gets
 // the same answer as an absent one.
 func NewUnknownTool(suggestion string) *Error {
-	e := &Error{kind: UnknownTool}
+	e := &Error{kind: KindUnknownTool}
 	if suggestion != "" {
 		e.data = suggestionData{DidYouMean: suggestion}
 	}
@@ -266,7 +266,7 @@ type suggestionData struct {
 // fixed words for the mistake (for example "empty" or "mismatch"), carried
 // as data.reason; it must never be built from the key itself.
 func NewBadIdempotencyKey(reason string) *Error {
-	e := &Error{kind: BadIdempotencyKey}
+	e := &Error{kind: KindBadIdempotencyKey}
 	if reason != "" {
 		e.data = reasonData{Reason: reason}
 	}
@@ -281,7 +281,7 @@ type reasonData struct {
 // is the handler's own message: it is server code's text, and must not
 // contain peer-controlled strings.
 func NewHandlerFailed(msg string, cause error) *Error {
-	return &Error{kind: HandlerFailed, message: msg, cause: cause}
+	return &Error{kind: KindHandlerFailed, message: msg, cause: cause}
 }
 
 // NewRetryable returns a refusal of a retryable kind with a retry-after hint.
@@ -297,7 +297,7 @@ func NewInsufficientScope(required []string, resourceMetadata string) *Error {
 	if resourceMetadata != "" {
 		ch += `, resource_metadata="` + quoteSafe(resourceMetadata) + `"`
 	}
-	return &Error{kind: InsufficientScope, challenge: ch, data: scopeData{Required: required}}
+	return &Error{kind: KindInsufficientScope, challenge: ch, data: scopeData{Required: required}}
 }
 
 // NewUnauthorized is the authentication challenge: HTTP 401 with a
@@ -314,7 +314,7 @@ func NewUnauthorized(resourceMetadata string, scopes []string, invalidToken bool
 	if invalidToken {
 		ch += `, error="invalid_token"`
 	}
-	return &Error{kind: Unauthorized, challenge: ch, cause: cause}
+	return &Error{kind: KindUnauthorized, challenge: ch, cause: cause}
 }
 
 type scopeData struct {
@@ -351,7 +351,7 @@ func (e *Error) HTTPStatus() int { return e.kind.spec().status }
 // the message was read travel in-band with 200; transport refusals and the
 // version refusal keep their status.
 func (e *Error) LegacyHTTPStatus() int {
-	if e.kind < MalformedMeta || e.kind == UnsupportedVersion || e.kind == HeaderMismatch {
+	if e.kind < KindMalformedMeta || e.kind == KindUnsupportedVersion || e.kind == KindHeaderMismatch {
 		return e.HTTPStatus()
 	}
 	return http.StatusOK
@@ -359,7 +359,7 @@ func (e *Error) LegacyHTTPStatus() int {
 
 // Message is the fixed, peer-independent message.
 func (e *Error) Message() string {
-	if e.kind == HandlerFailed && e.message != "" {
+	if e.kind == KindHandlerFailed && e.message != "" {
 		return e.message
 	}
 	return e.kind.spec().message
@@ -430,7 +430,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.cause }
 
 // Is reports whether target is a refusal of the same kind, so that
-// errors.Is(err, mcperr.New(mcperr.TamperedState)) works.
+// errors.Is(err, mcperr.New(mcperr.KindTamperedState)) works.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.kind == e.kind

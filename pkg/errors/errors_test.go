@@ -24,45 +24,45 @@ func TestMapping(t *testing.T) {
 		fault                bool   // the server's fault: logged at ERROR, counted
 	}
 	rows := map[mcperr.Kind]row{
-		mcperr.MethodNotAllowed:     {-32600, 405, 405, false, "Method not allowed: this endpoint accepts POST only", "", false},
-		mcperr.ForbiddenOrigin:      {-32600, 403, 403, false, "Forbidden: origin not allowed", "", false},
-		mcperr.UnsupportedMediaType: {-32600, 415, 415, false, "Unsupported media type: send application/json", "", false},
-		mcperr.NotAcceptable:        {-32600, 406, 406, false, "Not acceptable: accept application/json and text/event-stream", "", false},
-		mcperr.BodyTooLarge:         {-32600, 413, 413, false, "Request body too large", "", false},
-		mcperr.Unauthorized:         {-32600, 401, 401, false, "Unauthorized", "", false},
-		mcperr.InsufficientScope:    {-32600, 403, 403, false, "Insufficient scope", `{"type":"insufficient_scope"}`, false},
-		mcperr.ParseError:           {-32700, 400, 400, false, "Parse error: body is not valid JSON", "", false},
-		mcperr.InvalidRequest:       {-32600, 400, 400, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", "", false},
-		mcperr.BatchRejected:        {-32600, 400, 400, false, "Invalid request: JSON-RPC batches are not supported", "", false},
-		mcperr.ResponseRejected:     {-32600, 400, 400, false, "Invalid request: clients do not send responses to this endpoint", "", false},
-		mcperr.MalformedMeta:        {-32602, 400, 200, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", "", false},
-		mcperr.HeaderMismatch:       {-32020, 400, 400, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", "", false},
-		mcperr.UnsupportedVersion:   {-32022, 400, 400, false, "Unsupported protocol version", "", false},
-		mcperr.UnnegotiableVersion:  {-32602, 400, 200, false, "Invalid params: initialize needs a protocolVersion string", "", false},
-		mcperr.MalformedInitialize:  {-32602, 400, 200, false, "Invalid params: initialize params are malformed", "", false},
-		mcperr.UnknownMethod:        {-32601, 404, 200, false, "Method not found", "", false},
-		mcperr.MalformedParams:      {-32602, 400, 200, false, "Invalid params", "", false},
-		mcperr.InvalidCursor:        {-32602, 400, 200, false, "Invalid params: unknown pagination cursor", "", false},
-		mcperr.UnknownTool:          {-32602, 400, 200, false, "Invalid params: unknown tool", "", false},
-		mcperr.NotCallable:          {-32602, 400, 200, false, "Invalid params: tool cannot be called", "", false},
-		mcperr.UnknownResource:      {-32602, 400, 200, false, "Resource not found", "", false},
-		mcperr.UnknownPrompt:        {-32602, 400, 200, false, "Invalid params: unknown prompt", "", false},
-		mcperr.UnknownTask:          {-32602, 400, 200, false, "Invalid params: unknown or expired task", `{"type":"unknown_task"}`, false},
-		mcperr.MissingCapability:    {-32021, 400, 200, false, "Missing required client capability", "", false},
-		mcperr.TamperedState:        {-32602, 400, 200, false, "Invalid params: invalid or expired requestState", "", false},
-		mcperr.HandlerFailed:        {-32603, 200, 200, false, "Handler failed", "", true},
-		mcperr.DuplicateInFlight:    {-32600, 400, 200, true, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
-		mcperr.StateInUse:           {-32600, 400, 200, true, "The request state is being used by another call; retry later", `{"retryable":true,"type":"request_state_in_use"}`, false},
-		mcperr.IdempotencyConflict:  {-32602, 400, 200, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
-		mcperr.BadIdempotencyKey:    {-32602, 400, 200, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
-		mcperr.StoreUnavailable:     {-32603, 200, 200, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
-		mcperr.NotCommitted:         {-32603, 200, 200, true, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", `{"retryable":true,"type":"idempotency_not_committed"}`, true},
-		mcperr.ReplayUnavailable:    {-32603, 200, 200, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
-		mcperr.Timeout:              {-32603, 200, 200, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
-		mcperr.RateLimited:          {-32603, 200, 200, true, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
-		mcperr.DependencyFailure:    {-32603, 200, 200, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
-		mcperr.CircuitOpen:          {-32603, 200, 200, true, "This tool's dependencies are failing; it was not run, retry later", `{"retryable":true,"type":"circuit_open"}`, false},
-		mcperr.Internal:             {-32603, 200, 200, false, "Internal error", "", true},
+		mcperr.KindMethodNotAllowed:     {-32600, 405, 405, false, "Method not allowed: this endpoint accepts POST only", "", false},
+		mcperr.KindForbiddenOrigin:      {-32600, 403, 403, false, "Forbidden: origin not allowed", "", false},
+		mcperr.KindUnsupportedMediaType: {-32600, 415, 415, false, "Unsupported media type: send application/json", "", false},
+		mcperr.KindNotAcceptable:        {-32600, 406, 406, false, "Not acceptable: accept application/json and text/event-stream", "", false},
+		mcperr.KindBodyTooLarge:         {-32600, 413, 413, false, "Request body too large", "", false},
+		mcperr.KindUnauthorized:         {-32600, 401, 401, false, "Unauthorized", "", false},
+		mcperr.KindInsufficientScope:    {-32600, 403, 403, false, "Insufficient scope", `{"type":"insufficient_scope"}`, false},
+		mcperr.KindParseError:           {-32700, 400, 400, false, "Parse error: body is not valid JSON", "", false},
+		mcperr.KindInvalidRequest:       {-32600, 400, 400, false, "Invalid request: expected one JSON-RPC 2.0 request or notification", "", false},
+		mcperr.KindBatchRejected:        {-32600, 400, 400, false, "Invalid request: JSON-RPC batches are not supported", "", false},
+		mcperr.KindResponseRejected:     {-32600, 400, 400, false, "Invalid request: clients do not send responses to this endpoint", "", false},
+		mcperr.KindMalformedMeta:        {-32602, 400, 200, false, "Invalid params: _meta must carry io.modelcontextprotocol/protocolVersion (string) and io.modelcontextprotocol/clientCapabilities (object)", "", false},
+		mcperr.KindHeaderMismatch:       {-32020, 400, 400, false, "Header mismatch: an MCP header is missing, malformed, or differs from the request body", "", false},
+		mcperr.KindUnsupportedVersion:   {-32022, 400, 400, false, "Unsupported protocol version", "", false},
+		mcperr.KindUnnegotiableVersion:  {-32602, 400, 200, false, "Invalid params: initialize needs a protocolVersion string", "", false},
+		mcperr.KindMalformedInitialize:  {-32602, 400, 200, false, "Invalid params: initialize params are malformed", "", false},
+		mcperr.KindUnknownMethod:        {-32601, 404, 200, false, "Method not found", "", false},
+		mcperr.KindMalformedParams:      {-32602, 400, 200, false, "Invalid params", "", false},
+		mcperr.KindInvalidCursor:        {-32602, 400, 200, false, "Invalid params: unknown pagination cursor", "", false},
+		mcperr.KindUnknownTool:          {-32602, 400, 200, false, "Invalid params: unknown tool", "", false},
+		mcperr.KindNotCallable:          {-32602, 400, 200, false, "Invalid params: tool cannot be called", "", false},
+		mcperr.KindUnknownResource:      {-32602, 400, 200, false, "Resource not found", "", false},
+		mcperr.KindUnknownPrompt:        {-32602, 400, 200, false, "Invalid params: unknown prompt", "", false},
+		mcperr.KindUnknownTask:          {-32602, 400, 200, false, "Invalid params: unknown or expired task", `{"type":"unknown_task"}`, false},
+		mcperr.KindMissingCapability:    {-32021, 400, 200, false, "Missing required client capability", "", false},
+		mcperr.KindTamperedState:        {-32602, 400, 200, false, "Invalid params: invalid or expired requestState", "", false},
+		mcperr.KindHandlerFailed:        {-32603, 200, 200, false, "Handler failed", "", true},
+		mcperr.KindDuplicateInFlight:    {-32600, 400, 200, true, "Request with this idempotency key is already in progress", `{"retryable":true,"type":"idempotency_key_in_progress"}`, false},
+		mcperr.KindStateInUse:           {-32600, 400, 200, true, "The request state is being used by another call; retry later", `{"retryable":true,"type":"request_state_in_use"}`, false},
+		mcperr.KindIdempotencyConflict:  {-32602, 400, 200, false, "Idempotency key was already used for a different request", `{"type":"idempotency_key_conflict"}`, false},
+		mcperr.KindBadIdempotencyKey:    {-32602, 400, 200, false, "Invalid params: the idempotency key is empty, malformed, too long, or ambiguous; the tool did not run", `{"type":"idempotency_key_invalid"}`, false},
+		mcperr.KindStoreUnavailable:     {-32603, 200, 200, true, "Idempotency store unavailable; the tool did not run", `{"retryable":true,"type":"idempotency_store_unavailable"}`, true},
+		mcperr.KindNotCommitted:         {-32603, 200, 200, true, "The tool's effect could not be committed, so nothing was done; retry with the same idempotency key", `{"retryable":true,"type":"idempotency_not_committed"}`, true},
+		mcperr.KindReplayUnavailable:    {-32603, 200, 200, false, "The original call completed but its response was too large to keep; it was not run again", `{"type":"idempotency_replay_unavailable"}`, false},
+		mcperr.KindTimeout:              {-32603, 200, 200, true, "Timed out", `{"retryable":true,"type":"timeout"}`, true},
+		mcperr.KindRateLimited:          {-32603, 200, 200, true, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
+		mcperr.KindDependencyFailure:    {-32603, 200, 200, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
+		mcperr.KindCircuitOpen:          {-32603, 200, 200, true, "This tool's dependencies are failing; it was not run, retry later", `{"retryable":true,"type":"circuit_open"}`, false},
+		mcperr.KindInternal:             {-32603, 200, 200, false, "Internal error", "", true},
 	}
 	for _, k := range mcperr.Kinds() {
 		t.Run(k.String(), func(t *testing.T) {
@@ -117,7 +117,7 @@ func TestDataCarryingRefusals(t *testing.T) {
 			`{"uri":"test://x\"\u003cy\u003e"}`},
 		{"unknown tool with suggestion", mcperr.NewUnknownTool("echo"), -32602, `{"didYouMean":"echo"}`},
 		{"unknown tool without suggestion", mcperr.NewUnknownTool(""), -32602, `null`},
-		{"retry after", mcperr.NewRetryable(mcperr.DuplicateInFlight, 1500*time.Millisecond, nil), -32600,
+		{"retry after", mcperr.NewRetryable(mcperr.KindDuplicateInFlight, 1500*time.Millisecond, nil), -32600,
 			`{"retryAfterMs":1500,"retryable":true,"type":"idempotency_key_in_progress"}`},
 		{"invalid idempotency key carries its reason", mcperr.NewBadIdempotencyKey("mismatch"), -32602,
 			`{"reason":"mismatch","type":"idempotency_key_invalid"}`},
@@ -149,8 +149,8 @@ func TestMessagesNeverEchoThePeer(t *testing.T) {
 		mcperr.NewUnknownResource(evil),
 		mcperr.NewUnknownTool(""),
 		mcperr.NewMissingCapability(map[string]any{evil: map[string]any{}}),
-		mcperr.Wrap(mcperr.TamperedState, fmt.Errorf("bad %s", evil)),
-		mcperr.Wrap(mcperr.BadIdempotencyKey, fmt.Errorf("key %s", evil)),
+		mcperr.Wrap(mcperr.KindTamperedState, fmt.Errorf("bad %s", evil)),
+		mcperr.Wrap(mcperr.KindBadIdempotencyKey, fmt.Errorf("key %s", evil)),
 	} {
 		w := e.Wire()
 		if strings.Contains(w.Message, "IGNORE") {
@@ -197,14 +197,14 @@ func TestUnauthorizedChallenge(t *testing.T) {
 
 func TestWrapKeepsCauseAndKind(t *testing.T) {
 	cause := stderrors.New("kms: throttled")
-	e := mcperr.Wrap(mcperr.DependencyFailure, cause)
+	e := mcperr.Wrap(mcperr.KindDependencyFailure, cause)
 	if !stderrors.Is(e, cause) {
 		t.Error("errors.Is does not reach the cause")
 	}
-	if !stderrors.Is(e, mcperr.New(mcperr.DependencyFailure)) {
+	if !stderrors.Is(e, mcperr.New(mcperr.KindDependencyFailure)) {
 		t.Error("errors.Is does not match the kind")
 	}
-	if stderrors.Is(e, mcperr.New(mcperr.Internal)) {
+	if stderrors.Is(e, mcperr.New(mcperr.KindInternal)) {
 		t.Error("errors.Is matches another kind")
 	}
 	if strings.Contains(e.Wire().Message, "kms") {
@@ -259,7 +259,7 @@ func TestToolErrors(t *testing.T) {
 // mistakes, not a bug.
 func TestTripsBreaker(t *testing.T) {
 	for _, k := range mcperr.Kinds() {
-		want := k == mcperr.Timeout || k == mcperr.DependencyFailure
+		want := k == mcperr.KindTimeout || k == mcperr.KindDependencyFailure
 		if got := mcperr.New(k).TripsBreaker(); got != want {
 			t.Errorf("%s: TripsBreaker %v", k, got)
 		}
@@ -267,12 +267,12 @@ func TestTripsBreaker(t *testing.T) {
 	for _, k := range mcperr.ToolKinds() {
 		var e *mcperr.ToolError
 		switch k {
-		case mcperr.RetryLater:
+		case mcperr.ToolKindRetryLater:
 			e = mcperr.NewRetryLater(0, nil)
 		default:
 			e = mcperr.NewInvalidArguments("x")
 		}
-		if got := e.TripsBreaker(); got != (k == mcperr.RetryLater) {
+		if got := e.TripsBreaker(); got != (k == mcperr.ToolKindRetryLater) {
 			t.Errorf("%s: TripsBreaker %v", k, got)
 		}
 	}

@@ -13,13 +13,13 @@ type ToolKind uint8
 
 // The tool failure kinds.
 const (
-	_                ToolKind = iota
-	InvalidArguments          // arguments do not match the input schema or the tool's rules
-	NotFound                  // the thing the tool acts on does not exist
-	Forbidden                 // the caller may not do this
-	RetryLater                // transient; the model may retry after the hint
-	StateChanged              // the entities changed under the call; re-read them
-	Refused                   // the tool declines, with its own code and details
+	_                        ToolKind = iota
+	ToolKindInvalidArguments          // arguments do not match the input schema or the tool's rules
+	ToolKindNotFound                  // the thing the tool acts on does not exist
+	ToolKindForbidden                 // the caller may not do this
+	ToolKindRetryLater                // transient; the model may retry after the hint
+	ToolKindStateChanged              // the entities changed under the call; re-read them
+	ToolKindRefused                   // the tool declines, with its own code and details
 
 	numToolKinds
 )
@@ -28,12 +28,12 @@ var toolSpecs = [numToolKinds]struct {
 	name    string
 	message string
 }{
-	InvalidArguments: {name: "invalid_arguments", message: "Invalid arguments"},
-	NotFound:         {name: "not_found", message: "Not found"},
-	Forbidden:        {name: "forbidden", message: "Forbidden"},
-	RetryLater:       {name: "retryable", message: "Temporarily unavailable; retry later"},
-	StateChanged:     {name: "state_changed", message: "State changed; re-read and try again"},
-	Refused:          {name: "refused", message: "Refused"},
+	ToolKindInvalidArguments: {name: "invalid_arguments", message: "Invalid arguments"},
+	ToolKindNotFound:         {name: "not_found", message: "Not found"},
+	ToolKindForbidden:        {name: "forbidden", message: "Forbidden"},
+	ToolKindRetryLater:       {name: "retryable", message: "Temporarily unavailable; retry later"},
+	ToolKindStateChanged:     {name: "state_changed", message: "State changed; re-read and try again"},
+	ToolKindRefused:          {name: "refused", message: "Refused"},
 }
 
 // String returns the kind's stable name, sent as the failure's type.
@@ -68,29 +68,31 @@ type ToolError struct {
 // NewInvalidArguments reports arguments the tool cannot use. detail says
 // what is wrong, for the model to correct.
 func NewInvalidArguments(detail string) *ToolError {
-	return &ToolError{kind: InvalidArguments, detail: detail}
+	return &ToolError{kind: ToolKindInvalidArguments, detail: detail}
 }
 
 // NewNotFound reports that what the call names does not exist.
-func NewNotFound(detail string) *ToolError { return &ToolError{kind: NotFound, detail: detail} }
+func NewNotFound(detail string) *ToolError { return &ToolError{kind: ToolKindNotFound, detail: detail} }
 
 // NewForbidden reports that the caller may not do this.
-func NewForbidden(detail string) *ToolError { return &ToolError{kind: Forbidden, detail: detail} }
+func NewForbidden(detail string) *ToolError {
+	return &ToolError{kind: ToolKindForbidden, detail: detail}
+}
 
 // NewRetryLater reports a transient failure with a retry-after hint.
 func NewRetryLater(after time.Duration, cause error) *ToolError {
-	return &ToolError{kind: RetryLater, retryAfter: after, cause: cause}
+	return &ToolError{kind: ToolKindRetryLater, retryAfter: after, cause: cause}
 }
 
 // NewStateChanged reports that the named entities changed under the call.
 func NewStateChanged(entities ...string) *ToolError {
-	return &ToolError{kind: StateChanged, entities: entities}
+	return &ToolError{kind: ToolKindStateChanged, entities: entities}
 }
 
 // NewRefused reports that the tool declines, with a tool-defined code and
 // details the model can use.
 func NewRefused(code string, details any) *ToolError {
-	return &ToolError{kind: Refused, code: code, details: details}
+	return &ToolError{kind: ToolKindRefused, code: code, details: details}
 }
 
 // Kind reports the failure's kind.
@@ -100,11 +102,11 @@ func (t *ToolError) Kind() ToolKind { return t.kind }
 // call's: RetryLater means something behind the tool (a table, an API) is
 // down or slow, which an operator must see even though the model is told
 // in-band. The other kinds describe the call or the data.
-func (t *ToolError) ServerFault() bool { return t.kind == RetryLater }
+func (t *ToolError) ServerFault() bool { return t.kind == ToolKindRetryLater }
 
 // TripsBreaker reports whether the failure says something behind the
 // tool is failing (RetryLater), which a circuit breaker counts.
-func (t *ToolError) TripsBreaker() bool { return t != nil && t.kind == RetryLater }
+func (t *ToolError) TripsBreaker() bool { return t != nil && t.kind == ToolKindRetryLater }
 
 // RetryAfter is the hint for RetryLater, or zero.
 func (t *ToolError) RetryAfter() time.Duration { return t.retryAfter }
@@ -130,11 +132,11 @@ func (t *ToolError) Text() string {
 	switch {
 	case t.detail != "":
 		msg += ": " + t.detail
-	case t.kind == RetryLater && t.retryAfter > 0:
+	case t.kind == ToolKindRetryLater && t.retryAfter > 0:
 		msg += " (after " + strconv.FormatInt(t.retryAfter.Milliseconds(), 10) + " ms)"
-	case t.kind == StateChanged && len(t.entities) > 0:
+	case t.kind == ToolKindStateChanged && len(t.entities) > 0:
 		msg += ": " + join(t.entities, ", ")
-	case t.kind == Refused && t.code != "":
+	case t.kind == ToolKindRefused && t.code != "":
 		msg += ": " + t.code
 	}
 	return msg
@@ -142,7 +144,7 @@ func (t *ToolError) Text() string {
 
 func (t *ToolError) kindOr() ToolKind {
 	if t.kind == 0 || t.kind >= numToolKinds {
-		return Refused
+		return ToolKindRefused
 	}
 	return t.kind
 }
@@ -162,7 +164,7 @@ type ToolFailure struct {
 func (t *ToolError) Failure() ToolFailure {
 	return ToolFailure{
 		Type:         t.kindOr().String(),
-		Retryable:    t.kind == RetryLater,
+		Retryable:    t.kind == ToolKindRetryLater,
 		RetryAfterMs: t.retryAfter.Milliseconds(),
 		Entities:     t.entities,
 		Code:         t.code,

@@ -112,7 +112,7 @@ func newServer(store claims.Store, sealer reqstate.Sealer, ob *observe.Observer)
 		return nil, struct{}{}, fmt.Errorf("gave up on %q: %w", in.Text, ctx.Err())
 	})
 	stateless.AddTool(srv, &stateless.Tool{Name: "dependency", Annotations: ro}, func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
-		return nil, struct{}{}, mcperr.NewRetryable(mcperr.DependencyFailure, 0, errors.New("upstream refused "+in.Text))
+		return nil, struct{}{}, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, errors.New("upstream refused "+in.Text))
 	})
 	stateless.AddTool(srv, &stateless.Tool{Name: "ask", Annotations: ro}, func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 		return nil, struct{}{}, &stateless.InputRequired{State: []byte("s")}
@@ -235,14 +235,14 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 		causeKey, cause string
 	}
 	faults := map[string]fault{
-		mcperr.HandlerFailed.String(): {healthy, event("prompts/get", "broken", `"name":"broken","arguments":{"text":"`+secret+`"}`, nil), time.Second, "cause_type", "*errors.errorString"},
-		mcperr.StoreUnavailable.String(): {newServer(&flakyStore{Store: claims.NewMemory(), claimErr: fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))}, local, ob),
+		mcperr.KindHandlerFailed.String(): {healthy, event("prompts/get", "broken", `"name":"broken","arguments":{"text":"`+secret+`"}`, nil), time.Second, "cause_type", "*errors.errorString"},
+		mcperr.KindStoreUnavailable.String(): {newServer(&flakyStore{Store: claims.NewMemory(), claimErr: fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))}, local, ob),
 			event("tools/call", "write", `"name":"write","arguments":{"text":"`+secret+`"},"idempotencyKey":"k1"`, nil), time.Second, "aws_error_code", "ProvisionedThroughputExceededException"},
-		mcperr.Timeout.String():           {healthy, callTool("slow", `{"text":"`+secret+`"}`), 700 * time.Millisecond, "cause_type", "*fmt.wrapError > context.deadlineExceededError"},
-		mcperr.DependencyFailure.String(): {newServer(claims.NewMemory(), downSealer{local}, ob), event("tools/call", "ask", `"name":"ask","arguments":{},"requestState":"`+tok+`"`, nil), time.Second, "cause", "reqstate: key service unavailable: kms Decrypt: connection refused"},
-		mcperr.Internal.String():          {healthy, callTool("panics", `{"text":"`+secret+`"}`), time.Second, "panic_type", "string"},
-		"retryable":                       {healthy, callTool("retry_later", `{"text":"`+secret+`"}`), time.Second, "aws_request_id", "REQ123"},
-		mcperr.NotCommitted.String(): {newServer(failingTransactor{claims.NewMemory()}, local, ob),
+		mcperr.KindTimeout.String():           {healthy, callTool("slow", `{"text":"`+secret+`"}`), 700 * time.Millisecond, "cause_type", "*fmt.wrapError > context.deadlineExceededError"},
+		mcperr.KindDependencyFailure.String(): {newServer(claims.NewMemory(), downSealer{local}, ob), event("tools/call", "ask", `"name":"ask","arguments":{},"requestState":"`+tok+`"`, nil), time.Second, "cause", "reqstate: key service unavailable: kms Decrypt: connection refused"},
+		mcperr.KindInternal.String():          {healthy, callTool("panics", `{"text":"`+secret+`"}`), time.Second, "panic_type", "string"},
+		"retryable":                           {healthy, callTool("retry_later", `{"text":"`+secret+`"}`), time.Second, "aws_request_id", "REQ123"},
+		mcperr.KindNotCommitted.String(): {newServer(failingTransactor{claims.NewMemory()}, local, ob),
 			event("tools/call", "enlist", `"name":"enlist","arguments":{"text":"x"},"idempotencyKey":"k1"`, nil), time.Second, "aws_error_code", "ProvisionedThroughputExceededException"},
 		"complete_failed": {newServer(&flakyStore{Store: claims.NewMemory(), completeErr: fmt.Errorf("%w: %w", claims.ErrUnavailable, awsError("throttled"))}, local, ob),
 			event("tools/call", "write", `"name":"write","arguments":{"text":"x"},"idempotencyKey":"k1"`, nil), time.Second, "cause", "finishing the idempotency claim"},
@@ -278,7 +278,7 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 				if l["ClaimOutcome"] != stateless.ClaimLost || !strings.Contains(fmt.Sprint(l["cause"]), "completion lost: claim claim#") {
 					t.Errorf("ClaimOutcome = %v, cause = %v; want %s and the claim's digest", l["ClaimOutcome"], l["cause"], stateless.ClaimLost)
 				}
-			case mcperr.NotCommitted.String():
+			case mcperr.KindNotCommitted.String():
 				if l["ClaimOutcome"] != stateless.ClaimNotCommitted {
 					t.Errorf("ClaimOutcome = %v, want %s", l["ClaimOutcome"], stateless.ClaimNotCommitted)
 				}
@@ -289,7 +289,7 @@ func TestEveryServerFaultLogsOneErrorLine(t *testing.T) {
 			if v, ok := metric(t, l, "Faults"); !ok || v != 1 {
 				t.Errorf("Faults = %v (declared %v), want 1", v, ok)
 			}
-			if name == mcperr.Internal.String() && !strings.Contains(l["stack"].(string), "observe_test.newServer") {
+			if name == mcperr.KindInternal.String() && !strings.Contains(l["stack"].(string), "observe_test.newServer") {
 				t.Errorf("the panic's stack does not name the tool: %v", l["stack"])
 			}
 		})
@@ -468,7 +468,7 @@ func TestWorkerRunLines(t *testing.T) {
 		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Observe: ob.Observe,
 			DeadlineMargin: 50 * time.Millisecond, Interceptors: []stateless.Interceptor{ext.Interceptor()}})
 		ext.Serve(srv)
-		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskRequired},
+		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskSupportRequired},
 			func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
 				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, struct{}{}, nil
 			})

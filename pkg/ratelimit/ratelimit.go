@@ -73,10 +73,10 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 	end := start.Add(l.Window)
 	n, err := l.Counter.Increment(ctx, Key(r.Call.Principal, start), end.Add(l.Window))
 	if err != nil {
-		return ctx, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
+		return ctx, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
 	}
 	if n > l.Limit {
-		return ctx, mcperr.NewRetryable(mcperr.RateLimited, end.Sub(now), errLimited)
+		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
 	return ctx, nil
 }

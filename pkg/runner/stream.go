@@ -28,9 +28,9 @@ func StreamEvents(getenv func(string) string) ([]apigw.Kind, error) {
 	for _, s := range strings.Split(v, ",") {
 		switch strings.TrimSpace(s) {
 		case "rest":
-			kinds = append(kinds, apigw.REST)
+			kinds = append(kinds, apigw.KindREST)
 		case "function-url":
-			kinds = append(kinds, apigw.FunctionURL)
+			kinds = append(kinds, apigw.KindFunctionURL)
 		default:
 			return nil, errors.New(EnvStreamEvents + `: want "rest", "function-url" or both, comma-separated`)
 		}

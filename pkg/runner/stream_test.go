@@ -15,7 +15,7 @@ import (
 )
 
 func TestStreamEvents(t *testing.T) {
-	for v, want := range map[string][]apigw.Kind{"": nil, "rest": {apigw.REST}, "rest, function-url": {apigw.REST, apigw.FunctionURL}} {
+	for v, want := range map[string][]apigw.Kind{"": nil, "rest": {apigw.KindREST}, "rest, function-url": {apigw.KindREST, apigw.KindFunctionURL}} {
 		got, err := StreamEvents(func(string) string { return v })
 		if err != nil || len(got) != len(want) || len(want) > 0 && got[0] != want[0] {
 			t.Errorf("%q: %v %v", v, got, err)
@@ -37,7 +37,7 @@ func TestStreamInvoke(t *testing.T) {
 	}) (*stateless.CallToolResult, any, error) {
 		return nil, nil, nil
 	})
-	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, StreamKinds: []apigw.Kind{apigw.REST}}
+	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, StreamKinds: []apigw.Kind{apigw.KindREST}}
 	read := func(name string) (string, []byte) {
 		t.Helper()
 		payload, err := os.ReadFile("../../events/" + name)

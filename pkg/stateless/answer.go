@@ -28,9 +28,9 @@ func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
 	}
 	h := http.Header{"Content-Type": contentTypeJSON}
 	switch e.Kind() {
-	case mcperr.MethodNotAllowed:
+	case mcperr.KindMethodNotAllowed:
 		h.Set("Allow", http.MethodPost)
-	case mcperr.InsufficientScope, mcperr.Unauthorized:
+	case mcperr.KindInsufficientScope, mcperr.KindUnauthorized:
 		if c := e.Challenge(); c != "" {
 			h.Set("WWW-Authenticate", c)
 			h.Set(ChallengeRelayHeader, c)
@@ -47,7 +47,7 @@ func (x *exchange) result(v any, f *resultFields) *Response {
 	f.modern = !x.legacy
 	body, res, err := appendResult(x.s, nil, x.d.id, v, f)
 	if err != nil {
-		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("encoding result: %w", err)))
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("encoding result: %w", err)))
 	}
 	x.res = res
 	return x.respond(body)
@@ -88,7 +88,7 @@ func handlerError(ctx context.Context, err error) *mcperr.Error {
 	case errors.As(err, &te):
 		return mcperr.NewHandlerFailed(te.Text(), err)
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		return mcperr.Wrap(mcperr.Timeout, err)
+		return mcperr.Wrap(mcperr.KindTimeout, err)
 	}
 	return mcperr.NewHandlerFailed(err.Error(), err)
 }

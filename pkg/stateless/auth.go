@@ -99,7 +99,7 @@ func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
 	}{endpoint, a.AuthorizationServers, a.ScopesSupported, []string{"header"}, a.ResourceName}
 	b, err := json.Marshal(doc)
 	if err != nil {
-		return (&exchange{s: s, o: &Outcome{}}).refuse(nil, mcperr.Wrap(mcperr.Internal, err))
+		return (&exchange{s: s, o: &Outcome{}}).refuse(nil, mcperr.Wrap(mcperr.KindInternal, err))
 	}
 	return &Response{Status: http.StatusOK, Header: http.Header{
 		"Content-Type":                {"application/json"},
@@ -138,7 +138,7 @@ func (s *Server) checkToken(ctx context.Context, endpoint string, header http.He
 	if endpoint == "" {
 		// Nothing to check the token's audience against: a server that
 		// does not know its own URL accepts no token.
-		return "", nil, mcperr.Wrap(mcperr.Internal, errNoEndpoint)
+		return "", nil, mcperr.Wrap(mcperr.KindInternal, errNoEndpoint)
 	}
 	token, present, ok := bearerToken(header.Values(headerAuthorization))
 	if !present {
@@ -149,7 +149,7 @@ func (s *Server) checkToken(ctx context.Context, endpoint string, header http.He
 	}
 	principal, granted, refusal := s.opts.Auth.Authenticator.Authenticate(ctx, token, endpoint)
 	if refusal != nil {
-		if refusal.Kind() == mcperr.Unauthorized {
+		if refusal.Kind() == mcperr.KindUnauthorized {
 			return "", nil, unauthorized(true, refusal)
 		}
 		return "", nil, refusal

@@ -24,14 +24,14 @@ type tokens map[string][]string
 
 func (tk tokens) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
 	if audience != endpoint {
-		return "", nil, mcperr.Wrap(mcperr.Unauthorized, errors.New("audience"))
+		return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, errors.New("audience"))
 	}
 	if token == "down" {
-		return "", nil, mcperr.NewRetryable(mcperr.DependencyFailure, 0, errors.New("jwks unreachable"))
+		return "", nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, errors.New("jwks unreachable"))
 	}
 	scopes, ok := tk[token]
 	if !ok {
-		return "", nil, mcperr.Wrap(mcperr.Unauthorized, errors.New("bad signature"))
+		return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, errors.New("bad signature"))
 	}
 	return "jwt:https://issuer.example.com#" + token, scopes, nil
 }
@@ -261,7 +261,7 @@ func TestAdmit(t *testing.T) {
 	if adm := open.Admit(context.Background(), endpoint, http.Header{}); adm.Refusal != nil || adm.Principal != stateless.Anonymous {
 		t.Errorf("an open endpoint: %+v", adm)
 	}
-	if adm := s.Admit(context.Background(), "", http.Header{"Authorization": {"Bearer writer"}}); adm.Refusal == nil || adm.Refusal.Kind() != mcperr.Internal {
+	if adm := s.Admit(context.Background(), "", http.Header{"Authorization": {"Bearer writer"}}); adm.Refusal == nil || adm.Refusal.Kind() != mcperr.KindInternal {
 		t.Errorf("no endpoint URL: %+v, want an internal refusal", adm)
 	}
 }

@@ -78,7 +78,7 @@ func preflight(s *Server, r *Request, o *Outcome) *Response {
 	origin := corsOrigin(s, r)
 	method := r.Header.Get(headerACRMethod)
 	if origin == "" || !slices.Contains(cors.allowMethods, method) {
-		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.ForbiddenOrigin))
+		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.KindForbiddenOrigin))
 	}
 	h := http.Header{
 		"Access-Control-Allow-Origin":  {origin},

@@ -79,20 +79,20 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 	}
 	body = trimJSONSpace(body)
 	if len(body) == 0 {
-		return nil, mcperr.New(mcperr.ParseError)
+		return nil, mcperr.New(mcperr.KindParseError)
 	}
 	switch body[0] {
 	case '[':
 		if !jsontext.Value(body).IsValid() {
-			return nil, mcperr.New(mcperr.ParseError)
+			return nil, mcperr.New(mcperr.KindParseError)
 		}
-		return nil, mcperr.New(mcperr.BatchRejected)
+		return nil, mcperr.New(mcperr.KindBatchRejected)
 	case '{':
 	default:
 		if !jsontext.Value(body).IsValid() {
-			return nil, mcperr.New(mcperr.ParseError)
+			return nil, mcperr.New(mcperr.KindParseError)
 		}
-		return nil, mcperr.New(mcperr.InvalidRequest)
+		return nil, mcperr.New(mcperr.KindInvalidRequest)
 	}
 	var m envelope
 	if err := jsonv2.Unmarshal(body, &m); err != nil {
@@ -100,7 +100,7 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		// it has read the rest: the body may still not be JSON.
 		var syn *jsontext.SyntacticError
 		if errors.As(err, &syn) || !jsontext.Value(body).IsValid() {
-			return nil, mcperr.New(mcperr.ParseError)
+			return nil, mcperr.New(mcperr.KindParseError)
 		}
 		// A member of the envelope has the wrong type. Keep the id, if it
 		// is usable, so the error can carry it.
@@ -111,7 +111,7 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		if jsonv2.Unmarshal(body, &idOnly) == nil && validID(idOnly.ID) {
 			d.id = json.RawMessage(idOnly.ID)
 		}
-		return d, mcperr.Wrap(mcperr.InvalidRequest, err)
+		return d, mcperr.Wrap(mcperr.KindInvalidRequest, err)
 	}
 	d := &decoded{params: &baseParams{}}
 	if validID(m.ID) {
@@ -119,15 +119,15 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 	}
 	if m.Method == nil {
 		if m.Result != nil || m.Error != nil {
-			return d, mcperr.New(mcperr.ResponseRejected)
+			return d, mcperr.New(mcperr.KindResponseRejected)
 		}
-		return d, mcperr.New(mcperr.InvalidRequest)
+		return d, mcperr.New(mcperr.KindInvalidRequest)
 	}
 	if m.JSONRPC != "2.0" {
-		return d, mcperr.New(mcperr.InvalidRequest)
+		return d, mcperr.New(mcperr.KindInvalidRequest)
 	}
 	if m.ID != nil && !validID(m.ID) {
-		return d, mcperr.New(mcperr.InvalidRequest)
+		return d, mcperr.New(mcperr.KindInvalidRequest)
 	}
 	d.method = *m.Method
 	if d.row = lookup(d.method); d.row != nil {

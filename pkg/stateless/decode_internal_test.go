@@ -15,14 +15,14 @@ func TestDecodeMessageWrongTypeThenNotJSON(t *testing.T) {
 		body string
 		want mcperr.Kind
 	}{
-		{`{"jsonrpc":0`, mcperr.ParseError},
-		{`{"jsonrpc":0,`, mcperr.ParseError},
-		{`{"jsonrpc":0}x`, mcperr.ParseError},
-		{`{"jsonrpc":0 "x"}`, mcperr.ParseError},
-		{`{"method":{}`, mcperr.ParseError},
-		{`{"jsonrpc":0,"method":"a","method":"b"}`, mcperr.ParseError},
-		{"{\"jsonrpc\":0,\"a\":\"\xff\"}", mcperr.ParseError},
-		{`{"jsonrpc":0,"id":1,"method":"x"}`, mcperr.InvalidRequest},
+		{`{"jsonrpc":0`, mcperr.KindParseError},
+		{`{"jsonrpc":0,`, mcperr.KindParseError},
+		{`{"jsonrpc":0}x`, mcperr.KindParseError},
+		{`{"jsonrpc":0 "x"}`, mcperr.KindParseError},
+		{`{"method":{}`, mcperr.KindParseError},
+		{`{"jsonrpc":0,"method":"a","method":"b"}`, mcperr.KindParseError},
+		{"{\"jsonrpc\":0,\"a\":\"\xff\"}", mcperr.KindParseError},
+		{`{"jsonrpc":0,"id":1,"method":"x"}`, mcperr.KindInvalidRequest},
 	} {
 		_, e := decodeMessage([]byte(tt.body), nil)
 		if e == nil || e.Kind() != tt.want {

@@ -25,10 +25,10 @@ func serveDiscover(x *exchange, _ context.Context, _ *baseParams) *Response {
 func serveInitialize(x *exchange, _ context.Context, p *initializeParams) *Response {
 	d := x.d
 	if !d.hasParams || d.paramsErr != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedInitialize, d.paramsErr))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedInitialize, d.paramsErr))
 	}
 	if p.ProtocolVersion == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.UnnegotiableVersion))
+		return x.refuse(d.id, mcperr.New(mcperr.KindUnnegotiableVersion))
 	}
 	v := *p.ProtocolVersion
 	if !isLegacy(v) {
@@ -56,7 +56,7 @@ func servePing(x *exchange, _ context.Context, _ *baseParams) *Response {
 // server's LegacyLogLevel, which the 2025 revisions allow.
 func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) *Response {
 	if p.Level == nil || LoggingLevel(*p.Level).rank() == 0 {
-		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(x.d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	return x.result(struct{}{}, &resultFields{})
 }
@@ -67,7 +67,7 @@ func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) *Response 
 // answered and gets no updates.
 func serveSubscribe(x *exchange, _ context.Context, p *subscribeParams) *Response {
 	if p.URI == nil {
-		return x.refuse(x.d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(x.d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	return x.result(struct{}{}, &resultFields{})
 }

@@ -191,7 +191,7 @@ func appendError(dst []byte, id json.RawMessage, e *mcperr.Error) []byte {
 	dst = append(dst, `"error":`...)
 	b, err := json.Marshal(w)
 	if err != nil {
-		b, _ = json.Marshal(mcperr.New(mcperr.Internal).Wire())
+		b, _ = json.Marshal(mcperr.New(mcperr.KindInternal).Wire())
 	}
 	dst = append(dst, b...)
 	return append(dst, '}')

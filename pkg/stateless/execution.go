@@ -168,7 +168,7 @@ func (x *exchange) render(a *Answer) *Response {
 	case a.replay != nil:
 		marked, err := markedReplay(a.replay)
 		if err != nil {
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("stored result does not decode: %w", err)))
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("stored result does not decode: %w", err)))
 		}
 		x.o.Kind = "replay"
 		x.call.notes = nil
@@ -177,7 +177,7 @@ func (x *exchange) render(a *Answer) *Response {
 		x.call.notes = nil
 		return x.refuse(x.d.id, a.refusal)
 	case a.startsTask:
-		return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, errors.New("the call was to become a task, and no interceptor created it")))
+		return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, errors.New("the call was to become a task, and no interceptor created it")))
 	}
 	return a.resp
 }

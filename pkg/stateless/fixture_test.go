@@ -92,7 +92,7 @@ func newFixture(t testing.TB, opts *stateless.Options) *fixture {
 			case "plain":
 				return nil, nil, errors.New("disk full")
 			case "refuse":
-				return nil, nil, mcperr.New(mcperr.RateLimited)
+				return nil, nil, mcperr.New(mcperr.KindRateLimited)
 			case "panic":
 				panic("boom")
 			case "sampling":

@@ -384,10 +384,10 @@ func FuzzDecodeMessage(f *testing.F) {
 		// Valid as a strict reader has it: no duplicate names, UTF-8 only.
 		valid := jsontext.Value(trimJSONSpace(body)).IsValid()
 		if e != nil {
-			if e.Kind() == mcperr.ParseError && valid {
+			if e.Kind() == mcperr.KindParseError && valid {
 				violated(t, "decode/valid-json", "parse error for valid JSON %q", body)
 			}
-			if e.Kind() != mcperr.ParseError && !valid {
+			if e.Kind() != mcperr.KindParseError && !valid {
 				violated(t, "decode/valid-json", "%s instead of a parse error for invalid JSON %q", e.Kind(), body)
 			}
 			if !slices.Contains(documentedCodes, e.Code()) {

@@ -226,7 +226,7 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 			if x.d != nil {
 				id = x.d.id
 			}
-			resp = x.refuse(id, mcperr.New(mcperr.Internal))
+			resp = x.refuse(id, mcperr.New(mcperr.KindInternal))
 		}
 	}()
 	if e := x.transportChecks(); e != nil {
@@ -239,7 +239,7 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 		}
 	}
 	if r.Unidentified {
-		return x.refuse(nil, mcperr.New(mcperr.Unauthorized))
+		return x.refuse(nil, mcperr.New(mcperr.KindUnauthorized))
 	}
 	decodeStart := time.Now()
 	d, e := decodeMessage(r.Body, x.reg.method)

@@ -33,9 +33,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, err := readBody(w, r, s.opts.MaxBodyBytes)
 		if err != nil {
 			var tooBig *http.MaxBytesError
-			e := mcperr.New(mcperr.BodyTooLarge)
+			e := mcperr.New(mcperr.KindBodyTooLarge)
 			if !errors.As(err, &tooBig) {
-				e = mcperr.Wrap(mcperr.InvalidRequest, err)
+				e = mcperr.Wrap(mcperr.KindInvalidRequest, err)
 			}
 			writeResponse(w, s.Reject(r.Context(), req, e))
 			return

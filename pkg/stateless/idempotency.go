@@ -82,7 +82,7 @@ func markReplay(result json.RawMessage) (json.RawMessage, error) {
 const MaxIdempotencyKeyBytes = 255
 
 // Why an idempotency key was refused, sent as data.reason with
-// [mcperr.BadIdempotencyKey]. Fixed words: the key itself is never sent
+// [mcperr.KindBadIdempotencyKey]. Fixed words: the key itself is never sent
 // back.
 const (
 	keyNotAString      = "not_a_string"     // params.idempotencyKey is null, a number, an object…

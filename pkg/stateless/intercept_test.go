@@ -34,7 +34,7 @@ func TestInterceptors(t *testing.T) {
 				Request: func(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
 					seen = append(seen, r.Method+" "+r.Target+" "+r.Call.Principal)
 					if limited[r.Call.Principal] {
-						return ctx, mcperr.NewRetryable(mcperr.RateLimited, 2*time.Second, errors.New("over the limit"))
+						return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, 2*time.Second, errors.New("over the limit"))
 					}
 					return context.WithValue(ctx, ctxKey{}, "traced"), nil
 				},

@@ -108,7 +108,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		return &Invoked{Abandoned: true}, nil
 	case r.panic != nil:
 		o.Panic, o.ErrFromTool = r.panic, true
-		return refused(mcperr.Wrap(mcperr.Internal, errPanic)), nil
+		return refused(mcperr.Wrap(mcperr.KindInternal, errPanic)), nil
 	case errors.As(r.err, &ir):
 		if missing := x.call.MissingCapabilities(ir.Requests); missing != nil {
 			return refused(mcperr.NewMissingCapability(missing)), nil
@@ -121,7 +121,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	resp := x.toolOutcome(ctx, t, stateKey{}, r.res, r.err)
 	if x.res.obj == nil {
 		var msg struct{ Error json.RawMessage }
-		e := mcperr.New(mcperr.Internal)
+		e := mcperr.New(mcperr.KindInternal)
 		if jsonv2.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {
 			return refused(e), nil
 		}

@@ -25,7 +25,7 @@ func startAfter(cursor *string, kind byte) (string, bool, *mcperr.Error) {
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(*cursor)
 	if err != nil || len(b) < 2 || b[0] != kind {
-		return "", false, mcperr.New(mcperr.InvalidCursor)
+		return "", false, mcperr.New(mcperr.KindInvalidCursor)
 	}
 	return string(b[1:]), true, nil
 }
@@ -80,7 +80,7 @@ func listPage[T any](x *exchange, ctx context.Context, p *listParams, field stri
 func (x *exchange) serveListTools(ctx context.Context, p *listParams) *Response {
 	for _, t := range x.reg.tools {
 		if err := t.prepare(); err != nil {
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, err))
 		}
 	}
 	return listPage(x, ctx, p, "tools", cursorTools, x.reg.tools,

@@ -70,7 +70,7 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 		var p P
 		if raw := x.d.rawParams; raw != nil {
 			if err := jsonv2.Unmarshal(raw, &p); err != nil {
-				return x.refuse(x.d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+				return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindMalformedParams, err))
 			}
 		}
 		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name, Outcome: x.o}, p)

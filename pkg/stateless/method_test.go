@@ -34,9 +34,9 @@ func TestAddMethod(t *testing.T) {
 	stateless.AddMethod(srv, "io.example.weather/forecast", func(ctx context.Context, req *stateless.MethodRequest, in forecastIn) (forecastOut, error) {
 		switch in.City {
 		case "":
-			return forecastOut{}, mcperr.Wrap(mcperr.MalformedParams, nil)
+			return forecastOut{}, mcperr.Wrap(mcperr.KindMalformedParams, nil)
 		case "busy":
-			return forecastOut{}, mcperr.NewRetryable(mcperr.RateLimited, time.Second, nil)
+			return forecastOut{}, mcperr.NewRetryable(mcperr.KindRateLimited, time.Second, nil)
 		}
 		return forecastOut{City: in.City, TempC: 21.5}, nil
 	}, nil)

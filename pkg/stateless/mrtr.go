@@ -114,7 +114,7 @@ func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any
 // the state sealed under the request's binding.
 func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
 	if len(ir.Requests) == 0 && ir.State == nil {
-		return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
+		return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
 	}
 	if missing := c.MissingCapabilities(ir.Requests); missing != nil {
 		return nil, mcperr.NewMissingCapability(missing)
@@ -127,16 +127,16 @@ func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir 
 		flag := stateMultiUse
 		if ir.SingleUse {
 			if !s.redeems {
-				return nil, mcperr.Wrap(mcperr.Internal, fmt.Errorf("a single-use state needs an interceptor that redeems it (claims.Guard's)"))
+				return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("a single-use state needs an interceptor that redeems it (claims.Guard's)"))
 			}
 			flag = stateSingleUse
 		}
 		tok, err := stateSealer(s).Seal(ctx, k.binding(), append([]byte{flag}, ir.State...))
 		if err != nil {
 			if reqstate.IsInvalid(err) {
-				return nil, mcperr.Wrap(mcperr.Internal, err)
+				return nil, mcperr.Wrap(mcperr.KindInternal, err)
 			}
-			return nil, mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
+			return nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, err)
 		}
 		out["requestState"] = tok
 	}
@@ -167,16 +167,16 @@ func (s *Server) openSealedState(ctx context.Context, c *Call, k stateKey, token
 	st, err := stateSealer(s).Open(ctx, k.binding(), *token)
 	if err != nil {
 		if reqstate.IsInvalid(err) {
-			return "", mcperr.Wrap(mcperr.TamperedState, err)
+			return "", mcperr.Wrap(mcperr.KindTamperedState, err)
 		}
-		return "", mcperr.NewRetryable(mcperr.DependencyFailure, 0, err)
+		return "", mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, err)
 	}
 	if len(st) == 0 || st[0] > stateSingleUse {
-		return "", mcperr.Wrap(mcperr.TamperedState, errors.New("state without its flags"))
+		return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("state without its flags"))
 	}
 	if st[0] == stateSingleUse {
 		if !s.redeems {
-			return "", mcperr.Wrap(mcperr.TamperedState, errors.New("single-use state and no redeemer"))
+			return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("single-use state and no redeemer"))
 		}
 		sum := sha256.Sum256([]byte(*token))
 		redeemID = hex.EncodeToString(sum[:])

@@ -16,7 +16,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 	hv, hvPresent, hvOK := headerValue(x.r.Header, headerProtocolVersion)
 	meta := d.meta()
 	if d.metaErr != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedMeta, d.metaErr))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedMeta, d.metaErr))
 	}
 	x.call.Principal = x.r.Principal
 	if x.principal != "" {
@@ -35,11 +35,11 @@ func (x *exchange) request(ctx context.Context) *Response {
 	case d.method == "initialize":
 		x.legacy = true
 		if !x.headersAgree(false) {
-			return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+			return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
 		}
 		return d.row.serve(x, ctx)
 	case hvPresent && hvOK && isModern(hv):
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedMeta))
 	case !hvPresent:
 		x.version = "2025-03-26"
 	case hvOK && isLegacy(hv):
@@ -57,7 +57,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 	// must agree with the body, as a gateway may route or authorize on
 	// them.
 	if !x.headersAgree(false) {
-		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+		return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
 	}
 	if meta != nil && meta.ProgressToken != nil {
 		x.call.progressToken = progressToken(json.RawMessage(meta.ProgressToken))
@@ -71,10 +71,10 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 	d, meta := x.d, x.d.meta()
 	pv, ok := versionString(meta.ProtocolVersion)
 	if !ok || !isObject(meta.ClientCapabilities) {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedMeta))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedMeta))
 	}
 	if !hvOK || hv != pv || !x.headersAgree(true) {
-		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+		return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
 	}
 	switch {
 	case isModern(pv):
@@ -119,10 +119,10 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 	d := x.d
 	m := x.served()
 	if m == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.UnknownMethod))
+		return x.refuse(d.id, mcperr.New(mcperr.KindUnknownMethod))
 	}
 	if d.paramsErr != nil && d.method != "initialize" {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, d.paramsErr))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
 	}
 	if d.method != "tools/call" {
 		// Handlers and visibility rules may wait on something; a tool's

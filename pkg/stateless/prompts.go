@@ -17,22 +17,22 @@ import (
 func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) *Response {
 	d := x.d
 	if p.Name == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	pr := x.reg.prompt(*p.Name)
 	if pr == nil || (pr.def.Visible != nil && !pr.def.Visible(ctx, x.call.Principal)) {
-		return x.refuse(d.id, mcperr.New(mcperr.UnknownPrompt))
+		return x.refuse(d.id, mcperr.New(mcperr.KindUnknownPrompt))
 	}
 	x.o.Target = pr.def.Name
 	var args map[string]string
 	if a := bytes.TrimSpace(p.Arguments); len(a) > 0 && string(a) != "null" {
 		if err := jsonv2.Unmarshal(a, &args); err != nil {
-			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, err))
+			return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedParams, err))
 		}
 	}
 	for _, a := range pr.def.Arguments {
 		if _, ok := args[a.Name]; a.Required && !ok {
-			return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("missing a required prompt argument")))
+			return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedParams, errors.New("missing a required prompt argument")))
 		}
 	}
 	if e := x.readInputResponses(&p.roundTrip); e != nil {
@@ -62,7 +62,7 @@ func (x *exchange) promptAnswer(ctx context.Context, b stateKey, res *GetPromptR
 		return x.nonToolInput(ctx, b, err)
 	}
 	if res == nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, errors.New("prompt handler returned no result")))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindInternal, errors.New("prompt handler returned no result")))
 	}
 	if res.Messages == nil {
 		res.Messages = []PromptMessage{}

@@ -12,7 +12,7 @@ import (
 func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams) *Response {
 	d := x.d
 	if p.URI == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	uri := *p.URI
 	var h ResourceHandler
@@ -73,7 +73,7 @@ func (x *exchange) readAnswer(ctx context.Context, b stateKey, uri string, res *
 func (x *exchange) serveComplete(ctx context.Context, p *completeParams) *Response {
 	d := x.d
 	if p.Ref == nil || p.Argument == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	req := &CompleteRequest{Call: &x.call, RefType: p.Ref.Type, Argument: p.Argument.Name, Value: p.Argument.Value}
 	switch p.Ref.Type {
@@ -82,7 +82,7 @@ func (x *exchange) serveComplete(ctx context.Context, p *completeParams) *Respon
 	case "ref/resource":
 		req.RefName = p.Ref.URI
 	default:
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	if p.Context != nil {
 		req.Context = p.Context.Arguments

@@ -42,7 +42,7 @@ func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *Inpu
 func (x *exchange) readInputResponses(rt *roundTrip) *mcperr.Error {
 	m, err := parseInputResponses(rt.InputResponses)
 	if err != nil {
-		return mcperr.Wrap(mcperr.MalformedParams, err)
+		return mcperr.Wrap(mcperr.KindMalformedParams, err)
 	}
 	x.call.inputResponses = m
 	return nil

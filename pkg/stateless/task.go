@@ -21,16 +21,16 @@ const ExtensionTasks = "io.modelcontextprotocol/tasks"
 type TaskSupport uint8
 
 const (
-	// TaskForbidden: the call is always answered in its request (the
+	// TaskSupportForbidden: the call is always answered in its request (the
 	// default).
-	TaskForbidden TaskSupport = iota
-	// TaskOptional: the call becomes a task when the client declares the
+	TaskSupportForbidden TaskSupport = iota
+	// TaskSupportOptional: the call becomes a task when the client declares the
 	// extension on it, and is answered in its request otherwise.
-	TaskOptional
-	// TaskRequired: the call always becomes a task; a client that does not
+	TaskSupportOptional
+	// TaskSupportRequired: the call always becomes a task; a client that does not
 	// declare the extension is refused with -32021 naming it, before
 	// anything runs.
-	TaskRequired
+	TaskSupportRequired
 )
 
 // TaskRun describes the run of a task a handler is part of; see
@@ -48,13 +48,13 @@ type TaskRun struct {
 // the extension on this request. A tool that only runs as a task, called
 // by a client that did not declare it, is refused -32021 naming it.
 func runsAsTask(x *exchange, t *registeredTool) (bool, *mcperr.Error) {
-	if t.def.TaskSupport == TaskForbidden || !x.s.tasks {
+	if t.def.TaskSupport == TaskSupportForbidden || !x.s.tasks {
 		return false, nil
 	}
 	if !x.legacy && x.call.Declares(ExtensionTasks) {
 		return true, nil
 	}
-	if t.def.TaskSupport == TaskRequired {
+	if t.def.TaskSupport == TaskSupportRequired {
 		return false, mcperr.NewMissingCapability(map[string]any{"extensions": map[string]any{ExtensionTasks: map[string]any{}}})
 	}
 	return false, nil

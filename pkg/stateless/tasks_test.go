@@ -53,7 +53,7 @@ func newTaskRig(t *testing.T, store tasks.Store, mod func(*stateless.Options, *t
 	opts.Interceptors = append(opts.Interceptors, r.ext.Interceptor())
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "tasks", Version: "1"}, opts)
 	r.ext.Serve(r.srv)
-	stateless.AddTool(r.srv, &stateless.Tool{Name: "quick", TaskSupport: stateless.TaskOptional},
+	stateless.AddTool(r.srv, &stateless.Tool{Name: "quick", TaskSupport: stateless.TaskSupportOptional},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
 			r.runs.Add(1)
 			if req.Task == nil {
@@ -61,7 +61,7 @@ func newTaskRig(t *testing.T, store tasks.Store, mod func(*stateless.Options, *t
 			}
 			return nil, echoOut{Text: "task " + in.Text}, nil
 		})
-	stateless.AddTool(r.srv, &stateless.Tool{Name: "block", TaskSupport: stateless.TaskRequired},
+	stateless.AddTool(r.srv, &stateless.Tool{Name: "block", TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 			r.runs.Add(1)
 			r.inRun <- struct{}{}
@@ -72,7 +72,7 @@ func newTaskRig(t *testing.T, store tasks.Store, mod func(*stateless.Options, *t
 				return nil, nil, ctx.Err()
 			}
 		})
-	stateless.AddTool(r.srv, &stateless.Tool{Name: "ask", TaskSupport: stateless.TaskRequired},
+	stateless.AddTool(r.srv, &stateless.Tool{Name: "ask", TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 			r.runs.Add(1)
 			a, okA := req.ElicitResult("a")
@@ -538,7 +538,7 @@ func TestTimeoutSaysRunAsTask(t *testing.T) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	}
-	stateless.AddTool(srv, &stateless.Tool{Name: "optional", TaskSupport: stateless.TaskOptional, MaxDuration: 50 * time.Millisecond}, slow)
+	stateless.AddTool(srv, &stateless.Tool{Name: "optional", TaskSupport: stateless.TaskSupportOptional, MaxDuration: 50 * time.Millisecond}, slow)
 	stateless.AddTool(srv, &stateless.Tool{Name: "plain", MaxDuration: 50 * time.Millisecond}, slow)
 	for tool, want := range map[string]string{
 		"optional": `"longerThanRequest":true,"retryable":true,"runAsTask":"io.modelcontextprotocol/tasks","type":"timeout"`,
@@ -556,7 +556,7 @@ func TestTimeoutSaysRunAsTask(t *testing.T) {
 // before anything is stored; a result too large to keep fails its task.
 func TestTaskSizeLimits(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), nil)
-	stateless.AddTool(r.srv, &stateless.Tool{Name: "big", TaskSupport: stateless.TaskRequired},
+	stateless.AddTool(r.srv, &stateless.Tool{Name: "big", TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 			return text(strings.Repeat("y", 330<<10)), nil, nil
 		})

@@ -63,7 +63,7 @@ type Tool struct {
 	// TaskSupport says whether the tool's calls run as tasks of the tasks
 	// extension (package tasks, whose interceptor the server must have):
 	// answered at once with a task handle, the handler run by a worker
-	// for up to tasks.Options.MaxRun. Default TaskForbidden.
+	// for up to tasks.Options.MaxRun. Default TaskSupportForbidden.
 	TaskSupport TaskSupport `json:"-"`
 
 	// BeforeTask, if set, runs in the request of a call that is to become
@@ -153,8 +153,8 @@ func addTool(s *Server, rt *registeredTool) {
 	// Tell clients that this tool's calls take an idempotency key: a
 	// side-effecting tool's, and a task tool's (a keyed retry finds the
 	// task the first call made).
-	rt.idem = s.claims && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskForbidden)
-	if rt.def.TaskSupport != TaskForbidden && !s.tasks {
+	rt.idem = s.claims && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskSupportForbidden)
+	if rt.def.TaskSupport != TaskSupportForbidden && !s.tasks {
 		panic(fmt.Sprintf("stateless: tool %q runs as a task but no interceptor serves tasks (package tasks)", rt.def.Name))
 	}
 	update(s, func(r *registry) {

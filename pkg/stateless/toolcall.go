@@ -19,7 +19,7 @@ import (
 func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Response {
 	d := x.d
 	if p.Name == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.MalformedParams))
+		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
 	}
 	name := *p.Name
 	t := x.reg.tool(name)
@@ -28,10 +28,10 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 	}
 	x.o.Target = t.def.Name
 	if err := t.prepare(); err != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.Internal, err))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindInternal, err))
 	}
 	if !checkParamHeaders(x.r.Header, t.params, p.Arguments, !x.legacy) {
-		return x.refuse(d.id, mcperr.New(mcperr.HeaderMismatch))
+		return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
 	}
 	if e := x.checkScopes(t); e != nil {
 		return x.refuse(d.id, e)
@@ -44,7 +44,7 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	} else if args[0] != '{' {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.MalformedParams, errors.New("arguments is not an object")))
+		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedParams, errors.New("arguments is not an object")))
 	}
 	if e := x.readInputResponses(&p.roundTrip); e != nil {
 		return x.refuse(d.id, e)
@@ -72,10 +72,10 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) *Respon
 		deadline = rd
 	}
 	if !deadline.After(now) {
-		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second, errors.New("no time left to run the tool before the request's deadline"))))
+		return x.refuse(d.id, tooLong(x, t, mcperr.NewRetryable(mcperr.KindTimeout, time.Second, errors.New("no time left to run the tool before the request's deadline"))))
 	}
 	if n := x.s.overdue.Load(); int(n) >= x.s.opts.MaxOverdue {
-		return x.refuse(d.id, mcperr.NewRetryable(mcperr.Timeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
+		return x.refuse(d.id, mcperr.NewRetryable(mcperr.KindTimeout, time.Second, fmt.Errorf("%d tool handlers are still running past their deadline", n)))
 	}
 	if !x.s.executes {
 		return x.runCall(ctx, t, b, args, deadline, asTask)
@@ -103,12 +103,12 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
 		x.abandoned = true
-		return x.refuse(id, tooLong(x, t, mcperr.NewRetryable(mcperr.Timeout, time.Second,
+		return x.refuse(id, tooLong(x, t, mcperr.NewRetryable(mcperr.KindTimeout, time.Second,
 			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
 	}
 	if r.panic != nil {
 		x.o.Panic, x.o.Err, x.o.ErrFromTool = r.panic, errPanic, true
-		resp := x.refuse(id, mcperr.New(mcperr.Internal))
+		resp := x.refuse(id, mcperr.New(mcperr.KindInternal))
 		x.retryable = true // nothing happened that a retry must see
 		return resp
 	}
@@ -116,7 +116,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 	if err != nil && hctx.Err() != nil && ctx.Err() == nil && errors.Is(err, hctx.Err()) {
 		// The handler gave up at its own deadline, before the request's.
 		x.o.ErrFromTool = true
-		return x.refuse(id, tooLong(x, t, mcperr.Wrap(mcperr.Timeout, err)))
+		return x.refuse(id, tooLong(x, t, mcperr.Wrap(mcperr.KindTimeout, err)))
 	}
 	if asTask && err == errStartTask {
 		// The tasks interceptor creates the task (Answer.StartsTask).
@@ -131,7 +131,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 // tool runs as one and the server serves the extension (the request did
 // not declare it), or nothing, when it does not.
 func tooLong(x *exchange, t *registeredTool, e *mcperr.Error) *mcperr.Error {
-	if t.def.TaskSupport != TaskForbidden && x.s.tasks {
+	if t.def.TaskSupport != TaskSupportForbidden && x.s.tasks {
 		return e.WithData(map[string]any{"longerThanRequest": true, "runAsTask": ExtensionTasks})
 	}
 	return e.WithData(map[string]any{"longerThanRequest": true})

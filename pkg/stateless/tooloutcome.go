@@ -32,7 +32,7 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 			return toolFailure(x, te)
 		case ctx.Err() != nil:
 			x.o.ErrFromTool = true
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Timeout, err))
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindTimeout, err))
 		}
 		x.o.Err, x.o.ErrFromTool = err, true
 		x.o.Kind = "tool_error"
@@ -46,11 +46,11 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 		// structuredContent, and mirrored in a text block.
 		raw, err := marshalCompact(res.StructuredContent)
 		if err != nil {
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, err))
+			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, err))
 		}
 		if t.output != nil {
 			if err := t.output.validate(raw); err != nil {
-				return x.refuse(x.d.id, mcperr.Wrap(mcperr.Internal, fmt.Errorf("tool %s: structured result does not match its output schema: %w", t.def.Name, err)))
+				return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("tool %s: structured result does not match its output schema: %w", t.def.Name, err)))
 			}
 		}
 		res.StructuredContent = json.RawMessage(raw)
@@ -77,7 +77,7 @@ func (x *exchange) handlerFailure(ctx context.Context, err error) *Response {
 
 // toolFailure answers with an isError result describing te.
 func toolFailure(x *exchange, te *mcperr.ToolError) *Response {
-	x.retryable = te.Kind() == mcperr.RetryLater
+	x.retryable = te.Kind() == mcperr.ToolKindRetryLater
 	x.o.Kind = te.Kind().String()
 	if te.ServerFault() {
 		x.o.Fault = true

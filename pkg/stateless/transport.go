@@ -13,31 +13,31 @@ import (
 func (x *exchange) transportChecks() *mcperr.Error {
 	r := x.r
 	if r.Method != http.MethodPost {
-		return mcperr.New(mcperr.MethodNotAllowed)
+		return mcperr.New(mcperr.KindMethodNotAllowed)
 	}
 	if !originAllowed(x.s, r.Header.Get("Origin"), r.Host) {
-		return mcperr.New(mcperr.ForbiddenOrigin)
+		return mcperr.New(mcperr.KindForbiddenOrigin)
 	}
 	cts := r.Header.Values("Content-Type")
 	if len(cts) > 1 {
 		// Which one describes the body? Neither is taken.
-		return mcperr.New(mcperr.UnsupportedMediaType)
+		return mcperr.New(mcperr.KindUnsupportedMediaType)
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
 		// JSON is UTF-8 (RFC 8259 §8.1): a body declared in another
 		// charset would be read as what it is not.
 		mt, params, err := mime.ParseMediaType(ct)
 		if cs, ok := params["charset"]; err != nil || mt != "application/json" || ok && !strings.EqualFold(cs, "utf-8") {
-			return mcperr.New(mcperr.UnsupportedMediaType)
+			return mcperr.New(mcperr.KindUnsupportedMediaType)
 		}
 	}
 	json, sse := acceptable(r.Header.Values("Accept"))
 	if !json {
-		return mcperr.New(mcperr.NotAcceptable)
+		return mcperr.New(mcperr.KindNotAcceptable)
 	}
 	x.acceptsSSE = sse
 	if int64(len(r.Body)) > x.s.opts.MaxBodyBytes {
-		return mcperr.New(mcperr.BodyTooLarge)
+		return mcperr.New(mcperr.KindBodyTooLarge)
 	}
 	return nil
 }

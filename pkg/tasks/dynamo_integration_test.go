@@ -63,7 +63,7 @@ func TestConcurrentGetsDuringUpdates(t *testing.T) {
 		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
 	ext.Serve(srv)
 	form := stateless.ElicitForm("Name?", map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}})
-	srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
+	srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			a, okA := req.ElicitResult("a")
 			b, okB := req.ElicitResult("b")
@@ -160,7 +160,7 @@ func TestTaskCost(t *testing.T) {
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
 	ext.Serve(srv)
-	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
+	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil
 		})

@@ -137,7 +137,7 @@ func (x *Extension) execute(ctx context.Context, e *stateless.Execution, next fu
 		return a
 	}
 	if x.srv == nil {
-		return stateless.Refusal(mcperr.Wrap(mcperr.Internal, errNotServing))
+		return stateless.Refusal(mcperr.Wrap(mcperr.KindInternal, errNotServing))
 	}
 	return x.create(ctx, e)
 }
@@ -174,7 +174,7 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 	// Everything the record keeps counts, the client's capabilities
 	// included: the bound is on what is stored.
 	if n := rec.StoredSize(); n > maxCall {
-		return stateless.Refusal(mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a call of %d bytes is too large to run as a task (at most %d)", n, maxCall)).
+		return stateless.Refusal(mcperr.Wrap(mcperr.KindMalformedParams, fmt.Errorf("a call of %d bytes is too large to run as a task (at most %d)", n, maxCall)).
 			WithData(map[string]any{"reason": "task_call_too_large", "maxBytes": maxCall}))
 	}
 	dispatch, kind := true, "task"
@@ -182,13 +182,13 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 	case errors.Is(err, ErrExists):
 		found, lerr := to.Store.Load(ctx, rec.ID)
 		if lerr != nil || found.Principal != rec.Principal || found.Tool != rec.Tool || found.IdempotencyKey != rec.IdempotencyKey {
-			return stateless.Refusal(mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", errors.Join(err, lerr))))
+			return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("creating the task: %w", errors.Join(err, lerr))))
 		}
 		rec, dispatch, kind = found, found.Status == StatusWorking && found.Owner == "", "task_found"
 	case errors.Is(err, ErrTooLarge):
 		return stateless.Refusal(writeRefusal(err))
 	case err != nil:
-		return stateless.Refusal(mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
 	}
 	if dispatch {
 		if err := x.dispatch(ctx, rec.ID); err != nil {
@@ -198,13 +198,13 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 					if r.Status.Terminal() {
 						return false
 					}
-					failTask(r, mcperr.Wrap(mcperr.DependencyFailure, nil), "No worker could be started for the task.")
+					failTask(r, mcperr.Wrap(mcperr.KindDependencyFailure, nil), "No worker could be started for the task.")
 					return true
 				})
 			}
 			// A keyed one waits for the retry, which finds it and hands
 			// it out again.
-			return stateless.Refusal(mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("dispatching the task: %w", err)))
+			return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("dispatching the task: %w", err)))
 		}
 	}
 	a := e.Result(appendTask(nil, to, rec, false), "task")

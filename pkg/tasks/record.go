@@ -269,7 +269,7 @@ func failIfOutOfRuns(r *Record, to *Options) bool {
 	if r.Attempts < to.MaxAttempts {
 		return false
 	}
-	failTask(r, mcperr.Wrap(mcperr.Internal, nil), "The task's worker stopped "+strconv.Itoa(r.Attempts)+" times.")
+	failTask(r, mcperr.Wrap(mcperr.KindInternal, nil), "The task's worker stopped "+strconv.Itoa(r.Attempts)+" times.")
 	return true
 }
 

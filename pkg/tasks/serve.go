@@ -45,21 +45,21 @@ func (x *Extension) own(ctx context.Context, req *stateless.MethodRequest, id *s
 		return nil, missingExtension()
 	}
 	if id == nil {
-		return nil, mcperr.New(mcperr.MalformedParams)
+		return nil, mcperr.New(mcperr.KindMalformedParams)
 	}
 	if !idShaped(*id) {
 		// Never this server's: not worth a read, and a store that
 		// refuses an odd key must not count as a fault.
-		return nil, mcperr.New(mcperr.UnknownTask)
+		return nil, mcperr.New(mcperr.KindUnknownTask)
 	}
 	rec, err := x.opts.Store.Load(ctx, *id)
 	switch {
 	case errors.Is(err, ErrNoTask):
-		return nil, mcperr.New(mcperr.UnknownTask)
+		return nil, mcperr.New(mcperr.KindUnknownTask)
 	case err != nil:
-		return nil, mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, fmt.Errorf("loading the task: %w", err))
+		return nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("loading the task: %w", err))
 	case rec.Principal != req.Principal || !time.Now().Before(rec.ExpiresAt):
-		return nil, mcperr.New(mcperr.UnknownTask)
+		return nil, mcperr.New(mcperr.KindUnknownTask)
 	}
 	req.Outcome.Target = rec.Tool
 	return rec, nil
@@ -118,7 +118,7 @@ func (x *Extension) redrive(ctx context.Context, id string) (*Record, error) {
 func (x *Extension) update(ctx context.Context, req *stateless.MethodRequest, p updateParams) (json.RawMessage, error) {
 	responses, err := parseResponses(p.InputResponses)
 	if err != nil {
-		return nil, mcperr.Wrap(mcperr.MalformedParams, err)
+		return nil, mcperr.Wrap(mcperr.KindMalformedParams, err)
 	}
 	rec, e := x.own(ctx, req, p.TaskID)
 	if e != nil {
@@ -172,7 +172,7 @@ func (x *Extension) update(ctx context.Context, req *stateless.MethodRequest, p 
 		return nil, writeRefusal(err)
 	}
 	if tooLarge {
-		return nil, mcperr.Wrap(mcperr.MalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxAnswers)).
+		return nil, mcperr.Wrap(mcperr.KindMalformedParams, fmt.Errorf("a task's answers are limited to %d bytes in all", maxAnswers)).
 			WithData(map[string]any{"reason": "task_answers_too_large", "maxBytes": maxAnswers})
 	}
 	if wake {
@@ -242,9 +242,9 @@ func (x *Extension) cancel(ctx context.Context, req *stateless.MethodRequest, p 
 func writeRefusal(err error) *mcperr.Error {
 	switch {
 	case errors.Is(err, ErrTooLarge):
-		return mcperr.Wrap(mcperr.MalformedParams, err).WithData(map[string]any{"reason": "task_too_large", "maxBytes": MaxRecordBytes})
+		return mcperr.Wrap(mcperr.KindMalformedParams, err).WithData(map[string]any{"reason": "task_too_large", "maxBytes": MaxRecordBytes})
 	case errors.Is(err, ErrNoTask):
-		return mcperr.New(mcperr.UnknownTask)
+		return mcperr.New(mcperr.KindUnknownTask)
 	}
-	return mcperr.NewRetryable(mcperr.DependencyFailure, time.Second, err)
+	return mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, err)
 }

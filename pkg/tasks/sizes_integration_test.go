@@ -54,7 +54,7 @@ func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 	obj := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
 	// echo answers with its text: the result is as large as the call
 	// says, made of whatever characters it says.
-	r.srv.AddTool(&stateless.Tool{Name: "echo", InputSchema: obj, TaskSupport: stateless.TaskRequired},
+	r.srv.AddTool(&stateless.Tool{Name: "echo", InputSchema: obj, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			r.runs.Add(1)
 			var in struct{ Text string }
@@ -65,7 +65,7 @@ func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 		})
 	// big answers with a text of the size its text names, in "<", "&"
 	// and U+2028.
-	r.srv.AddTool(&stateless.Tool{Name: "big", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}, TaskSupport: stateless.TaskRequired},
+	r.srv.AddTool(&stateless.Tool{Name: "big", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"n": map[string]any{"type": "integer"}}}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			r.runs.Add(1)
 			var in struct{ N int }
@@ -76,7 +76,7 @@ func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 		})
 	// ask waits for one answer, and answers with its length.
 	form := stateless.ElicitForm("Text?", map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}})
-	r.srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired},
+	r.srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			r.runs.Add(1)
 			a, ok := req.ElicitResult("a")
@@ -88,7 +88,7 @@ func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 		})
 	// look is read-only: it takes no claim as a plain call, but a task
 	// must still be made once per key.
-	r.srv.AddTool(&stateless.Tool{Name: "look", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskRequired,
+	r.srv.AddTool(&stateless.Tool{Name: "look", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired,
 		Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			r.runs.Add(1)

@@ -81,7 +81,7 @@ func (x *Extension) Run(ctx context.Context, id string) error {
 		o.Kind = "task_not_taken"
 		return nil
 	case err != nil:
-		o.Fault, o.Kind, o.Err = true, mcperr.DependencyFailure.String(), fmt.Errorf("taking the task: %w", err)
+		o.Fault, o.Kind, o.Err = true, mcperr.KindDependencyFailure.String(), fmt.Errorf("taking the task: %w", err)
 		return o.Err
 	case rec.Owner != owner:
 		o.Kind = "task_not_taken"
@@ -153,17 +153,17 @@ func (x *Extension) runHandler(ctx context.Context, o *stateless.Outcome, rec *R
 	})
 	switch {
 	case errors.Is(err, stateless.ErrNoTool):
-		return failWith(o, mcperr.Wrap(mcperr.Internal, errors.New("the task's tool is no longer registered")), "The task's tool is gone.")
+		return failWith(o, mcperr.Wrap(mcperr.KindInternal, errors.New("the task's tool is no longer registered")), "The task's tool is gone.")
 	case err != nil:
-		return failWith(o, mcperr.Wrap(mcperr.Internal, err), "The task's tool cannot run.")
+		return failWith(o, mcperr.Wrap(mcperr.KindInternal, err), "The task's tool cannot run.")
 	case cancelled.Load():
 		o.Kind = "task_cancelled"
 		return func(*Record) {}
 	case got.Abandoned:
-		return failWith(o, mcperr.NewRetryable(mcperr.Timeout, 0, errors.New("the task's handler did not return before its run's end")), "The task did not finish in the time a run has.")
+		return failWith(o, mcperr.NewRetryable(mcperr.KindTimeout, 0, errors.New("the task's handler did not return before its run's end")), "The task did not finish in the time a run has.")
 	case got.Input != nil:
 		return inputRound(o, got.Input)
-	case got.Refusal != nil && got.Refusal.Kind() == mcperr.MissingCapability:
+	case got.Refusal != nil && got.Refusal.Kind() == mcperr.KindMissingCapability:
 		return failWith(o, got.Refusal, "The task needs input the client cannot give.")
 	case got.Refusal != nil:
 		fail := failWith(o, got.Refusal, "The task failed.")
@@ -184,7 +184,7 @@ func (x *Extension) runHandler(ctx context.Context, o *stateless.Outcome, rec *R
 // resultTooLarge is the outcome of a run whose result a task cannot keep:
 // the task fails, once, saying so; the handler is not run again.
 func resultTooLarge(o *stateless.Outcome, cause error) func(*Record) {
-	e := mcperr.Wrap(mcperr.Internal, cause).WithData(map[string]any{"reason": "task_result_too_large", "maxBytes": maxResult})
+	e := mcperr.Wrap(mcperr.KindInternal, cause).WithData(map[string]any{"reason": "task_result_too_large", "maxBytes": maxResult})
 	return failWith(o, e, "The task's result is too large to keep.")
 }
 
@@ -195,31 +195,31 @@ func resultTooLarge(o *stateless.Outcome, cause error) func(*Record) {
 // request needs (Server.Invoke refuses it otherwise).
 func inputRound(o *stateless.Outcome, ir *stateless.InputRequired) func(*Record) {
 	if len(ir.Requests) == 0 {
-		return failWith(o, mcperr.Wrap(mcperr.Internal, errors.New("handler returned InputRequired with no requests in a task")), "The task failed.")
+		return failWith(o, mcperr.Wrap(mcperr.KindInternal, errors.New("handler returned InputRequired with no requests in a task")), "The task failed.")
 	}
 	reqs := make(map[string]json.RawMessage, len(ir.Requests))
 	size := len(ir.State)
 	for k, r := range ir.Requests {
 		b, err := json.Marshal(r)
 		if err != nil {
-			return failWith(o, mcperr.Wrap(mcperr.Internal, err), "The task failed.")
+			return failWith(o, mcperr.Wrap(mcperr.KindInternal, err), "The task failed.")
 		}
 		if k == "" || len(k) > maxInputKey {
-			return failWith(o, mcperr.Wrap(mcperr.Internal, fmt.Errorf("a task's input request key of %d bytes (1 to %d)", len(k), maxInputKey)).
+			return failWith(o, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("a task's input request key of %d bytes (1 to %d)", len(k), maxInputKey)).
 				WithData(map[string]any{"reason": "task_input_key_invalid"}), "The task asked for input under a key it cannot keep.")
 		}
 		reqs[k] = b
 		size += len(k) + len(b) + entryBytes
 	}
 	if size > maxInput {
-		return failWith(o, mcperr.Wrap(mcperr.Internal, fmt.Errorf("a task's input round of %d bytes (requests and state) is more than a task keeps (%d)", size, maxInput)).
+		return failWith(o, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("a task's input round of %d bytes (requests and state) is more than a task keeps (%d)", size, maxInput)).
 			WithData(map[string]any{"reason": "task_input_too_large", "maxBytes": maxInput}), "The task's input requests are too large to keep.")
 	}
 	o.Kind = "input_required"
 	return func(r *Record) {
 		for k := range reqs {
 			if slices.Contains(r.Asked, k) {
-				failTask(r, mcperr.Wrap(mcperr.Internal, nil), "The task asked for input under a key it had used.")
+				failTask(r, mcperr.Wrap(mcperr.KindInternal, nil), "The task asked for input under a key it had used.")
 				o.Fault, o.Err = true, errors.New("a task's handler reused an input request key")
 				return
 			}

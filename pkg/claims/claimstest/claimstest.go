@@ -36,7 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		if err != nil || taken {
 			t.Fatalf("second: %v %v", taken, err)
 		}
-		if holder.Owner != "a" || holder.Status != claims.InProgress || holder.Fingerprint != "fp-"+k ||
+		if holder.Owner != "a" || holder.Status != claims.StatusInProgress || holder.Fingerprint != "fp-"+k ||
 			holder.LeaseUntil.UnixMilli() != t0.Add(30*time.Second).UnixMilli() {
 			t.Errorf("holder %+v", holder)
 		}
@@ -50,7 +50,7 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		}
 		// Long after the lease: a completed record still holds the key.
 		_, holder, err := s.Claim(ctx, claim(k, "b", t0), t0.Add(time.Hour))
-		if err != nil || holder == nil || holder.Status != claims.Completed || string(holder.Response) != `{"ok":true}` || holder.Oversize {
+		if err != nil || holder == nil || holder.Status != claims.StatusCompleted || string(holder.Response) != `{"ok":true}` || holder.Oversize {
 			t.Fatalf("holder %+v %v", holder, err)
 		}
 	})
@@ -62,7 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 			t.Fatal(err)
 		}
 		_, holder, err := s.Claim(ctx, claim(k, "b", t0), t0)
-		if err != nil || holder == nil || !holder.Oversize || holder.Response != nil || holder.Status != claims.Completed {
+		if err != nil || holder == nil || !holder.Oversize || holder.Response != nil || holder.Status != claims.StatusCompleted {
 			t.Fatalf("holder %+v %v", holder, err)
 		}
 	})
@@ -113,7 +113,7 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 			t.Errorf("completion by another after completion: %v", err)
 		}
 		_, holder, err := s.Claim(ctx, claim(k, "d", t0), t0)
-		if err != nil || holder == nil || holder.Status != claims.Completed || string(holder.Response) != `{}` || holder.Owner != "c" {
+		if err != nil || holder == nil || holder.Status != claims.StatusCompleted || string(holder.Response) != `{}` || holder.Owner != "c" {
 			t.Errorf("after the retried completion: %+v %v", holder, err)
 		}
 	})
