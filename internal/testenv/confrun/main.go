@@ -283,16 +283,10 @@ func startLocal(ctx context.Context, bin string) (string, func(), error) {
 	return url, stop, nil
 }
 
-// suite runs the conformance CLI on the Node 22 that tools/ provides.
+// suite runs the conformance CLI (smoke.RunSuite), its output to stdout
+// and out.
 func suite(ctx context.Context, tools string, out io.Writer, args []string) error {
-	bin, err := filepath.Abs(filepath.Join(tools, "node_modules", ".bin"))
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), args...)
-	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, out), os.Stderr
-	return cmd.Run()
+	return smoke.RunSuite(ctx, tools, io.MultiWriter(os.Stdout, out), os.Stderr, args...)
 }
 
 // tasksScenarios are the suite's scenarios of the tasks extension, which
@@ -313,8 +307,9 @@ func allPassed(out string) error {
 	if m[2] != "0" {
 		return fmt.Errorf("%s checks failed, not scored ones included", m[2])
 	}
+	results := smoke.ScenarioResults(out)
 	for _, sc := range tasksScenarios {
-		if !regexp.MustCompile(`(?m)^✓ ` + regexp.QuoteMeta(sc) + `: \d+ passed, 0 failed`).MatchString(out) {
+		if r, ok := results[sc]; !ok || r.Failed > 0 {
 			return fmt.Errorf("scenario %s did not pass", sc)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,29 +34,21 @@ func (r *run) conformance(ctx context.Context) {
 	if tools == "" {
 		tools = "tools"
 	}
-	bin, err := filepath.Abs(filepath.Join(tools, "node_modules", ".bin"))
-	if err != nil {
-		r.fail(check, "%q", err.Error())
-		return
-	}
 	suite := func(args ...string) (string, error) {
 		var out bytes.Buffer
-		cmd := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), args...)
-		cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
+		err := RunSuite(ctx, tools, &out, &out, args...)
 		return out.String(), err
 	}
 	listing, err := suite("list", "--server", "--requirements", revision)
 	required := requiredServerScenarios(listing)
 	if len(required) == 0 {
-		r.fail(check, "the suite (%s, make tools installs it) listed no required server scenarios: %v", filepath.Join(bin, "conformance"), err)
+		r.fail(check, "the suite (%s, make tools installs it) listed no required server scenarios: %v", filepath.Join(tools, "node_modules", ".bin", "conformance"), err)
 		return
 	}
 	// The exit status counts the scenarios left out too: the verdict is
 	// read from the per-scenario lines.
 	out, _ := suite("server", "--url", r.c.ConformanceURL, "--requirements", revision)
-	results := scenarioResults(out)
+	results := ScenarioResults(out)
 	var failed, missing []string
 	checks := 0
 	for _, sc := range required {
@@ -66,10 +59,10 @@ func (r *run) conformance(ctx context.Context) {
 		switch {
 		case !ok:
 			missing = append(missing, sc)
-		case res.failed > 0:
-			failed = append(failed, fmt.Sprintf("%s (%d of %d checks)", sc, res.failed, res.passed+res.failed))
+		case res.Failed > 0:
+			failed = append(failed, fmt.Sprintf("%s (%d of %d checks)", sc, res.Failed, res.Passed+res.Failed))
 		default:
-			checks += res.passed
+			checks += res.Passed
 		}
 	}
 	switch {
@@ -107,17 +100,33 @@ func requiredServerScenarios(listing string) []string {
 	return out
 }
 
-type scenarioResult struct{ passed, failed int }
+// RunSuite runs the official conformance suite's CLI with args, on the
+// Node 22 that tools (the npm tools' directory, which make tools
+// installs) provides. make smoke's check and make conformance both run
+// it so.
+func RunSuite(ctx context.Context, tools string, stdout, stderr io.Writer, args ...string) error {
+	bin, err := filepath.Abs(filepath.Join(tools, "node_modules", ".bin"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "conformance"), args...)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
+}
+
+// ScenarioResult is one scenario's line of the suite's output.
+type ScenarioResult struct{ Passed, Failed int }
 
 var scenarioLine = regexp.MustCompile(`(?m)^[✓✗] ([a-z0-9-]+): (\d+) passed, (\d+) failed`)
 
-// scenarioResults reads the suite's per-scenario lines.
-func scenarioResults(out string) map[string]scenarioResult {
-	res := map[string]scenarioResult{}
+// ScenarioResults reads the suite's per-scenario lines, by scenario.
+func ScenarioResults(out string) map[string]ScenarioResult {
+	res := map[string]ScenarioResult{}
 	for _, m := range scenarioLine.FindAllStringSubmatch(out, -1) {
-		var r scenarioResult
-		fmt.Sscan(m[2], &r.passed)
-		fmt.Sscan(m[3], &r.failed)
+		var r ScenarioResult
+		fmt.Sscan(m[2], &r.Passed)
+		fmt.Sscan(m[3], &r.Failed)
 		res[m[1]] = r
 	}
 	return res
