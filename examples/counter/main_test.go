@@ -6,10 +6,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // TestCountsOnce: from this module, with nothing but the public API, a
@@ -83,5 +85,70 @@ func TestProductionComposition(t *testing.T) {
 	delete(env, "MCP_AUTH_ISSUER")
 	if _, err := endpoint.LoadConfig(func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "MCP_AUTH_ISSUER") {
 		t.Errorf("no issuer on Lambda: %v", err)
+	}
+}
+
+// TestAuditRunsAsTask: a task tool's call is answered with a task, which
+// the endpoint's worker runs (in this process, locally) and tasks/get
+// reports completed with the tool's result.
+func TestAuditRunsAsTask(t *testing.T) {
+	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcptest.New(t, ep.Server)
+	c.Capabilities = map[string]any{"extensions": map[string]any{stateless.ExtensionTasks: map[string]any{}}}
+	c.CallTool("count_add", addIn{N: 7})
+	created := c.CallTool("count_audit", nil)
+	id, _ := created.Result["taskId"].(string)
+	if id == "" || created.Result["resultType"] != "task" {
+		t.Fatalf("not a task: %s", created.Raw)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		a := c.Call("tasks/get", map[string]any{"taskId": id})
+		if a.Result["status"] == "completed" {
+			res, _ := a.Result["result"].(map[string]any)
+			if sc, _ := res["structuredContent"].(map[string]any); sc["count"] != float64(7) {
+				t.Fatalf("completed with %s", a.Raw)
+			}
+			return
+		}
+		if a.Error != nil || a.Result["status"] != "working" || time.Now().After(deadline) {
+			t.Fatalf("polling: %s", a.Raw)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRateLimit: with MCP_RATE_LIMIT, a caller's requests over the limit
+// in a window are refused retryably with the time left, and another
+// caller is not.
+func TestRateLimit(t *testing.T) {
+	cfg, err := endpoint.LoadConfig(func(k string) string { return map[string]string{"MCP_RATE_LIMIT": "3/1h"}[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob := mcptest.New(t, ep.Server), mcptest.New(t, ep.Server)
+	alice.Principal, bob.Principal = "alice", "bob"
+	for i := range 3 {
+		if a := alice.CallTool("count_get", nil); a.IsError() {
+			t.Fatalf("call %d: %s", i, a.Raw)
+		}
+	}
+	a := alice.CallTool("count_get", nil)
+	if a.Error == nil || a.Header.Get("Retry-After") == "" || !strings.Contains(string(a.Error.Data), "retryAfterMs") {
+		t.Fatalf("over the limit: %d %s", a.Status, a.Raw)
+	}
+	if b := bob.CallTool("count_get", nil); b.IsError() {
+		t.Fatalf("another caller: %s", b.Raw)
 	}
 }

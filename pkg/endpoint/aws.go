@@ -71,8 +71,8 @@ func (a *Clients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
 	return a.lambda, nil
 }
 
-// lazyDynamo is the task store's DynamoDB client, made on the first task
-// call.
+// lazyDynamo is the DynamoDB client of the task store and the rate
+// limit's counters, made on first use.
 type lazyDynamo struct{ aws *Clients }
 
 func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -80,6 +80,13 @@ func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts
 		return nil, err
 	}
 	return l.aws.dynamo.PutItem(ctx, in, opts...)
+}
+
+func (l lazyDynamo) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.UpdateItem(ctx, in, opts...)
 }
 
 func (l lazyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,6 +88,19 @@ type Config struct {
 	// TaskTTL is how long a task of the tasks extension is kept
 	// (MCP_TASK_TTL, a Go duration from 1s to 30 days; default one hour).
 	TaskTTL time.Duration
+	// RateLimit and RateWindow limit each principal to RateLimit requests
+	// per RateWindow (MCP_RATE_LIMIT, "<requests>/<window>", such as
+	// 600/1m), counted in the claims table when there is one (shared by
+	// every instance; one write per request) and in memory otherwise.
+	// Unset: no limit (package ratelimit).
+	RateLimit  int64
+	RateWindow time.Duration
+	// BreakerFailures and BreakerCooldown open a tool's circuit after
+	// that many consecutive failures of its dependencies, for that long
+	// (MCP_CIRCUIT_BREAKER, "<failures>/<cooldown>", such as 5/30s); each
+	// instance keeps its own. Unset: no breaker (package breaker).
+	BreakerFailures int
+	BreakerCooldown time.Duration
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -111,6 +125,8 @@ const (
 	EnvDeadlineMargin = "MCP_DEADLINE_MARGIN"
 	EnvTaskTTL        = "MCP_TASK_TTL"
 	EnvKeepAlive      = "MCP_STREAM_KEEPALIVE"
+	EnvRateLimit      = "MCP_RATE_LIMIT"
+	EnvBreaker        = "MCP_CIRCUIT_BREAKER"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -175,6 +191,20 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		c.TaskTTL = d
 	}
+	if v := getenv(EnvRateLimit); v != "" {
+		n, d, ok := countPer(v)
+		if !ok || n < 1 || d < time.Second || d > 24*time.Hour {
+			return nil, fmt.Errorf("%s=%q: want <requests>/<window>, at least 1 request in a window of 1s to 24h, such as 600/1m", EnvRateLimit, v)
+		}
+		c.RateLimit, c.RateWindow = n, d
+	}
+	if v := getenv(EnvBreaker); v != "" {
+		n, d, ok := countPer(v)
+		if !ok || n < 1 || n > 1000 || d < time.Second || d > time.Hour {
+			return nil, fmt.Errorf("%s=%q: want <failures>/<cooldown>, 1 to 1000 failures and a cooldown of 1s to 1h, such as 5/30s", EnvBreaker, v)
+		}
+		c.BreakerFailures, c.BreakerCooldown = int(n), d
+	}
 	if v := getenv(EnvClaimsTable); v != "" {
 		if !validTableName(v) {
 			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", EnvClaimsTable, v)
@@ -218,6 +248,23 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		c.FunctionName = "mcp"
 	}
 	return c, nil
+}
+
+// countPer reads "<count>/<duration>".
+func countPer(v string) (int64, time.Duration, bool) {
+	ns, ds, ok := strings.Cut(v, "/")
+	if !ok {
+		return 0, 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(ns), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(ds))
+	if err != nil {
+		return 0, 0, false
+	}
+	return n, d, true
 }
 
 // loadAuth reads the authorization settings. Without an issuer a Lambda

@@ -22,16 +22,18 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond ||
-		c.StreamKeepAlive != time.Minute {
+		c.StreamKeepAlive != time.Minute || c.RateLimit != 0 || c.BreakerFailures != 0 {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(EnvRuntimeAPI, "127.0.0.1:9001", EnvLogLevel, "debug", EnvAllowedOrigins, " https://a.example , http://localhost:3000/ ",
-		EnvStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", EnvStateTTL, "90s", EnvAllowAnonymous, "true", EnvDeadlineMargin, "250ms", EnvKeepAlive, "2s"))
+		EnvStateKey, "c2FtcGxlLWV2ZW50cy1zdGF0ZS1rZXktMzItYnl0ZXM=", EnvStateTTL, "90s", EnvAllowAnonymous, "true", EnvDeadlineMargin, "250ms", EnvKeepAlive, "2s",
+		EnvRateLimit, "600/1m", EnvBreaker, " 5 / 30s "))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.State.Key) != 32 || c.State.TTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
-		c.StreamKeepAlive != 2*time.Second || strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" {
+		c.StreamKeepAlive != 2*time.Second || strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" ||
+		c.RateLimit != 600 || c.RateWindow != time.Minute || c.BreakerFailures != 5 || c.BreakerCooldown != 30*time.Second {
 		t.Errorf("parsed: %+v", c)
 	}
 	for _, bad := range [][2]string{
@@ -52,6 +54,13 @@ func TestLoadConfig(t *testing.T) {
 		{EnvAuthIssuer, "https://issuer.example.com/#frag"},
 		{EnvAuthJWKS, "ftp://keys.example.com"},
 		{EnvAllowAnonymous, "yes"},
+		{EnvRateLimit, "600"},
+		{EnvRateLimit, "0/1m"},
+		{EnvRateLimit, "10/1ms"},
+		{EnvRateLimit, "ten/1m"},
+		{EnvBreaker, "5/1ms"},
+		{EnvBreaker, "0/30s"},
+		{EnvBreaker, "5/"},
 	} {
 		_, err := LoadConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

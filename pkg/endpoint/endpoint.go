@@ -33,8 +33,10 @@ import (
 	"net"
 	"os"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/breaker"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
+	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -69,12 +71,13 @@ type Options struct {
 	// Clients are the AWS clients; nil makes them from the default AWS
 	// configuration, on first use.
 	Clients *Clients
-	// Interceptors are the server's interceptors beyond the claims
-	// Guard's and the tasks extension's, which run first, in that order
-	// (see stateless.Interceptor): a rate limit (package ratelimit), a
-	// circuit breaker (package breaker), tracing. An Execute interceptor
-	// here runs inside the claim: what it answers is what a keyed retry
-	// replays.
+	// Interceptors are the server's interceptors beyond the endpoint's
+	// own, which run first, in this order: the claims Guard's, the tasks
+	// extension's, the rate limit's (Config.RateLimit) and the circuit
+	// breaker's (Config.BreakerFailures), each of those two only when
+	// configured (see stateless.Interceptor). Tracing, auditing, quotas
+	// go here. An Execute interceptor here runs inside the claim: what it
+	// answers is what a keyed retry replays.
 	Interceptors []stateless.Interceptor
 }
 
@@ -139,11 +142,22 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	guard := claims.New(e.Claims, nil)
 	e.Tasks = tasks.New(taskOpts)
+	ics := []stateless.Interceptor{guard.Interceptor(), e.Tasks.Interceptor()}
+	if cfg.RateLimit > 0 {
+		var counter ratelimit.Counter = &ratelimit.Memory{}
+		if cfg.ClaimsTable != "" {
+			counter = &ratelimit.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
+		}
+		ics = append(ics, (&ratelimit.Limiter{Counter: counter, Limit: cfg.RateLimit, Window: cfg.RateWindow}).Interceptor())
+	}
+	if cfg.BreakerFailures > 0 {
+		ics = append(ics, (&breaker.Breaker{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown}).Interceptor())
+	}
 	opts := &stateless.Options{
 		Instructions:    o.Instructions,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		Sealer:          sealer,
-		Interceptors:    append([]stateless.Interceptor{guard.Interceptor(), e.Tasks.Interceptor()}, o.Interceptors...),
+		Interceptors:    append(ics, o.Interceptors...),
 		ToolSchemas:     o.ToolSchemas,
 		SchemaEngine:    o.SchemaEngine,
 		DeadlineMargin:  cfg.DeadlineMargin,

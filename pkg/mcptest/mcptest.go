@@ -222,7 +222,8 @@ func (c *Client) capabilities() map[string]any {
 }
 
 // targetOf is the Mcp-Name of a request: the tool's or prompt's name, the
-// resource's URI.
+// resource's URI, the task's id (a method of the server's own names its
+// target with the Header option).
 func targetOf(method string, params map[string]any) string {
 	var v any
 	switch method {
@@ -230,6 +231,8 @@ func targetOf(method string, params map[string]any) string {
 		v = params["name"]
 	case "resources/read":
 		v = params["uri"]
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		v = params["taskId"] // the tasks extension's
 	}
 	s, _ := v.(string)
 	return s
