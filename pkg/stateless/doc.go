@@ -9,12 +9,30 @@
 // [HTTPHandler] (which identifies callers), or [Server.Handle] from any
 // other transport, such as an API Gateway event adapter.
 //
-//	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+//	srv := stateless.NewServer(stateless.Implementation{Name: "notes", Version: "1.0.0"}, nil)
 //	stateless.AddTool(srv, &stateless.Tool{Name: "echo", Description: "Echo text."},
 //		func(ctx context.Context, req *stateless.ToolRequest, in EchoIn) (*stateless.CallToolResult, EchoOut, error) {
 //			return nil, EchoOut{Text: in.Text}, nil
 //		})
 //	http.Handle("/mcp", srv)
+//
+// # Extending the server
+//
+// Production features are built on two seams, not in the core:
+//
+//   - [Interceptor]s ([Options.Interceptors]) run around every request
+//     (Request: a rate limit, package ratelimit), around the execution of
+//     every tools/call, prompts/get and resources/read once it passed the
+//     server's checks (Execute: package claims's idempotency claims and
+//     single-use state, package tasks's task creation), and around each
+//     tool's handler (Tool: package breaker's circuit breaker).
+//   - [AddMethod] registers a method of the server's own, typed, served
+//     like the protocol's: package tasks's tasks/get, tasks/update and
+//     tasks/cancel. [Server.Invoke] runs a registered tool's handler for
+//     work that no request carries (a task's worker).
+//
+// Package endpoint composes them from the environment; package mcptest
+// calls a server in tests.
 //
 // # Tool schemas
 //
@@ -34,7 +52,7 @@
 //
 // # The path of one request
 //
-// Each step is one small function, and each refusal is one value of the
+// Each stage returns its answer, each refusal is one value of the
 // taxonomy in package errors, which decides its JSON-RPC code, HTTP status
 // and error.data:
 //
@@ -71,7 +89,7 @@
 //     data {supported, requested}, HTTP 400.
 //  7. Method: unknown, removed (initialize, ping, logging/setLevel,
 //     resources/subscribe on the modern wire) or not advertised is -32601,
-//     HTTP 404.
+//     HTTP 404. The request interceptors run next, and may refuse it.
 //  8. Params: the method's params must have its shape (-32602); for
 //     tools/call, Mcp-Param-* headers from x-mcp-header annotations must
 //     match the arguments (-32020), and an idempotency key, in
@@ -86,7 +104,9 @@
 //     Every failure is the same -32602.
 //  10. Arguments are validated against the tool's input schema; a failure
 //     is an isError result the model can correct.
-//  11. The handler runs. Its result is decorated: resultType, the server's
+//  11. The handler runs, inside the execution interceptors (the claim, the
+//     single-use state's redemption, a task's creation). Its result is
+//     decorated: resultType, the server's
 //     identity in _meta, and cache hints where the spec requires them. An
 //     [InputRequired] becomes an input_required result, after checking
 //     that the client declared every capability its input requests need
