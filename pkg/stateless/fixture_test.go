@@ -195,3 +195,8 @@ func decodeRPC(t testing.TB, body []byte) *rpc {
 	}
 	return &r
 }
+
+// text is a result of one text block.
+func text(s string) *stateless.CallToolResult {
+	return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text(s)}}
+}

@@ -138,5 +138,3 @@ func answersA(params string) bool {
 	a := p.InputResponses["a"]
 	return len(a) > 0 && a[0] == '{'
 }
-
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }

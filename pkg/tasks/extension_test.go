@@ -1,4 +1,4 @@
-package stateless_test
+package tasks_test
 
 import (
 	"context"
@@ -233,8 +233,8 @@ func TestTaskNeedsExtension(t *testing.T) {
 		t.Fatalf("tasks/get without the extension: %+v", out.Error)
 	}
 	// A server without tasks has no tasks/* methods.
-	plain := newFixture(t, nil)
-	resp := call(t, plain.srv, http.MethodPost, modernHeaders("tasks/get", "t1"), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1","_meta":`+metaJSON(tasksCaps)+`}}`)
+	plain := stateless.NewServer(stateless.Implementation{Name: "plain", Version: "1"}, nil)
+	resp := call(t, plain, http.MethodPost, modernHeaders("tasks/get", "t1"), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1","_meta":`+metaJSON(tasksCaps)+`}}`)
 	if e := decodeRPC(t, resp.Body).Error; e == nil || e.Code != -32601 {
 		t.Fatalf("tasks/get on a server without tasks: %s", resp.Body)
 	}

@@ -1,4 +1,4 @@
-package stateless_test
+package tasks_test
 
 import (
 	"context"
