@@ -9,6 +9,9 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export GOBIN := $(TOOLS)/bin
 export PATH := $(GOBIN):$(PATH)
+# Tests that need a tool make tools installs fail without it under make;
+# a bare go test skips them, saying how to run them (internal/testenv/need).
+export MCP_TESTS_NEED_TOOLS := 1
 
 STATICCHECK_VERSION := v0.8.2
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/need"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
@@ -393,7 +394,7 @@ func chromiumBinary(t *testing.T) string {
 	}
 	p, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Fatalf("chromium is not installed (%v); run make tools", err)
+		need.Tool(t, "chromium", err)
 	}
 	return p
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/eventcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/need"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
@@ -142,10 +143,7 @@ func rieBinary(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(abs); err != nil {
-		if testing.Short() {
-			t.Skip("aws-lambda-rie is not installed; run make tools")
-		}
-		t.Fatalf("aws-lambda-rie is not installed (%v); run make tools", err)
+		need.Tool(t, "aws-lambda-rie", err)
 	}
 	return abs
 }

@@ -9,8 +9,8 @@
 // the issuer's metadata, as it would in production.
 //
 // It is a test tool, not part of the deployed product. A machine without
-// the tools fails the tests that use it (run make tools) rather than
-// skipping them.
+// the tools skips the tests that use it, saying how to run them, unless
+// make runs them (package need): then they fail.
 package oauthmock
 
 import (
@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/need"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
@@ -86,13 +87,21 @@ type Server struct {
 	done chan struct{} // closed when cmd has ended
 }
 
+// ErrNotInstalled is Start's error, wrapped, when the npm test tools are
+// not installed.
+var ErrNotInstalled = errors.New("the npm test tools are not installed")
+
 // New starts a server on a port the system chooses and stops it when t
-// ends, failing t if it cannot start.
+// ends, failing t if it cannot start (skipping it when the tools are not
+// installed, outside make: package need).
 func New(t testing.TB) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	s, err := Start(ctx, "", 0)
+	if errors.Is(err, ErrNotInstalled) {
+		need.Tool(t, "the npm test tools (oauth2-mock-server)", err)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,9 +123,9 @@ func Start(ctx context.Context, toolsDir string, port int) (*Server, error) {
 		return nil, err
 	}
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
-	for _, need := range []string{node, filepath.Join(dir, "node_modules", "oauth2-mock-server", "package.json")} {
-		if _, err := os.Stat(need); err != nil {
-			return nil, fmt.Errorf("oauthmock: %v: the npm test tools are not installed; run make tools", err)
+	for _, file := range []string{node, filepath.Join(dir, "node_modules", "oauth2-mock-server", "package.json")} {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("oauthmock: %w: %v; run make tools", ErrNotInstalled, err)
 		}
 	}
 	stateDir, err := os.MkdirTemp("", "oauthmock")

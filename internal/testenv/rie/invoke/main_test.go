@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/need"
 )
 
 // TestRunEvent drives the tool as `make invoke` does: the real bootstrap,
@@ -18,7 +20,7 @@ func TestRunEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(riePath); err != nil {
-		t.Skip("aws-lambda-rie is not installed; make invoke installs it")
+		need.Tool(t, "aws-lambda-rie", err)
 	}
 	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
 	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, "../../../../functions/mcp")
