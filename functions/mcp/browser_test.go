@@ -390,6 +390,9 @@ func (b *bufferedResponse) WriteHeader(status int)      { b.status = status }
 func chromiumBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("CHROMIUM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			need.Tool(t, "chromium", err)
+		}
 		return p
 	}
 	p, err := exec.LookPath("chromium")
