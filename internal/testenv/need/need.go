@@ -19,7 +19,7 @@ const EnvRequire = "MCP_TESTS_NEED_TOOLS"
 func Tool(t testing.TB, what string, err error) {
 	t.Helper()
 	if os.Getenv(EnvRequire) == "1" {
-		t.Fatalf("%s is not installed (%v); run make tools", what, err)
+		t.Fatalf("%s: not installed (%v); run make tools", what, err)
 	}
-	t.Skipf("%s is not installed (%v): make tools installs it; make test runs this test", what, err)
+	t.Skipf("%s: not installed (%v); make tools installs it, make test runs this test", what, err)
 }

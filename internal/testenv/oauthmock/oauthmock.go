@@ -100,7 +100,7 @@ func New(t testing.TB) *Server {
 	defer cancel()
 	s, err := Start(ctx, "", 0)
 	if errors.Is(err, ErrNotInstalled) {
-		need.Tool(t, "the npm test tools (oauth2-mock-server)", err)
+		need.Tool(t, "the npm test tools", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func Start(ctx context.Context, toolsDir string, port int) (*Server, error) {
 	node := filepath.Join(dir, "node_modules", ".bin", "node")
 	for _, file := range []string{node, filepath.Join(dir, "node_modules", "oauth2-mock-server", "package.json")} {
 		if _, err := os.Stat(file); err != nil {
-			return nil, fmt.Errorf("oauthmock: %w: %v; run make tools", ErrNotInstalled, err)
+			return nil, fmt.Errorf("oauthmock: %w: %v", ErrNotInstalled, err)
 		}
 	}
 	stateDir, err := os.MkdirTemp("", "oauthmock")
