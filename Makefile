@@ -14,6 +14,7 @@ export PATH := $(GOBIN):$(PATH)
 export MCP_TESTS_NEED_TOOLS := 1
 
 STATICCHECK_VERSION := v0.8.2
+APIDIFF_VERSION := v0.0.0-20261113113407-e3970619a1a4
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := $(GOBIN)/aws-lambda-rie
 LOCAL_KMS_VERSION := v0.0.0-20260228092603-2a5e92d09ab6
@@ -80,7 +81,7 @@ deploy:
 	sam build && sam deploy --guided
 
 ## tools: install the pinned tools the tests use (idempotent)
-tools: $(GOBIN)/staticcheck $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java chromium
+tools: $(GOBIN)/staticcheck $(GOBIN)/apidiff $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java chromium
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	# npm ci refuses this lock file: an optional dependency of a dependency
@@ -101,6 +102,9 @@ chromium:
 $(GOBIN)/staticcheck:
 	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
+$(GOBIN)/apidiff:
+	$(GO) install golang.org/x/exp/cmd/apidiff@$(APIDIFF_VERSION)
+
 $(RIE):
 	$(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
@@ -110,7 +114,7 @@ $(GOBIN)/local-kms:
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, the short chaos run, and test every module (go
 ## test's summary last)
-test: tools vet lint template build conformance integration chaos-short unit
+test: tools vet lint api template build conformance integration chaos-short unit
 
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
@@ -235,6 +239,16 @@ template:
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+## api: the public API against the last release's (docs/compatibility.md)
+.PHONY: api api-baseline
+api: $(GOBIN)/apidiff
+	@$(GO) run ./internal/testenv/apicheck -apidiff $(GOBIN)/apidiff
+
+## api-baseline: at a release, the API baseline of RELEASE (api/RELEASE.apidiff)
+api-baseline: $(GOBIN)/apidiff
+	@test -n "$(RELEASE)" || { echo "usage: make api-baseline RELEASE=v0.2.0"; exit 2; }
+	@$(GO) run ./internal/testenv/apicheck -apidiff $(GOBIN)/apidiff -write '$(RELEASE)'
 
 ## fuzz: every fuzz target for FUZZTIME each
 fuzz:
