@@ -156,6 +156,10 @@ func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*
 		// log line (by type and AWS error code).
 		return nil, addOut{}, mcperr.NewRetryLater(0, err)
 	}
+	// The operator's view of the call (its id is the store's, never the
+	// note's text): a record with the request's fields, and a metric.
+	req.Logger().Info("note added", "note_id", n.ID)
+	_ = req.Metric("NotesAdded", 1, stateless.MetricUnitCount)
 	return nil, addOut{ID: n.ID}, nil
 }
 

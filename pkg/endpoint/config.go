@@ -64,6 +64,10 @@ type Config struct {
 	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
 	// can reach it.
 	AllowAnonymous bool
+	// MetricsPerTool writes the metrics tools emit (Call.Metric) by
+	// Function and Tool (MCP_METRICS_PER_TOOL, default true); false: by
+	// Function alone, one CloudWatch series per metric name.
+	MetricsPerTool bool
 	// LogToolErrorText logs the text of tool errors and panic values,
 	// which may quote arguments (MCP_LOG_TOOL_ERROR_TEXT=true). Off: their
 	// type only.
@@ -126,6 +130,7 @@ const (
 	EnvTaskTTL        = "MCP_TASK_TTL"
 	EnvKeepAlive      = "MCP_STREAM_KEEPALIVE"
 	EnvRateLimit      = "MCP_RATE_LIMIT"
+	EnvMetricsPerTool = "MCP_METRICS_PER_TOOL"
 	EnvBreaker        = "MCP_CIRCUIT_BREAKER"
 )
 
@@ -139,6 +144,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 
 		DeadlineMargin:  500 * time.Millisecond,
 		StreamKeepAlive: 60 * time.Second,
+		MetricsPerTool:  true,
 	}
 	if v := getenv(EnvAddr); v != "" {
 		c.Addr = v
@@ -235,6 +241,13 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q: want a CloudWatch namespace (at most 255 characters, not starting with AWS/)", EnvMetricsNS, v)
 		}
 		c.MetricsNamespace = v
+	}
+	switch v := getenv(EnvMetricsPerTool); v {
+	case "", "true":
+	case "false":
+		c.MetricsPerTool = false
+	default:
+		return nil, fmt.Errorf("%s=%q: want true or false", EnvMetricsPerTool, v)
 	}
 	switch v := getenv(EnvToolErrorText); v {
 	case "", "false":

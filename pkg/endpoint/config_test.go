@@ -61,6 +61,7 @@ func TestLoadConfig(t *testing.T) {
 		{EnvBreaker, "5/1ms"},
 		{EnvBreaker, "0/30s"},
 		{EnvBreaker, "5/"},
+		{EnvMetricsPerTool, "no"},
 	} {
 		_, err := LoadConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {

@@ -111,10 +111,11 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	if e.Observer == nil && o.Logger == nil {
 		e.Observer = observe.New(e.stdout, observe.Options{
-			Level:         cfg.LogLevel,
-			Namespace:     cfg.MetricsNamespace,
-			Function:      cfg.FunctionName,
-			ToolErrorText: cfg.LogToolErrorText,
+			Level:           cfg.LogLevel,
+			Namespace:       cfg.MetricsNamespace,
+			Function:        cfg.FunctionName,
+			ToolErrorText:   cfg.LogToolErrorText,
+			NoToolDimension: !cfg.MetricsPerTool,
 		})
 	}
 	if e.Logger == nil {
@@ -166,6 +167,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	if e.Observer != nil {
 		opts.Observe = e.Observer.Observe
 	}
+	opts.HandlerLogger = e.Logger
 	if opts.Auth, err = newAuth(cfg, &o); err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -73,6 +75,11 @@ type Options struct {
 	// from tool, prompt or resource code. They may quote the call's
 	// arguments, so by default only their type is logged.
 	ToolErrorText bool
+	// NoToolDimension writes the metrics handlers emit (Call.Metric)
+	// under the Function dimension alone, not Function and Tool: one
+	// CloudWatch series per metric name instead of one per name and tool
+	// (docs/observability.md, what the series cost).
+	NoToolDimension bool
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -230,10 +237,23 @@ func (ob *Observer) Observe(ctx context.Context, o *stateless.Outcome) {
 		v |= withCold
 		b = appendInt(b, "ColdStart", 1)
 	}
+	for _, m := range o.Metrics {
+		b = appendMetric(b, m)
+	}
 	b = append(b, `,"_aws":{"Timestamp":`...)
 	b = strconv.AppendInt(b, now.UnixMilli(), 10)
 	b = append(b, `,"CloudWatchMetrics":`...)
-	b = append(b, ob.directive(v)...)
+	d := ob.directive(v)
+	if len(o.Metrics) > 0 {
+		// The handler's metrics: a directive of their own, by Function
+		// and Tool (or Function alone, Options.NoToolDimension).
+		b = append(b, d[:len(d)-1]...)
+		b = append(b, ',')
+		b = ob.appendHandlerDirective(b, o.Metrics, tool)
+		b = append(b, ']')
+	} else {
+		b = append(b, d...)
+	}
 	b = append(b, "}}\n"...)
 	_, _ = ob.w.Write(b)
 	*bp = b
@@ -260,7 +280,66 @@ func (ob *Observer) appendCause(b []byte, o *stateless.Outcome) []byte {
 		b = appendField(b, "cause", o.Err.Error())
 	}
 	b = appendField(b, "cause_type", typeChain(o.Err))
+	var dep *mcperr.DependencyError
+	if errors.As(o.Err, &dep) {
+		// The tool's own account of what failed: a host it vouches for
+		// and a status, never argument text.
+		b = appendField(b, "dependency_host", dep.Host)
+		if dep.Status != 0 {
+			b = appendInt(b, "dependency_status", int64(dep.Status))
+		}
+	}
 	return appendAWS(b, o.Err)
+}
+
+// appendMetric writes a handler's metric at the line's root: its value,
+// or its values.
+func appendMetric(b []byte, m stateless.Metric) []byte {
+	b = append(b, ',', '"')
+	b = append(b, m.Name...)
+	b = append(b, '"', ':')
+	if len(m.Values) == 1 {
+		return strconv.AppendFloat(b, finite(m.Values[0]), 'g', -1, 64)
+	}
+	b = append(b, '[')
+	for i, v := range m.Values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, finite(v), 'g', -1, 64)
+	}
+	return append(b, ']')
+}
+
+// finite keeps a value JSON can carry: NaN and the infinities are 0.
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// appendHandlerDirective writes the EMF directive of a line's handler
+// metrics.
+func (ob *Observer) appendHandlerDirective(b []byte, ms []stateless.Metric, tool bool) []byte {
+	b = append(b, `{"Namespace":`...)
+	b = jsonscan.AppendString(b, ob.opts.Namespace)
+	if tool && !ob.opts.NoToolDimension {
+		b = append(b, `,"Dimensions":[["Function","Tool"]],"Metrics":[`...)
+	} else {
+		b = append(b, `,"Dimensions":[["Function"]],"Metrics":[`...)
+	}
+	for i, m := range ms {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"Name":"`...)
+		b = append(b, m.Name...)
+		b = append(b, `","Unit":"`...)
+		b = append(b, m.Unit...)
+		b = append(b, `"}`...)
+	}
+	return append(b, "]}"...)
 }
 
 // typeChain names the types of err's chain, outermost first: what a

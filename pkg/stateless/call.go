@@ -35,6 +35,8 @@ type Call struct {
 	notes          []json.RawMessage // buffered notifications, in order
 	live           *liveStream       // sends notifications as they happen (HandleStream)
 	legacy         bool
+	telemetry      *telemetry // the request's, for Logger
+	metrics        []Metric   // Metric's, reported with the outcome
 }
 
 // Capabilities returns the client capabilities declared on this request.

@@ -214,6 +214,7 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 		if x.stop != nil {
 			x.stop()
 		}
+		o.Metrics = x.call.metrics
 	}()
 	defer func() {
 		if p := recover(); p != nil {

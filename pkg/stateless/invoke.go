@@ -84,6 +84,10 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		deadline: end.Add(s.opts.DeadlineMargin)}
 	x.call = Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
 		capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
+	if l := s.opts.HandlerLogger; l != nil {
+		x.call.telemetry = &telemetry{ctx: ctx, base: l, method: MethodTaskRun, target: inv.Tool}
+	}
+	defer func() { o.Metrics = x.call.metrics }()
 	h := t.handler
 	if inv.Task != nil {
 		h = func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {

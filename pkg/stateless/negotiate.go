@@ -133,6 +133,12 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 	if e != nil {
 		return x.refuse(d.id, e)
 	}
+	if l := x.s.opts.HandlerLogger; l != nil {
+		x.call.telemetry = &telemetry{ctx: ctx, base: l, method: d.method, traceParent: x.o.TraceParent}
+		if t := d.target(); t != nil {
+			x.call.telemetry.target = *t
+		}
+	}
 	return m.serve(x, ctx)
 }
 

@@ -61,6 +61,8 @@ type Outcome struct {
 	// KMSCalls counts the key-service calls made for this request; a key
 	// service adapter adds to it through [OutcomeFrom].
 	KMSCalls atomic.Int32
+	// Metrics are the handler's own ([Call.Metric]).
+	Metrics []Metric
 }
 
 // Steps are the durations of one request's stages. A stage that did not

@@ -52,6 +52,10 @@ type Options struct {
 	// INFO. Default: discard. Observe is the richer hook.
 	Logger *slog.Logger
 
+	// HandlerLogger receives the records handlers log through
+	// [Call.Logger], with the request's fields. Default: discard.
+	HandlerLogger *slog.Logger
+
 	// LegacyLogLevel is the least severe level of the log messages sent to
 	// clients of revisions before 2026-07-28, which set a level once per
 	// session with logging/setLevel; a stateless server cannot remember

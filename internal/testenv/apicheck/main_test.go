@@ -26,4 +26,3 @@ func TestReading(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
