@@ -240,6 +240,14 @@ template:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## regen: after adding or changing a tool, every file generated from the
+## tools: the demo's schemas (toolschemas.json), then the sample events'
+## expected answers (events/*.expected.json); review the diff
+.PHONY: regen
+regen:
+	$(GO) test ./functions/mcp -count=1 -run '^TestToolSchemas$$' -update
+	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
+
 ## api: the public API against the last release's (docs/compatibility.md)
 .PHONY: api api-baseline
 api: $(GOBIN)/apidiff

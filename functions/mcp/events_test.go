@@ -184,14 +184,14 @@ func checkExpected(t *testing.T, event string, payload []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("no expected response: %v (run go test -run TestEventsInProcess -update and review)", err)
+		t.Fatalf("no expected response: %v (regenerate the generated files with make regen, and review the diff)", err)
 	}
 	diff, err := eventcheck.Check(want, payload)
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", filepath.Base(event), err, payload)
 	}
 	if diff != "" {
-		t.Errorf("%s: %s\ngot %s", filepath.Base(event), diff, payload)
+		t.Errorf("%s: %s\ngot %s\n(a tool added or changed? regenerate the generated files with make regen, and review the diff)", filepath.Base(event), diff, payload)
 		return
 	}
 	// An answer that passes must regenerate to the very same file: -update

@@ -34,6 +34,6 @@ func TestToolSchemas(t *testing.T) {
 	srv := taskServer(stateless.Implementation{Name: "mcp-lambda-demo", Version: "test"}, &stateless.Options{ToolSchemas: file, SchemaEngine: schemaEngine})
 	(&demo{}).register(srv)
 	if err := stateless.CheckToolSchemas(srv, toolschema.Engine{}); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v\nAfter adding or changing a tool, regenerate the generated files with: make regen", err)
 	}
 }

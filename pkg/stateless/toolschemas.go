@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -134,7 +136,9 @@ func CheckToolSchemas(s *Server, e SchemaEngine) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	for name, w := range want {
+	// In name order, so that the same mismatch reads the same each run.
+	for _, name := range slices.Sorted(maps.Keys(want)) {
+		w := want[name]
 		h, ok := have[name]
 		switch {
 		case !ok:
@@ -143,7 +147,7 @@ func CheckToolSchemas(s *Server, e SchemaEngine) error {
 			errs = append(errs, fmt.Errorf("tool %q: Options.ToolSchemas differs from its Go types; regenerate it (GenerateToolSchemas)", name))
 		}
 	}
-	for name := range have {
+	for _, name := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := want[name]; !ok {
 			errs = append(errs, fmt.Errorf("tool %q: in Options.ToolSchemas but no typed tool of that name takes its schemas from there", name))
 		}
