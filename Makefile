@@ -84,10 +84,10 @@ deploy:
 tools: $(GOBIN)/staticcheck $(GOBIN)/apidiff $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java chromium
 
 tools/node_modules/.installed: tools/package.json tools/package-lock.json
-	# npm ci refuses this lock file: an optional dependency of a dependency
-	# (napi-windows-process-start-time) is listed but not published; install
-	# follows the lock file and skips it.
-	cd tools && npm install --no-audit --no-fund
+	# npm ci installs exactly the lock file and never rewrites it, so the
+	# checkout stays clean; after changing package.json, npm install
+	# --package-lock-only regenerates the lock file, to be committed.
+	cd tools && npm ci --no-audit --no-fund
 	touch $@
 
 # DynamoDB Local runs on Java; Debian's headless JRE where the machine has none.
