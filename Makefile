@@ -29,7 +29,7 @@ BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -X main.version=$(VE
 EVENT ?=
 ENV ?=
 FUZZTIME ?= 20s
-MODULES := . interop bench deploy examples
+MODULES := . interop bench deploy examples e2e
 
 .PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
@@ -73,7 +73,7 @@ invoke-all: invoke
 ## the table created and the key seeded, for sam local --env-vars; Ctrl-C
 ## stops both (docs/local.md)
 local-aws: $(GOBIN)/local-kms tools/node_modules/.installed java
-	@$(GO) build -o $(GOBIN)/mcp-local-aws ./internal/testenv/localaws
+	@cd e2e && $(GO) build -o $(GOBIN)/mcp-local-aws ./localaws
 	$(GOBIN)/mcp-local-aws -env $(or $(ENV),deploy/sam-local-env.json) -seed deploy/local-kms-seed.yaml
 
 ## deploy: build and deploy with the SAM CLI (asks for the stack's settings)
@@ -120,13 +120,13 @@ test: tools vet lint api template build conformance integration chaos-short unit
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
 conformance: tools
 	$(GO) mod download
-	$(GO) build -o $(TOOLS)/confrun ./internal/testenv/confrun
+	cd e2e && $(GO) build -o $(TOOLS)/confrun ./confrun
 	unshare -n -- sh -c 'ip link set lo up && exec "$$0" -tools tools -rie $(RIE)' $(TOOLS)/confrun
 
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit interop functions/mcp functions/conformance internal/testenv/streamrun
+INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit interop functions/mcp functions/conformance e2e/streamrun
 
 ## integration: the tests against the real emulators
 integration: tools
@@ -154,13 +154,13 @@ CHAOS_TEST := $(TOOLS)/chaos.integration.test
 ## Local restarts and local-kms stops for a while; then the table of what
 ## happened and the checks (exactly once, no lost write, single use)
 chaos: $(CHAOS_NEEDS)
-	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/testenv/chaos
-	cd internal/testenv/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=20m -chaos.full -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+	cd e2e && $(GO) test -tags integration -c -o $(CHAOS_TEST) ./chaos
+	cd e2e/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=20m -chaos.full -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
 
 ## chaos-short: the same run in about a minute and a half (make test)
 chaos-short: $(CHAOS_NEEDS)
-	$(GO) test -tags integration -c -o $(CHAOS_TEST) ./internal/testenv/chaos
-	cd internal/testenv/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+	cd e2e && $(GO) test -tags integration -c -o $(CHAOS_TEST) ./chaos
+	cd e2e/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
 
 ## soak: SOAK_DURATION (default 10m, at most about 1h45m; SOAK_DURATION=1m
 ## for a smoke test) of steady load on the function as a local server and
@@ -169,8 +169,8 @@ chaos-short: $(CHAOS_NEEDS)
 SOAK_DURATION ?= 10m
 soak: $(CHAOS_NEEDS)
 	$(GO) build -o $(TOOLS)/mcp-local ./functions/mcp
-	$(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./internal/testenv/soak
-	cd internal/testenv/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
+	cd e2e && $(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./soak
+	cd e2e/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
 		unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestSoak -test.timeout=2h' $(TOOLS)/soak.integration.test
 
 ## stress: the claim race, MCP_STRESS_TRIALS (default 1000) times
@@ -199,7 +199,8 @@ smoke: export TOKEN := $(TOKEN)
 smoke: export STREAM_TOKEN := $(STREAM_TOKEN)
 smoke: $(if $(CONFORMANCE_URL),tools/node_modules/.installed)
 	@test -n "$(URL)" || { echo "usage: make smoke URL=https://<api>/mcp [TOKEN=...] [STREAM_URL=...] [STREAM_TOKEN=...] [ORIGIN=...]"; exit 2; }
-	@$(GO) run ./internal/testenv/smoke/cmd -url '$(URL)' $(if $(STREAM_URL),-stream-url '$(STREAM_URL)') $(if $(ORIGIN),-origin '$(ORIGIN)') \
+	@cd e2e && $(GO) build -o $(TOOLS)/smoke ./smoke
+	@$(TOOLS)/smoke -url '$(URL)' $(if $(STREAM_URL),-stream-url '$(STREAM_URL)') $(if $(ORIGIN),-origin '$(ORIGIN)') \
 		$(if $(KEYED_TOOL),-keyed-tool '$(KEYED_TOOL)' -keyed-args '$(KEYED_ARGS)') $(if $(PROGRESS_TOOL),-progress-tool '$(PROGRESS_TOOL)' -progress-args '$(PROGRESS_ARGS)') \
 		$(if $(PROGRESS_GAP),-progress-gap '$(PROGRESS_GAP)') $(if $(CONFORMANCE_URL),-conformance-url '$(CONFORMANCE_URL)')
 

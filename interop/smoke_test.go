@@ -78,7 +78,7 @@ func TestSmoke(t *testing.T) {
 	for _, v := range vs {
 		names = append(names, v.Check)
 		// The conformance fixture is not in this stack: make conformance
-		// runs that check against it (internal/testenv/confrun).
+		// runs that check against it (e2e/confrun).
 		if v.Result != "PASS" && (v.Check != "conformance" || v.Result != "SKIP") {
 			t.Errorf("%v", v)
 		}

@@ -23,7 +23,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/repo"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/chaos"
+	"github.com/serverless-mcp/mcp-lambda/e2e/chaos"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
 )
 
