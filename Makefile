@@ -87,7 +87,8 @@ tools/node_modules/.installed: tools/package.json tools/package-lock.json
 	# npm ci installs exactly the lock file and never rewrites it, so the
 	# checkout stays clean; after changing package.json, npm install
 	# --package-lock-only regenerates the lock file, to be committed.
-	cd tools && npm ci --no-audit --no-fund
+	@echo "npm ci: runs on this machine's Node; the tools themselves run on the Node 22 that tools/ pins, so its engine warnings are not shown"
+	cd tools && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 # DynamoDB Local runs on Java; Debian's headless JRE where the machine has none.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -35,9 +34,7 @@ func faultyDemo(t *testing.T) (*stateless.Server, *ddbfault.Faults) {
 	}
 	f := &ddbfault.Faults{}
 	clients := &endpoint.Clients{Configure: func(c *aws.Config) {
-		c.BaseEndpoint = aws.String(local.Endpoint)
-		c.Region = "us-east-1"
-		c.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
+		local.Configure(c)
 		c.APIOptions = append(c.APIOptions, f.Middleware)
 	}}
 	srv, err := newServerWith(cfg, discardLogger(), nil, clients)

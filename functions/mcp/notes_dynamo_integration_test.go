@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
@@ -206,11 +205,7 @@ func TestDynamoFailureLogged(t *testing.T) {
 	}
 	var log syncbuf.Buffer
 	ob := observe.New(&log, observe.Options{Level: cfg.LogLevel, Namespace: cfg.MetricsNamespace, Function: cfg.FunctionName})
-	clients := &endpoint.Clients{Configure: func(c *aws.Config) {
-		c.BaseEndpoint = aws.String(local.Endpoint)
-		c.Region = "us-east-1"
-		c.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
-	}}
+	clients := &endpoint.Clients{Configure: local.Configure}
 	srv, err := newServerWith(cfg, ob.Logger(), ob, clients)
 	if err != nil {
 		t.Fatal(err)
