@@ -64,7 +64,9 @@ func run(ctx context.Context, envPath, seed, function string, out io.Writer) err
 	fmt.Fprintf(out, `
 DynamoDB Local  %s   table %s (in memory: gone when this stops)
 local-kms       %s   key %s
-Both listen on every interface of this machine while they run (neither has a host option).
+*** WARNING: both listen on EVERY interface of this machine while they run (neither has a
+*** host option): anyone who can reach it can read and write the table and use the key.
+*** Run this on a trusted network only.
 
 In another terminal, after sam build:
   sam local invoke McpFunction -e events/notes-add.json --env-vars %s%s
