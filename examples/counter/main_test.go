@@ -18,14 +18,7 @@ import (
 // keyed side-effecting call runs once and its retry replays it (the
 // endpoint's idempotency claims), and typed tools need no schema options.
 func TestCountsOnce(t *testing.T) {
-	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := localCounter(t, nil)
 	if err := ep.Server.Verify(); err != nil {
 		t.Fatal(err)
 	}
@@ -92,14 +85,7 @@ func TestProductionComposition(t *testing.T) {
 // the endpoint's worker runs (in this process, locally) and tasks/get
 // reports completed with the tool's result.
 func TestAuditRunsAsTask(t *testing.T) {
-	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := localCounter(t, nil)
 	c := mcptest.New(t, ep.Server)
 	c.Capabilities = map[string]any{"extensions": map[string]any{stateless.ExtensionTasks: map[string]any{}}}
 	c.CallTool("count_add", addIn{N: 7})
@@ -129,14 +115,7 @@ func TestAuditRunsAsTask(t *testing.T) {
 // in a window are refused retryably with the time left, and another
 // caller is not.
 func TestRateLimit(t *testing.T) {
-	cfg, err := endpoint.LoadConfig(func(k string) string { return map[string]string{"MCP_RATE_LIMIT": "3/1h"}[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := localCounter(t, map[string]string{"MCP_RATE_LIMIT": "3/1h"})
 	alice, bob := mcptest.New(t, ep.Server), mcptest.New(t, ep.Server)
 	alice.Principal, bob.Principal = "alice", "bob"
 	for i := range 3 {
@@ -151,4 +130,19 @@ func TestRateLimit(t *testing.T) {
 	if b := bob.CallTool("count_get", nil); b.IsError() {
 		t.Fatalf("another caller: %s", b.Raw)
 	}
+}
+
+// localCounter is the counter's endpoint as it runs locally, configured
+// by env.
+func localCounter(t *testing.T, env map[string]string) *endpoint.Endpoint {
+	t.Helper()
+	cfg, err := endpoint.LoadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep
 }

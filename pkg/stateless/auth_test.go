@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -59,7 +60,7 @@ func newAuthServer(t *testing.T) (*stateless.Server, *[]string) {
 }
 
 func authCall(s *stateless.Server, tool string, authz []string) *stateless.Response {
-	h := modernHeaders("tools/call", tool)
+	h := wire.ModernHeaders("tools/call", tool)
 	if authz != nil {
 		h["Authorization"] = authz
 	}
@@ -120,7 +121,7 @@ func TestAuthChallenges(t *testing.T) {
 			if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != tt.challenge {
 				t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, tt.challenge)
 			}
-			r := decodeRPC(t, resp.Body)
+			r := wire.DecodeRPC(t, resp.Body)
 			switch {
 			case tt.code == 0 && r.Error != nil:
 				t.Errorf("error %+v", r.Error)
@@ -149,28 +150,28 @@ func TestAuthChallenges(t *testing.T) {
 // server that does not know its own URL accepts none.
 func TestAuthEveryRequest(t *testing.T) {
 	s, _ := newAuthServer(t)
-	list := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/list", ""), Endpoint: endpoint,
+	list := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/list", ""), Endpoint: endpoint,
 		Body: []byte(req("1", "tools/list", withMeta("")))})
 	if list.Status != 401 || list.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+prm+`"` {
 		t.Errorf("tools/list without a token: %d %v", list.Status, list.Header)
 	}
-	h := modernHeaders("tools/list", "")
+	h := wire.ModernHeaders("tools/list", "")
 	h.Set("Authorization", "Bearer none")
 	list = s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: endpoint,
 		Body: []byte(req("1", "tools/list", withMeta("")))})
 	if list.Status != 200 || !strings.Contains(string(list.Body), `"add"`) || strings.Contains(string(list.Body), `"secret"`) {
 		t.Errorf("tools/list lists every visible tool whatever the scopes: %d %s", list.Status, list.Body)
 	}
-	note := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("notifications/initialized", ""), Endpoint: endpoint,
+	note := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("notifications/initialized", ""), Endpoint: endpoint,
 		Body: []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
 	if note.Status != 401 {
 		t.Errorf("a notification without a token: %d", note.Status)
 	}
-	h = modernHeaders("tools/call", "search")
+	h = wire.ModernHeaders("tools/call", "search")
 	h.Set("Authorization", "Bearer reader")
 	lost := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h,
 		Body: []byte(req("1", "tools/call", withMeta(`"name":"search","arguments":{}`)))})
-	if r := decodeRPC(t, lost.Body); lost.Status != 200 || r.Error == nil || r.Error.Code != -32603 {
+	if r := wire.DecodeRPC(t, lost.Body); lost.Status != 200 || r.Error == nil || r.Error.Code != -32603 {
 		t.Errorf("no endpoint URL: %d %s", lost.Status, lost.Body)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -23,21 +24,21 @@ const serverInfo = `"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixtu
 
 func TestDiscover(t *testing.T) {
 	f := newFixture(t, &stateless.Options{Instructions: "Use echo."})
-	resp := call(t, f.srv, "POST", modernHeaders("server/discover", ""), req(`"d1"`, "server/discover", withMeta("")))
+	resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("server/discover", ""), req(`"d1"`, "server/discover", withMeta("")))
 	wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":"d1","result":{"resultType":"complete","supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26"],"capabilities":{"completions":{},"prompts":{},"resources":{},"tools":{},"logging":{}},"instructions":"Use echo.","ttlMs":300000,"cacheScope":"public",`+serverInfo+`}}`)
 }
 
 func TestDiscoverAdvertisesOnlyWhatIsRegistered(t *testing.T) {
 	s := stateless.NewServer(stateless.Implementation{Name: "bare", Version: "0"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
-	resp := call(t, s, "POST", modernHeaders("server/discover", ""), req("1", "server/discover", withMeta("")))
-	r := decodeRPC(t, resp.Body)
+	resp := wire.Call(t, s, "POST", wire.ModernHeaders("server/discover", ""), req("1", "server/discover", withMeta("")))
+	r := wire.DecodeRPC(t, resp.Body)
 	caps := r.Result["capabilities"].(map[string]any)
 	if len(caps) != 1 || caps["logging"] == nil {
 		t.Errorf("capabilities = %v, want only logging", caps)
 	}
 	for _, m := range []string{"tools/list", "prompts/list", "resources/list", "completion/complete"} {
-		resp := call(t, s, "POST", modernHeaders(m, ""), req("2", m, withMeta("")))
-		if resp.Status != 404 || decodeRPC(t, resp.Body).Error.Code != -32601 {
+		resp := wire.Call(t, s, "POST", wire.ModernHeaders(m, ""), req("2", m, withMeta("")))
+		if resp.Status != 404 || wire.DecodeRPC(t, resp.Body).Error.Code != -32601 {
 			t.Errorf("%s on a bare server: %d %s", m, resp.Status, resp.Body)
 		}
 	}
@@ -45,8 +46,8 @@ func TestDiscoverAdvertisesOnlyWhatIsRegistered(t *testing.T) {
 
 func TestToolsList(t *testing.T) {
 	f := newFixture(t, nil)
-	resp := call(t, f.srv, "POST", modernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
-	r := decodeRPC(t, resp.Body)
+	resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
+	r := wire.DecodeRPC(t, resp.Body)
 	var names []string
 	for _, tl := range r.Result["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
@@ -66,7 +67,7 @@ func TestToolsList(t *testing.T) {
 	}
 
 	// The admin sees the hidden tool.
-	resp = f.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/list", ""),
+	resp = f.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/list", ""),
 		Body: []byte(req("1", "tools/list", withMeta(""))), Principal: "admin"})
 	if !bytes.Contains(resp.Body, []byte(`"secret"`)) {
 		t.Errorf("admin does not see the secret tool: %s", resp.Body)
@@ -87,7 +88,7 @@ func TestPagination(t *testing.T) {
 		if cursor != "" {
 			params = withMeta(`"cursor":"` + cursor + `"`)
 		}
-		r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/list", ""), req("1", "tools/list", params)).Body)
+		r := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/list", ""), req("1", "tools/list", params)).Body)
 		if r.Error != nil {
 			t.Fatalf("page %d: %+v", page, r.Error)
 		}
@@ -111,9 +112,9 @@ func TestPagination(t *testing.T) {
 
 func TestCallTool(t *testing.T) {
 	f := newFixture(t, nil)
-	resp := call(t, f.srv, "POST", modernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"héllo <b>"}`)))
+	resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"héllo <b>"}`)))
 	wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"text\":\"héllo <b>\"}"}],"structuredContent":{"text":"héllo <b>"},`+serverInfo+`}}`)
-	resp = call(t, f.srv, "POST", modernHeaders("tools/call", "add"), req("2", "tools/call", withMeta(`"name":"add","arguments":{"a":40,"b":2}`)))
+	resp = wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "add"), req("2", "tools/call", withMeta(`"name":"add","arguments":{"a":40,"b":2}`)))
 	wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"sum\":42}"}],"structuredContent":{"sum":42},`+serverInfo+`}}`)
 }
 
@@ -121,8 +122,8 @@ func TestCallTool(t *testing.T) {
 // from the caller cannot be told from one that does not exist.
 func TestHiddenToolAnswersLikeAbsent(t *testing.T) {
 	f := newFixture(t, nil)
-	hidden := call(t, f.srv, "POST", modernHeaders("tools/call", "secret"), req("1", "tools/call", withMeta(`"name":"secret","arguments":{"text":"x"}`)))
-	absent := call(t, f.srv, "POST", modernHeaders("tools/call", "secrey"), req("1", "tools/call", withMeta(`"name":"secrey","arguments":{"text":"x"}`)))
+	hidden := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "secret"), req("1", "tools/call", withMeta(`"name":"secret","arguments":{"text":"x"}`)))
+	absent := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "secrey"), req("1", "tools/call", withMeta(`"name":"secrey","arguments":{"text":"x"}`)))
 	if hidden.Status != absent.Status || !bytes.Equal(hidden.Body, absent.Body) {
 		t.Errorf("hidden: %d %s\nabsent: %d %s", hidden.Status, hidden.Body, absent.Status, absent.Body)
 	}
@@ -146,7 +147,7 @@ func TestResourcesAndPrompts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.target, func(t *testing.T) {
-			resp := call(t, f.srv, "POST", modernHeaders(tt.method, tt.target), req("1", tt.method, tt.params))
+			resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders(tt.method, tt.target), req("1", tt.method, tt.params))
 			wantJSON(t, resp.Body, tt.want)
 		})
 	}
@@ -156,9 +157,9 @@ func TestResourcesAndPrompts(t *testing.T) {
 func TestMultiRoundTrip(t *testing.T) {
 	f := newFixture(t, nil)
 	caps := `{"elicitation":{}}`
-	first := call(t, f.srv, "POST", modernHeaders("tools/call", "confirm"),
-		req("1", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"_meta":`+metaJSON(caps)+`}`))
-	r := decodeRPC(t, first.Body)
+	first := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "confirm"),
+		req("1", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"_meta":`+wire.MetaJSON(caps)+`}`))
+	r := wire.DecodeRPC(t, first.Body)
 	if r.Result["resultType"] != "input_required" {
 		t.Fatalf("first round: %s", first.Body)
 	}
@@ -172,17 +173,17 @@ func TestMultiRoundTrip(t *testing.T) {
 	state := r.Result["requestState"].(string)
 
 	retry := func(args, responses, st string) *stateless.Response {
-		params := `{"name":"confirm","arguments":` + args + `,"inputResponses":` + responses + `,"_meta":` + metaJSON(caps)
+		params := `{"name":"confirm","arguments":` + args + `,"inputResponses":` + responses + `,"_meta":` + wire.MetaJSON(caps)
 		if st != "" {
 			params += `,"requestState":"` + st + `"`
 		}
-		return call(t, f.srv, "POST", modernHeaders("tools/call", "confirm"), req("2", "tools/call", params+"}"))
+		return wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "confirm"), req("2", "tools/call", params+"}"))
 	}
 	// The echoed state, the same arguments and an answer complete the call.
 	ok := retry(`{"text":"a"}`, `{"ok":{"action":"accept","content":{"ok":true}}}`, state)
 	wantJSON(t, ok.Body, `{"jsonrpc":"2.0","id":2,"result":{"resultType":"complete","content":[{"type":"text","text":"round1:accept:a"}],`+serverInfo+`}}`)
 	// Missing answer: asked again, not an error.
-	again := decodeRPC(t, retry(`{"text":"a"}`, `{"other":{"action":"accept"}}`, state).Body)
+	again := wire.DecodeRPC(t, retry(`{"text":"a"}`, `{"other":{"action":"accept"}}`, state).Body)
 	if again.Result["resultType"] != "input_required" {
 		t.Errorf("a retry without the answer: %+v", again)
 	}
@@ -191,9 +192,9 @@ func TestMultiRoundTrip(t *testing.T) {
 	ran := f.confirmRan.Load()
 	flip := []byte(state)
 	flip[len(flip)/2] ^= 0x01
-	other := call(t, f.srv, "POST", modernHeaders("tools/call", "confirm"),
-		req("3", "tools/call", `{"name":"confirm","arguments":{"text":"b"},"_meta":`+metaJSON(caps)+`}`))
-	otherState := decodeRPC(t, other.Body).Result["requestState"].(string)
+	other := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "confirm"),
+		req("3", "tools/call", `{"name":"confirm","arguments":{"text":"b"},"_meta":`+wire.MetaJSON(caps)+`}`))
+	otherState := wire.DecodeRPC(t, other.Body).Result["requestState"].(string)
 	ran++ // that first round ran the handler
 	for name, resp := range map[string]*stateless.Response{
 		"flipped byte":   retry(`{"text":"a"}`, `{"ok":{"action":"accept"}}`, string(flip)),
@@ -202,7 +203,7 @@ func TestMultiRoundTrip(t *testing.T) {
 		"state of other": retry(`{"text":"a"}`, `{"ok":{"action":"accept"}}`, otherState),
 		"empty":          retry(`{"text":"a"}`, `{"ok":{"action":"accept"}}`, ""+"x"),
 	} {
-		rr := decodeRPC(t, resp.Body)
+		rr := wire.DecodeRPC(t, resp.Body)
 		if resp.Status != 400 || rr.Error == nil || rr.Error.Code != -32602 || rr.Error.Message != "Invalid params: invalid or expired requestState" {
 			t.Errorf("%s: %d %s", name, resp.Status, resp.Body)
 		}
@@ -212,8 +213,8 @@ func TestMultiRoundTrip(t *testing.T) {
 	}
 
 	// The same state under another principal does not open either.
-	resp := f.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", "confirm"), Principal: "mallory",
-		Body: []byte(req("4", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"inputResponses":{"ok":{"action":"accept"}},"requestState":"`+state+`","_meta":`+metaJSON(caps)+`}`))})
+	resp := f.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", "confirm"), Principal: "mallory",
+		Body: []byte(req("4", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"inputResponses":{"ok":{"action":"accept"}},"requestState":"`+state+`","_meta":`+wire.MetaJSON(caps)+`}`))})
 	if resp.Status != 400 {
 		t.Errorf("another principal's state: %d %s", resp.Status, resp.Body)
 	}
@@ -223,14 +224,14 @@ func TestStateExpires(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	sealer := reqstate.NewLocal(nil, &reqstate.LocalOptions{TTL: time.Minute, Now: func() time.Time { return now }})
 	f := newFixture(t, &stateless.Options{Sealer: sealer})
-	caps := metaJSON(`{"elicitation":{}}`)
-	first := decodeRPC(t, call(t, f.srv, "POST", modernHeaders("tools/call", "confirm"),
+	caps := wire.MetaJSON(`{"elicitation":{}}`)
+	first := wire.DecodeRPC(t, wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "confirm"),
 		req("1", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"_meta":`+caps+`}`)).Body)
 	state := first.Result["requestState"].(string)
 	now = now.Add(2 * time.Minute)
-	resp := call(t, f.srv, "POST", modernHeaders("tools/call", "confirm"),
+	resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "confirm"),
 		req("2", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"inputResponses":{"ok":{"action":"accept"}},"requestState":"`+state+`","_meta":`+caps+`}`))
-	if resp.Status != 400 || decodeRPC(t, resp.Body).Error.Code != -32602 {
+	if resp.Status != 400 || wire.DecodeRPC(t, resp.Body).Error.Code != -32602 {
 		t.Errorf("expired state: %d %s", resp.Status, resp.Body)
 	}
 }
@@ -238,7 +239,7 @@ func TestStateExpires(t *testing.T) {
 func TestProgressAndLogging(t *testing.T) {
 	f := newFixture(t, nil)
 	meta := `{"progressToken":"p1","io.modelcontextprotocol/logLevel":"info","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
-	resp := call(t, f.srv, "POST", modernHeaders("tools/call", "progress"), req("1", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":`+meta+`}`))
+	resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "progress"), req("1", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":`+meta+`}`))
 	if resp.Header.Get("Content-Type") != "text/event-stream" || resp.Header.Get("X-Accel-Buffering") != "no" {
 		t.Fatalf("headers %v", resp.Header)
 	}
@@ -252,14 +253,14 @@ func TestProgressAndLogging(t *testing.T) {
 	}
 
 	// Without a token or a level: plain JSON, no notifications.
-	resp = call(t, f.srv, "POST", modernHeaders("tools/call", "progress"), req("1", "tools/call", withMeta(`"name":"progress","arguments":{"text":"x"}`)))
+	resp = wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "progress"), req("1", "tools/call", withMeta(`"name":"progress","arguments":{"text":"x"}`)))
 	if resp.Header.Get("Content-Type") != "application/json" || bytes.Contains(resp.Body, []byte("notifications/")) {
 		t.Errorf("without opt-in: %v %s", resp.Header, resp.Body)
 	}
 	// A client that does not accept a stream gets JSON.
-	h := modernHeaders("tools/call", "progress")
+	h := wire.ModernHeaders("tools/call", "progress")
 	h.Set("Accept", "application/json")
-	resp = call(t, f.srv, "POST", h, req("1", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":`+meta+`}`))
+	resp = wire.Call(t, f.srv, "POST", h, req("1", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":`+meta+`}`))
 	if resp.Header.Get("Content-Type") != "application/json" {
 		t.Errorf("JSON-only client got %v", resp.Header)
 	}
@@ -283,7 +284,7 @@ func TestOrigins(t *testing.T) {
 		{"null", "localhost:8080", 403},
 	}
 	for _, tt := range tests {
-		h := modernHeaders("server/discover", "")
+		h := wire.ModernHeaders("server/discover", "")
 		if tt.origin != "" {
 			h.Set("Origin", tt.origin)
 		}
@@ -309,15 +310,15 @@ func TestHTTPHandler(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp, b
 	}
-	resp, body := post(modernHeaders("server/discover", ""), req("1", "server/discover", withMeta("")))
+	resp, body := post(wire.ModernHeaders("server/discover", ""), req("1", "server/discover", withMeta("")))
 	if resp.StatusCode != 200 || !bytes.Contains(body, []byte(`"supportedVersions"`)) {
 		t.Errorf("discover: %d %s", resp.StatusCode, body)
 	}
-	resp, body = post(modernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 2000)+`"}`)))
-	if resp.StatusCode != 413 || decodeRPC(t, body).Error.Code != -32600 {
+	resp, body = post(wire.ModernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 2000)+`"}`)))
+	if resp.StatusCode != 413 || wire.DecodeRPC(t, body).Error.Code != -32600 {
 		t.Errorf("oversized: %d %s", resp.StatusCode, body)
 	}
-	h := modernHeaders("tools/call", "secret")
+	h := wire.ModernHeaders("tools/call", "secret")
 	h.Set("X-Test-User", "admin")
 	_, body = post(h, req("1", "tools/call", withMeta(`"name":"secret","arguments":{"text":"x"}`)))
 	if !bytes.Contains(body, []byte("classified")) {
@@ -337,8 +338,8 @@ func TestHTTPHandler(t *testing.T) {
 func TestObserve(t *testing.T) {
 	var got []*stateless.Outcome
 	f := newFixture(t, &stateless.Options{Observe: func(ctx context.Context, o *stateless.Outcome) { got = append(got, o) }})
-	call(t, f.srv, "POST", modernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"}`)))
-	call(t, f.srv, "POST", modernHeaders("tools/call", "nope<script>"), req("1", "tools/call", withMeta(`"name":"nope<script>"`)))
+	wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "echo"), req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"}`)))
+	wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/call", "nope<script>"), req("1", "tools/call", withMeta(`"name":"nope<script>"`)))
 	if len(got) != 2 {
 		t.Fatalf("%d outcomes", len(got))
 	}
@@ -401,7 +402,7 @@ func TestVerifyFindsBadSchemas(t *testing.T) {
 			if err := s.Verify(); err == nil || !strings.Contains(err.Error(), `tool "bad"`) || strings.Contains(err.Error(), `"good"`) {
 				t.Errorf("Verify: %v", err)
 			}
-			r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "bad"), req("1", "tools/call", withMeta(`"name":"bad","arguments":{}`))).Body)
+			r := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "bad"), req("1", "tools/call", withMeta(`"name":"bad","arguments":{}`))).Body)
 			if r.Error == nil || r.Error.Code != -32603 {
 				t.Errorf("calling it: %+v", r)
 			}
@@ -427,7 +428,7 @@ func TestJSONSchema202012PassesThrough(t *testing.T) {
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("ok")}}, nil
 		})
-	resp := call(t, s, "POST", modernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
+	resp := wire.Call(t, s, "POST", wire.ModernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
 	if !bytes.Contains(resp.Body, []byte(`"inputSchema":`+schema)) {
 		t.Errorf("schema not served verbatim: %s", resp.Body)
 	}
@@ -437,7 +438,7 @@ func TestJSONSchema202012PassesThrough(t *testing.T) {
 		`{"name":"x"}`:                          true, // anyOf
 		`{"email":"a","extra":1}`:               true, // additionalProperties
 	} {
-		r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "contact"), req("1", "tools/call", withMeta(`"name":"contact","arguments":`+args))).Body)
+		r := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "contact"), req("1", "tools/call", withMeta(`"name":"contact","arguments":`+args))).Body)
 		if got := r.Result["isError"] == true; got != isErr {
 			t.Errorf("%s: isError=%v, want %v", args, got, isErr)
 		}
@@ -460,47 +461,47 @@ func TestLegacy(t *testing.T) {
 		"2025-11-25": "2025-11-25", "2025-06-18": "2025-06-18", "2025-03-26": "2025-03-26",
 		"2024-11-05": "2025-11-25", "2026-07-28": "2025-11-25", "9999-01-01": "2025-11-25",
 	} {
-		resp := call(t, f.srv, "POST", legacy(""), init(asked))
+		resp := wire.Call(t, f.srv, "POST", legacy(""), init(asked))
 		wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"`+got+`","capabilities":{"completions":{},"prompts":{},"resources":{},"tools":{},"logging":{}},"serverInfo":{"name":"fixture","version":"1.0.0"}}}`)
 		if _, ok := resp.Header["Mcp-Session-Id"]; ok {
 			t.Error("a session id was minted")
 		}
 	}
-	if resp := call(t, f.srv, "POST", legacy(""), req("1", "initialize", `{}`)); decodeRPC(t, resp.Body).Error.Code != -32602 {
+	if resp := wire.Call(t, f.srv, "POST", legacy(""), req("1", "initialize", `{}`)); wire.DecodeRPC(t, resp.Body).Error.Code != -32602 {
 		t.Errorf("initialize without a version: %s", resp.Body)
 	}
-	if resp := call(t, f.srv, "POST", legacy("2025-11-25"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.Status != 202 {
+	if resp := wire.Call(t, f.srv, "POST", legacy("2025-11-25"), `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.Status != 202 {
 		t.Errorf("initialized: %d", resp.Status)
 	}
 	for _, m := range []string{"ping", "logging/setLevel", "resources/subscribe"} {
 		params := `{"level":"debug","uri":"memo://readme"}`
-		resp := call(t, f.srv, "POST", legacy("2025-11-25"), req("2", m, params))
+		resp := wire.Call(t, f.srv, "POST", legacy("2025-11-25"), req("2", m, params))
 		wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":2,"result":{}}`)
 	}
-	resp := call(t, f.srv, "POST", legacy("2025-06-18"), req("3", "tools/call", `{"name":"add","arguments":{"a":1,"b":2}}`))
+	resp := wire.Call(t, f.srv, "POST", legacy("2025-06-18"), req("3", "tools/call", `{"name":"add","arguments":{"a":1,"b":2}}`))
 	wantJSON(t, resp.Body, `{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"{\"sum\":3}"}],"structuredContent":{"sum":3}}}`)
-	resp = call(t, f.srv, "POST", legacy(""), req("4", "tools/list", `{}`))
-	if r := decodeRPC(t, resp.Body); r.Result["ttlMs"] != nil || r.Result["resultType"] != nil || r.Result["_meta"] != nil {
+	resp = wire.Call(t, f.srv, "POST", legacy(""), req("4", "tools/list", `{}`))
+	if r := wire.DecodeRPC(t, resp.Body); r.Result["ttlMs"] != nil || r.Result["resultType"] != nil || r.Result["_meta"] != nil {
 		t.Errorf("legacy list carries 2026 fields: %s", resp.Body)
 	}
 	// Refusals after the message was read travel in-band for legacy clients.
-	resp = call(t, f.srv, "POST", legacy("2025-11-25"), req("5", "server/discover", `{}`))
-	if resp.Status != 200 || decodeRPC(t, resp.Body).Error.Code != -32601 {
+	resp = wire.Call(t, f.srv, "POST", legacy("2025-11-25"), req("5", "server/discover", `{}`))
+	if resp.Status != 200 || wire.DecodeRPC(t, resp.Body).Error.Code != -32601 {
 		t.Errorf("discover on the legacy wire: %d %s", resp.Status, resp.Body)
 	}
-	resp = call(t, f.srv, "POST", legacy("2025-11-25"), req("6", "tools/call", `{"name":"confirm","arguments":{"text":"a"}}`))
-	if r := decodeRPC(t, resp.Body); r.Result["isError"] != true || !bytes.Contains(resp.Body, []byte("2026-07-28")) {
+	resp = wire.Call(t, f.srv, "POST", legacy("2025-11-25"), req("6", "tools/call", `{"name":"confirm","arguments":{"text":"a"}}`))
+	if r := wire.DecodeRPC(t, resp.Body); r.Result["isError"] != true || !bytes.Contains(resp.Body, []byte("2026-07-28")) {
 		t.Errorf("a multi-round tool on the legacy wire: %s", resp.Body)
 	}
 	// Progress and logging ride on the response stream, at the default level.
-	resp = call(t, f.srv, "POST", legacy("2025-11-25"), req("7", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":{"progressToken":7}}`))
+	resp = wire.Call(t, f.srv, "POST", legacy("2025-11-25"), req("7", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":{"progressToken":7}}`))
 	if resp.Header.Get("Content-Type") != "text/event-stream" || bytes.Count(resp.Body, []byte("notifications/progress")) != 3 ||
 		bytes.Count(resp.Body, []byte("notifications/message")) != 1 {
 		t.Errorf("legacy stream: %s", resp.Body)
 	}
 	// An unknown version on the legacy wire.
-	resp = call(t, f.srv, "POST", legacy("2024-01-01"), req("8", "tools/list", `{}`))
-	if resp.Status != 400 || decodeRPC(t, resp.Body).Error.Code != -32022 {
+	resp = wire.Call(t, f.srv, "POST", legacy("2024-01-01"), req("8", "tools/list", `{}`))
+	if resp.Status != 400 || wire.DecodeRPC(t, resp.Body).Error.Code != -32022 {
 		t.Errorf("unknown legacy version: %d %s", resp.Status, resp.Body)
 	}
 }
@@ -517,7 +518,7 @@ func TestConcurrentRegistrationAndServing(t *testing.T) {
 		}
 	}()
 	for i := 0; i < 50; i++ {
-		resp := call(t, f.srv, "POST", modernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
+		resp := wire.Call(t, f.srv, "POST", wire.ModernHeaders("tools/list", ""), req("1", "tools/list", withMeta("")))
 		if resp.Status != 200 {
 			t.Fatalf("%d %s", resp.Status, resp.Body)
 		}
@@ -553,14 +554,14 @@ func TestCaseVariantArgumentsAreOtherMembers(t *testing.T) {
 		`{"amount":"12","memo":{"note":"rent"}}`: "12/rent",
 	} {
 		got = nil
-		r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":`+args))).Body)
+		r := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":`+args))).Body)
 		if r.Result["isError"] == true || len(got) != 1 || got[0] != want {
 			t.Errorf("%s: handler got %q, want %q (%v)", args, got, want, r.Result)
 		}
 	}
 	// The schema still checks the exact member.
 	got = nil
-	r := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"1000000"}`))).Body)
+	r := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "pay"), req("1", "tools/call", withMeta(`"name":"pay","arguments":{"amount":"1000000"}`))).Body)
 	if r.Result["isError"] != true || len(got) != 0 {
 		t.Errorf("over the schema's maxLength: %v, handler got %q", r.Result, got)
 	}
@@ -577,15 +578,15 @@ func TestSingleUseState(t *testing.T) {
 		ran++
 		return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("approved")}}, nil, nil
 	})
-	caps := metaJSON(`{"elicitation":{}}`)
-	first := decodeRPC(t, call(t, s, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)).Body)
+	caps := wire.MetaJSON(`{"elicitation":{}}`)
+	first := wire.DecodeRPC(t, wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)).Body)
 	state := first.Result["requestState"].(string)
 	retry := `{"name":"approve","arguments":{},"inputResponses":{"ok":{"action":"accept"}},"requestState":"` + state + `","_meta":` + caps + `}`
-	if r := call(t, s, "POST", modernHeaders("tools/call", "approve"), req("2", "tools/call", retry)); r.Status != 200 || ran != 1 {
+	if r := wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "approve"), req("2", "tools/call", retry)); r.Status != 200 || ran != 1 {
 		t.Fatalf("first redemption: %d %s", r.Status, r.Body)
 	}
-	r := call(t, s, "POST", modernHeaders("tools/call", "approve"), req("3", "tools/call", retry))
-	if r.Status != 400 || decodeRPC(t, r.Body).Error.Code != -32602 || ran != 1 {
+	r := wire.Call(t, s, "POST", wire.ModernHeaders("tools/call", "approve"), req("3", "tools/call", retry))
+	if r.Status != 400 || wire.DecodeRPC(t, r.Body).Error.Code != -32602 || ran != 1 {
 		t.Errorf("second redemption: %d %s, ran %d", r.Status, r.Body, ran)
 	}
 	// Without a redeemer, a single-use state cannot be issued.
@@ -593,7 +594,7 @@ func TestSingleUseState(t *testing.T) {
 	stateless.AddTool(s2, &stateless.Tool{Name: "approve"}, func(ctx context.Context, req *stateless.ToolRequest, in struct{}) (*stateless.CallToolResult, any, error) {
 		return nil, nil, &stateless.InputRequired{Requests: confirmRequest(), State: []byte("ask"), SingleUse: true}
 	})
-	if r := call(t, s2, "POST", modernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); decodeRPC(t, r.Body).Error == nil || decodeRPC(t, r.Body).Error.Code != -32603 {
+	if r := wire.Call(t, s2, "POST", wire.ModernHeaders("tools/call", "approve"), req("1", "tools/call", `{"name":"approve","arguments":{},"_meta":`+caps+`}`)); wire.DecodeRPC(t, r.Body).Error == nil || wire.DecodeRPC(t, r.Body).Error.Code != -32603 {
 		t.Errorf("no redeemer: %d %s", r.Status, r.Body)
 	}
 }
@@ -611,7 +612,7 @@ func TestTransportRefusalsReported(t *testing.T) {
 	ts := httptest.NewServer(&stateless.HTTPHandler{Server: srv})
 	defer ts.Close()
 	rq, _ := http.NewRequest("POST", ts.URL, strings.NewReader(req("1", "tools/list", withMeta(`"x":"`+strings.Repeat("y", 200)+`"`))))
-	rq.Header = modernHeaders("tools/list", "")
+	rq.Header = wire.ModernHeaders("tools/list", "")
 	resp, err := ts.Client().Do(rq)
 	if err != nil {
 		t.Fatal(err)

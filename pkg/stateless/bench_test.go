@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -25,7 +26,7 @@ func benchServer() *stateless.Server {
 
 func benchHTTP(b *testing.B, method, name, body string) {
 	s := benchServer()
-	h := modernHeaders(method, name)
+	h := wire.ModernHeaders(method, name)
 	payload := []byte(body)
 	// Check the answer before timing it.
 	rec := httptest.NewRecorder()
@@ -61,7 +62,7 @@ func BenchmarkHTTPToolsCall(b *testing.B) {
 // Lambda event adapter takes.
 func BenchmarkHandleToolsCall(b *testing.B) {
 	s := benchServer()
-	r := &stateless.Request{Method: http.MethodPost, Header: modernHeaders("tools/call", "echo"),
+	r := &stateless.Request{Method: http.MethodPost, Header: wire.ModernHeaders("tools/call", "echo"),
 		Body: []byte(req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"`+strings.Repeat("x", 100)+`"}`)))}
 	want := `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"{\"text\":\"` + strings.Repeat("x", 100) +
 		`\"}"}],"structuredContent":{"text":"` + strings.Repeat("x", 100) + `"},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":"1.0.0"}}}}`

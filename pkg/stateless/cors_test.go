@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -46,7 +47,7 @@ type corsCase struct {
 	origins []string // Options.AllowedOrigins
 	host    string   // the host addressed; api.example.com when empty
 	verb    string
-	header  http.Header // full header set; modernHeaders("server/discover", "") when nil
+	header  http.Header // full header set; wire.ModernHeaders("server/discover", "") when nil
 	edit    func(h http.Header)
 	body    string
 
@@ -166,7 +167,7 @@ func TestCORSActual(t *testing.T) {
 		{name: "allowed origin, JSON result", origins: list, edit: origin(app), body: discover,
 			status: 200, want: with(allowedActual(app), "Content-Type", "application/json")},
 		{name: "allowed origin, event stream", origins: list, body: req("1", "tools/call", `{"name":"progress","arguments":{"text":"x"},"_meta":`+progressMeta+`}`),
-			header: with2(modernHeaders("tools/call", "progress"), "Origin", app),
+			header: with2(wire.ModernHeaders("tools/call", "progress"), "Origin", app),
 			status: 200, want: with(allowedActual(app), "Content-Type", "text/event-stream")},
 		{name: "allowed origin, notification", origins: list, edit: origin(app), body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 			status: 202, want: allowedActual(app)},
@@ -207,7 +208,7 @@ func runCORS(t *testing.T, c corsCase) {
 	f := newFixture(t, &stateless.Options{AllowedOrigins: c.origins})
 	h := c.header
 	if h == nil {
-		h = modernHeaders("server/discover", "")
+		h = wire.ModernHeaders("server/discover", "")
 	}
 	if c.edit != nil {
 		c.edit(h)
@@ -248,7 +249,7 @@ func checkCORS(t *testing.T, c corsCase, status int, h http.Header, body []byte)
 			t.Errorf("%d with a body: %s", c.status, body)
 		}
 	case c.code != 0:
-		r := decodeRPC(t, body)
+		r := wire.DecodeRPC(t, body)
 		if r.Error == nil || r.Error.Code != c.code {
 			t.Errorf("body %s, want error %d", body, c.code)
 		}
@@ -289,13 +290,13 @@ func TestCORSOverHTTP(t *testing.T) {
 	c := corsCase{status: 204, want: allowedPreflight(app, "authorization, content-type, mcp-method, mcp-name, mcp-protocol-version")}
 	checkCORS(t, c, resp.StatusCode, resp.Header, nil)
 
-	resp = do(http.MethodPost, with2(modernHeaders("server/discover", ""), "Origin", app), req("1", "server/discover", withMeta("")))
+	resp = do(http.MethodPost, with2(wire.ModernHeaders("server/discover", ""), "Origin", app), req("1", "server/discover", withMeta("")))
 	checkCORS(t, corsCase{status: 200, want: allowedActual(app)}, resp.StatusCode, resp.Header, nil)
 
 	big := req("1", "server/discover", withMeta(`"pad":"`+strings.Repeat("x", 2048)+`"`))
-	resp = do(http.MethodPost, with2(modernHeaders("server/discover", ""), "Origin", app), big)
+	resp = do(http.MethodPost, with2(wire.ModernHeaders("server/discover", ""), "Origin", app), big)
 	checkCORS(t, corsCase{status: 413, want: allowedActual(app)}, resp.StatusCode, resp.Header, nil)
-	resp = do(http.MethodPost, with2(modernHeaders("server/discover", ""), "Origin", "http://evil.test"), big)
+	resp = do(http.MethodPost, with2(wire.ModernHeaders("server/discover", ""), "Origin", "http://evil.test"), big)
 	if resp.StatusCode != 413 || slices.ContainsFunc(slices.Collect(maps.Keys(resp.Header)), func(k string) bool { return strings.HasPrefix(k, "Access-Control-") }) {
 		t.Errorf("refused origin, body too large: %d %v", resp.StatusCode, resp.Header)
 	}

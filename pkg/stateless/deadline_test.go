@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -41,14 +42,14 @@ func newStubborn(t *testing.T, guard *claims.Guard, tool *stateless.Tool) *stubb
 
 func (s *stubborn) call(ctx context.Context, name, key string) *stateless.Response {
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{},"idempotencyKey":"` + key +
-		`","_meta":` + metaJSON(`{}`) + `}}`
-	return s.srv.Handle(ctx, &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
+		`","_meta":` + wire.MetaJSON(`{}`) + `}}`
+	return s.srv.Handle(ctx, &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
 }
 
 // refusal decodes a response's error data: its type and retry hint.
 func refusal(t *testing.T, resp *stateless.Response) (typ string, retryAfterMs int64) {
 	t.Helper()
-	r := decodeRPC(t, resp.Body)
+	r := wire.DecodeRPC(t, resp.Body)
 	if r.Error == nil {
 		t.Fatalf("not a refusal: %s", resp.Body)
 	}
@@ -136,13 +137,13 @@ func TestToolIgnoringCancellationIsAnsweredBeforeTheDeadline(t *testing.T) {
 
 	time.Sleep(time.Until(leaseEnd) + 50*time.Millisecond)
 	s.fast.Store(true)
-	if r := decodeRPC(t, retry().Body); r.Error != nil || r.Result["isError"] == true {
+	if r := wire.DecodeRPC(t, retry().Body); r.Error != nil || r.Result["isError"] == true {
 		t.Fatalf("the retry after the lease: %+v", r)
 	}
 	if n := s.runs.Load(); n != 2 {
 		t.Errorf("ran %d times, want 2", n)
 	}
-	r2 := decodeRPC(t, retry().Body)
+	r2 := wire.DecodeRPC(t, retry().Body)
 	if meta, _ := r2.Result["_meta"].(map[string]any); meta == nil || meta[stateless.MetaReplay] != true {
 		t.Errorf("the next retry is not a replay: %+v", r2)
 	}
@@ -176,7 +177,7 @@ func TestLocalInProgressHintIsSeconds(t *testing.T) {
 		t.Errorf("Retry-After %q, want 15", r.Header.Get("Retry-After"))
 	}
 	close(s.release)
-	if r := decodeRPC(t, (<-first).Body); r.Error != nil {
+	if r := wire.DecodeRPC(t, (<-first).Body); r.Error != nil {
 		t.Errorf("the first call: %+v", r.Error)
 	}
 	settleGoroutines(t, before)
@@ -202,7 +203,7 @@ func TestAbandonedClaimBlocksItsKeyForTheToolsLease(t *testing.T) {
 	}
 	time.Sleep(time.Until(start.Add(550 * time.Millisecond)))
 	s.fast.Store(true)
-	if r := decodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body); r.Error != nil {
+	if r := wire.DecodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body); r.Error != nil {
 		t.Errorf("a retry after the lease: %+v", r.Error)
 	}
 	if n := s.runs.Load(); n != 2 {
@@ -237,7 +238,7 @@ func TestOverdueHandlersAreBounded(t *testing.T) {
 	close(s.release)
 	settleGoroutines(t, before)
 	s.fast.Store(true)
-	if r := decodeRPC(t, s.call(context.Background(), "stubborn", "k9").Body); r.Error != nil {
+	if r := wire.DecodeRPC(t, s.call(context.Background(), "stubborn", "k9").Body); r.Error != nil {
 		t.Errorf("once the overdue handlers returned: %+v", r.Error)
 	}
 }
@@ -262,10 +263,10 @@ func TestAbandonedCallKeepsItsSingleUseState(t *testing.T) {
 			return &stateless.CallToolResult{}, nil
 		})
 	call := func(extra string) *stateless.Response {
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{}` + extra + `,"_meta":` + metaJSON(`{}`) + `}}`
-		return srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", "confirm"), Body: []byte(body), Host: "api.example.com"})
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"confirm","arguments":{}` + extra + `,"_meta":` + wire.MetaJSON(`{}`) + `}}`
+		return srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", "confirm"), Body: []byte(body), Host: "api.example.com"})
 	}
-	first := decodeRPC(t, call("").Body)
+	first := wire.DecodeRPC(t, call("").Body)
 	state, _ := first.Result["requestState"].(string)
 	if state == "" {
 		t.Fatalf("no requestState: %+v", first)
@@ -327,8 +328,8 @@ func TestInlineToolIsAnsweredWhenItReturns(t *testing.T) {
 		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) { panic("inline") })
 	call := func(ctx context.Context, name string) *stateless.Response {
 		calledOn.Store(goroutineID())
-		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{},"_meta":` + metaJSON(`{}`) + `}}`
-		return srv.Handle(ctx, &stateless.Request{Method: "POST", Header: modernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{},"_meta":` + wire.MetaJSON(`{}`) + `}}`
+		return srv.Handle(ctx, &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", name), Body: []byte(body), Host: "api.example.com"})
 	}
 
 	inline, apart := call(context.Background(), "inline"), call(context.Background(), "apart")
@@ -352,14 +353,14 @@ func TestInlineToolIsAnsweredWhenItReturns(t *testing.T) {
 	if elapsed := time.Since(start); elapsed < 1400*time.Millisecond {
 		t.Errorf("answered after %v, before the handler returned", elapsed)
 	}
-	if r := decodeRPC(t, resp.Body); r.Error != nil || r.Result["isError"] == true {
+	if r := wire.DecodeRPC(t, resp.Body); r.Error != nil || r.Result["isError"] == true {
 		t.Errorf("late answer: %s", resp.Body)
 	}
 	if o := outcomes[len(outcomes)-1]; !o.Fault || o.Err == nil {
 		t.Errorf("the overrun is not a fault: %+v", o)
 	}
 
-	if r := decodeRPC(t, call(context.Background(), "panics").Body); r.Error == nil || r.Error.Code != -32603 {
+	if r := wire.DecodeRPC(t, call(context.Background(), "panics").Body); r.Error == nil || r.Error.Code != -32603 {
 		t.Errorf("a panicking inline handler: %+v", r)
 	}
 	if o := outcomes[len(outcomes)-1]; o.Panic == nil {
@@ -396,11 +397,11 @@ func TestLateInlineResultIsReplayed(t *testing.T) {
 	time.AfterFunc(1300*time.Millisecond, func() { close(s.release) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if r := decodeRPC(t, s.call(ctx, "stubborn", "k1").Body); r.Error != nil || r.Result["isError"] == true {
+	if r := wire.DecodeRPC(t, s.call(ctx, "stubborn", "k1").Body); r.Error != nil || r.Result["isError"] == true {
 		t.Fatalf("late answer: %+v", r)
 	}
 	s.fast.Store(true)
-	r := decodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body)
+	r := wire.DecodeRPC(t, s.call(context.Background(), "stubborn", "k1").Body)
 	if meta, _ := r.Result["_meta"].(map[string]any); meta == nil || meta[stateless.MetaReplay] != true {
 		t.Errorf("the retry is not a replay: %+v", r)
 	}

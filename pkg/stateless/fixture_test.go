@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -145,55 +144,6 @@ func confirmRequest() map[string]stateless.InputRequest {
 	return map[string]stateless.InputRequest{"ok": stateless.ElicitForm("Proceed?", map[string]any{
 		"type": "object", "properties": map[string]any{"ok": map[string]any{"type": "boolean"}},
 	})}
-}
-
-// metaJSON is a valid 2026-07-28 _meta with the given capabilities.
-func metaJSON(caps string) string {
-	return `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps + `}`
-}
-
-// modernHeaders are the headers a correct 2026-07-28 client sends.
-func modernHeaders(method, name string) http.Header {
-	h := http.Header{
-		"Content-Type":         {"application/json"},
-		"Accept":               {"application/json, text/event-stream"},
-		"Mcp-Protocol-Version": {"2026-07-28"},
-		"Mcp-Method":           {method},
-	}
-	if name != "" {
-		h.Set("Mcp-Name", name)
-	}
-	return h
-}
-
-// call is one request through Handle.
-func call(t testing.TB, s *stateless.Server, method string, h http.Header, body string) *stateless.Response {
-	t.Helper()
-	return s.Handle(context.Background(), &stateless.Request{Method: method, Header: h, Body: []byte(body), Host: "api.example.com"})
-}
-
-// rpc is a decoded JSON-RPC response.
-type rpc struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Result  map[string]any  `json:"result"`
-	Error   *struct {
-		Code    int             `json:"code"`
-		Message string          `json:"message"`
-		Data    json.RawMessage `json:"data"`
-	} `json:"error"`
-}
-
-func decodeRPC(t testing.TB, body []byte) *rpc {
-	t.Helper()
-	var r rpc
-	if err := json.Unmarshal(body, &r); err != nil {
-		t.Fatalf("body is not JSON: %v\n%s", err, body)
-	}
-	if r.JSONRPC != "2.0" {
-		t.Fatalf("jsonrpc = %q in %s", r.JSONRPC, body)
-	}
-	return &r
 }
 
 // text is a result of one text block.

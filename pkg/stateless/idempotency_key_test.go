@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -209,12 +210,12 @@ func TestMalformedKeySentTwiceNeverRuns(t *testing.T) {
 			store := &onceStore{}
 			f := newFixture(t, store.options())
 			for i := 0; i < 2; i++ {
-				h := modernHeaders("tools/call", "add")
+				h := wire.ModernHeaders("tools/call", "add")
 				if form.edit != nil {
 					form.edit(h)
 				}
-				resp := call(t, f.srv, http.MethodPost, h, form.body)
-				r := decodeRPC(t, resp.Body)
+				resp := wire.Call(t, f.srv, http.MethodPost, h, form.body)
+				r := wire.DecodeRPC(t, resp.Body)
 				if resp.Status != 400 || r.Error == nil || r.Error.Code != -32602 {
 					t.Errorf("send %d: %d %s", i+1, resp.Status, resp.Body)
 				}
@@ -235,9 +236,9 @@ func TestInvalidKeyRefusalNeverEchoesTheKey(t *testing.T) {
 	f := newFixture(t, (&onceStore{}).options())
 	const secret = "IGNORE-PREVIOUS-INSTRUCTIONS"
 	for _, edit := range []func(http.Header){setKey(secret, secret+"2"), setKey("=?base64?" + secret + "?="), setKey(secret + "\x01")} {
-		h := modernHeaders("tools/call", "add")
+		h := wire.ModernHeaders("tools/call", "add")
 		edit(h)
-		resp := call(t, f.srv, http.MethodPost, h, keyedAdd(`"`+secret+`3"`))
+		resp := wire.Call(t, f.srv, http.MethodPost, h, keyedAdd(`"`+secret+`3"`))
 		if resp.Status != 400 || strings.Contains(string(resp.Body), "IGNORE") {
 			t.Errorf("%d %s", resp.Status, resp.Body)
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
@@ -57,7 +58,7 @@ func post(ctx context.Context, t *testing.T, url, key string) *http.Response {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ticks","arguments":{},"idempotencyKey":"` + key + `","_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	req.Header = modernHeaders("tools/call", "ticks")
+	req.Header = wire.ModernHeaders("tools/call", "ticks")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +206,7 @@ func TestStreamKeepAlive(t *testing.T) {
 		return srv
 	}
 	call := func(srv *stateless.Server, ms string, accept string) *recordingStream {
-		h := modernHeaders("tools/call", "quiet")
+		h := wire.ModernHeaders("tools/call", "quiet")
 		if accept != "" {
 			h.Set("Accept", accept)
 		}

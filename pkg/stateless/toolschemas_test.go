@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -74,13 +75,13 @@ func TestGeneratedSchemasServeAsInferred(t *testing.T) {
 		{"tools/call", "add", withMeta(`"name":"add","arguments":{"a":2,"b":40}`)},
 	} {
 		body := req("1", c.method, c.params)
-		g := call(t, generated, "POST", modernHeaders(c.method, c.name), body)
-		i := call(t, inferred, "POST", modernHeaders(c.method, c.name), body)
+		g := wire.Call(t, generated, "POST", wire.ModernHeaders(c.method, c.name), body)
+		i := wire.Call(t, inferred, "POST", wire.ModernHeaders(c.method, c.name), body)
 		if g.Status != 200 || !bytes.Equal(g.Body, i.Body) {
 			t.Errorf("%s: generated %d %s\ninferred %d %s", body, g.Status, g.Body, i.Status, i.Body)
 		}
 	}
-	r := decodeRPC(t, call(t, generated, "POST", modernHeaders("tools/call", "add"), req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":1}`))).Body)
+	r := wire.DecodeRPC(t, wire.Call(t, generated, "POST", wire.ModernHeaders("tools/call", "add"), req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":1}`))).Body)
 	if r.Result["isError"] != true {
 		t.Errorf("a call missing a required argument: %+v", r)
 	}
@@ -147,7 +148,7 @@ func TestTypedToolsNeedNoOptions(t *testing.T) {
 		t.Fatalf("Verify with no options: %v", err)
 	}
 	body := req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
-	r := decodeRPC(t, call(t, plain, "POST", modernHeaders("tools/call", "list"), body).Body)
+	r := wire.DecodeRPC(t, wire.Call(t, plain, "POST", wire.ModernHeaders("tools/call", "list"), body).Body)
 	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
 		t.Errorf("list with no options: %+v", r)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -17,7 +18,7 @@ func TestUnidentifiedIsRefused(t *testing.T) {
 	body := req("7", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"}`))
 	for _, principal := range []string{"", "jwt:https://issuer.example#u"} {
 		resp := f.srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost,
-			Header: modernHeaders("tools/call", "echo"), Body: []byte(body), Host: "api.example.com",
+			Header: wire.ModernHeaders("tools/call", "echo"), Body: []byte(body), Host: "api.example.com",
 			Principal: principal, Unidentified: true})
 		if resp.Status != http.StatusUnauthorized {
 			t.Fatalf("principal %q: status %d, body %s", principal, resp.Status, resp.Body)
@@ -25,7 +26,7 @@ func TestUnidentifiedIsRefused(t *testing.T) {
 		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		r := decodeRPC(t, resp.Body)
+		r := wire.DecodeRPC(t, resp.Body)
 		if r.Error == nil || r.Error.Code != -32600 || r.Error.Message == "" || r.Result != nil || r.ID != nil {
 			t.Errorf("principal %q: body %s", principal, resp.Body)
 		}
@@ -36,14 +37,14 @@ func TestUnidentifiedIsRefused(t *testing.T) {
 
 	// The transport's own refusals still come first.
 	resp := f.srv.Handle(context.Background(), &stateless.Request{Method: http.MethodGet,
-		Header: modernHeaders("tools/call", "echo"), Host: "api.example.com", Unidentified: true})
+		Header: wire.ModernHeaders("tools/call", "echo"), Host: "api.example.com", Unidentified: true})
 	if resp.Status != http.StatusMethodNotAllowed {
 		t.Errorf("GET: status %d", resp.Status)
 	}
 
 	// The same request without the mark is served (as anonymous).
-	resp = call(t, f.srv, http.MethodPost, modernHeaders("tools/call", "echo"), body)
-	if resp.Status != http.StatusOK || decodeRPC(t, resp.Body).Error != nil {
+	resp = wire.Call(t, f.srv, http.MethodPost, wire.ModernHeaders("tools/call", "echo"), body)
+	if resp.Status != http.StatusOK || wire.DecodeRPC(t, resp.Body).Error != nil {
 		t.Errorf("unmarked: status %d, body %s", resp.Status, resp.Body)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -14,7 +15,7 @@ import (
 type wireCase struct {
 	name   string
 	verb   string      // HTTP method; POST when empty
-	header http.Header // full header set; nil means modernHeaders(method, target)
+	header http.Header // full header set; nil means wire.ModernHeaders(method, target)
 	edit   func(h http.Header)
 	method string // Mcp-Method for the default headers
 	target string // Mcp-Name for the default headers
@@ -26,7 +27,7 @@ type wireCase struct {
 	data     string // exact JSON of error.data, when set
 	respHdr  map[string]string
 	noHeader []string
-	check    func(t *testing.T, r *rpc, raw []byte)
+	check    func(t *testing.T, r *wire.RPC, raw []byte)
 }
 
 func req(id, method, params string) string {
@@ -35,9 +36,9 @@ func req(id, method, params string) string {
 
 func withMeta(extra string) string {
 	if extra == "" {
-		return `{"_meta":` + metaJSON(`{}`) + `}`
+		return `{"_meta":` + wire.MetaJSON(`{}`) + `}`
 	}
-	return `{` + extra + `,"_meta":` + metaJSON(`{}`) + `}`
+	return `{` + extra + `,"_meta":` + wire.MetaJSON(`{}`) + `}`
 }
 
 func TestWire(t *testing.T) {
@@ -82,7 +83,7 @@ func TestWire(t *testing.T) {
 		{name: "envelope member in another case is another member", method: "server/discover", body: `{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"server/discover","params":` + withMeta("") + `}`, status: 400, code: -32020, id: "1"},
 		{name: "id in another case is not an id: a notification", method: "server/discover", body: `{"jsonrpc":"2.0","ID":1,"method":"server/discover","params":` + withMeta("") + `}`, status: 202},
 		{name: "params member in another case is ignored", method: "tools/call", target: "echo", body: req("1", "tools/call", withMeta(`"name":"echo","NAME":"add","arguments":{"text":"x"}`)), status: 200, id: "1",
-			check: func(t *testing.T, r *rpc, raw []byte) {
+			check: func(t *testing.T, r *wire.RPC, raw []byte) {
 				if !strings.Contains(string(raw), `"structuredContent":{"text":"x"}`) {
 					t.Errorf("not echo's answer: %s", raw)
 				}
@@ -214,18 +215,18 @@ func TestWire(t *testing.T) {
 		{name: "input request the client did not declare", method: "tools/call", target: "confirm", body: req("1", "tools/call", withMeta(`"name":"confirm","arguments":{"text":"a"}`)),
 			status: 400, code: -32021, id: "1", data: `{"requiredCapabilities":{"elicitation":{}}}`},
 		{name: "url-only elicitation does not cover a form", method: "tools/call", target: "confirm",
-			body:   req("1", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"_meta":`+metaJSON(`{"elicitation":{"url":{}}}`)+`}`),
+			body:   req("1", "tools/call", `{"name":"confirm","arguments":{"text":"a"},"_meta":`+wire.MetaJSON(`{"elicitation":{"url":{}}}`)+`}`),
 			status: 400, code: -32021, id: "1", data: `{"requiredCapabilities":{"elicitation":{}}}`},
 		{name: "handler-declared missing capability", method: "tools/call", target: "fail", body: req("401", "tools/call", withMeta(`"name":"fail","arguments":{"text":"sampling"}`)),
 			status: 400, code: -32021, id: "401", data: `{"requiredCapabilities":{"sampling":{}}}`},
 
 		// Handler outcomes.
 		{name: "tool error is an isError result", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"tool"}`)),
-			status: 200, id: "1", check: func(t *testing.T, r *rpc, raw []byte) {
+			status: 200, id: "1", check: func(t *testing.T, r *wire.RPC, raw []byte) {
 				wantJSON(t, raw, `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[{"type":"text","text":"Not found: no such note"}],"isError":true,"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"fixture","version":"1.0.0"},"io.github.serverless-mcp/failure":{"type":"not_found"}}}}`)
 			}},
 		{name: "plain handler error is an isError result", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"plain"}`)),
-			status: 200, id: "1", check: func(t *testing.T, r *rpc, raw []byte) {
+			status: 200, id: "1", check: func(t *testing.T, r *wire.RPC, raw []byte) {
 				if r.Result["isError"] != true || !strings.Contains(string(raw), "disk full") {
 					t.Errorf("got %s", raw)
 				}
@@ -235,13 +236,13 @@ func TestWire(t *testing.T) {
 		{name: "panicking handler is an internal error, in-band", method: "tools/call", target: "fail", body: req("1", "tools/call", withMeta(`"name":"fail","arguments":{"text":"panic"}`)),
 			status: 200, code: -32603, id: "1"},
 		{name: "invalid arguments are an isError result", method: "tools/call", target: "add", body: req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":"one","b":2}`)),
-			status: 200, id: "1", check: func(t *testing.T, r *rpc, raw []byte) {
+			status: 200, id: "1", check: func(t *testing.T, r *wire.RPC, raw []byte) {
 				if r.Result["isError"] != true || !strings.Contains(string(raw), `"invalid_arguments"`) {
 					t.Errorf("got %s", raw)
 				}
 			}},
 		{name: "missing required argument is an isError result", method: "tools/call", target: "add", body: req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":1}`)),
-			status: 200, id: "1", check: func(t *testing.T, r *rpc, raw []byte) {
+			status: 200, id: "1", check: func(t *testing.T, r *wire.RPC, raw []byte) {
 				if r.Result["isError"] != true {
 					t.Errorf("got %s", raw)
 				}
@@ -258,7 +259,7 @@ func runWire(t *testing.T, s *stateless.Server, c wireCase) {
 	t.Helper()
 	h := c.header
 	if h == nil {
-		h = modernHeaders(c.method, c.target)
+		h = wire.ModernHeaders(c.method, c.target)
 	}
 	if c.edit != nil {
 		c.edit(h)
@@ -267,7 +268,7 @@ func runWire(t *testing.T, s *stateless.Server, c wireCase) {
 	if verb == "" {
 		verb = http.MethodPost
 	}
-	resp := call(t, s, verb, h, c.body)
+	resp := wire.Call(t, s, verb, h, c.body)
 	if resp.Status != c.status {
 		t.Fatalf("status = %d, want %d; body %s", resp.Status, c.status, resp.Body)
 	}
@@ -290,7 +291,7 @@ func runWire(t *testing.T, s *stateless.Server, c wireCase) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q", ct)
 	}
-	r := decodeRPC(t, resp.Body)
+	r := wire.DecodeRPC(t, resp.Body)
 	if string(r.ID) != c.id {
 		t.Errorf("id = %s, want %s", r.ID, c.id)
 	}
@@ -368,8 +369,8 @@ func TestLegacyHeadersMustAgree(t *testing.T) {
 		{"both of another call", with("tools/list", "notes_search"), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			resp := call(t, f.srv, "POST", c.header, echo)
-			r := decodeRPC(t, resp.Body)
+			resp := wire.Call(t, f.srv, "POST", c.header, echo)
+			r := wire.DecodeRPC(t, resp.Body)
 			switch {
 			case c.ok && (r.Error != nil || resp.Status != 200):
 				t.Errorf("%d %s", resp.Status, resp.Body)
@@ -386,7 +387,7 @@ func TestLegacyHeadersMustAgree(t *testing.T) {
 		if value != "" {
 			h.Set("Mcp-Param-Region", value)
 		}
-		r := decodeRPC(t, call(t, f.srv, "POST", h, region).Body)
+		r := wire.DecodeRPC(t, wire.Call(t, f.srv, "POST", h, region).Body)
 		if ok != (r.Error == nil) {
 			t.Errorf("Mcp-Param-Region %q: %+v", value, r.Error)
 		}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
@@ -102,22 +103,22 @@ func text(s string) *stateless.CallToolResult {
 }
 
 // do sends one request of principal; name is the Mcp-Name header.
-func (r *taskRig) do(t *testing.T, principal, method, name, params string) (*stateless.Response, *rpc) {
+func (r *taskRig) do(t *testing.T, principal, method, name, params string) (*stateless.Response, *wire.RPC) {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
-	resp := r.srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost, Header: modernHeaders(method, name), Body: []byte(body), Host: "api.example.com", Principal: principal})
-	return resp, decodeRPC(t, resp.Body)
+	resp := r.srv.Handle(context.Background(), &stateless.Request{Method: http.MethodPost, Header: wire.ModernHeaders(method, name), Body: []byte(body), Host: "api.example.com", Principal: principal})
+	return resp, wire.DecodeRPC(t, resp.Body)
 }
 
-func (r *taskRig) callTool(t *testing.T, principal, tool, args, caps string) *rpc {
+func (r *taskRig) callTool(t *testing.T, principal, tool, args, caps string) *wire.RPC {
 	t.Helper()
-	_, out := r.do(t, principal, "tools/call", tool, `{"name":"`+tool+`","arguments":`+args+`,"_meta":`+metaJSON(caps)+`}`)
+	_, out := r.do(t, principal, "tools/call", tool, `{"name":"`+tool+`","arguments":`+args+`,"_meta":`+wire.MetaJSON(caps)+`}`)
 	return out
 }
 
-func (r *taskRig) task(t *testing.T, principal, method, id, extra string) (*stateless.Response, *rpc) {
+func (r *taskRig) task(t *testing.T, principal, method, id, extra string) (*stateless.Response, *wire.RPC) {
 	t.Helper()
-	return r.do(t, principal, method, id, `{"taskId":`+quote(id)+extra+`,"_meta":`+metaJSON(tasksCaps)+`}`)
+	return r.do(t, principal, method, id, `{"taskId":`+quote(id)+extra+`,"_meta":`+wire.MetaJSON(tasksCaps)+`}`)
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
@@ -228,14 +229,14 @@ func TestTaskNeedsExtension(t *testing.T) {
 	if out.Error == nil || out.Error.Code != -32021 || !strings.Contains(string(out.Error.Data), `"extensions":{"io.modelcontextprotocol/tasks":{}}`) || r.runs.Load() != 0 {
 		t.Fatalf("required task tool without the extension: %+v, %d runs", out.Error, r.runs.Load())
 	}
-	_, out = r.do(t, "alice", "tasks/get", "t1", `{"taskId":"t1","_meta":`+metaJSON(`{}`)+`}`)
+	_, out = r.do(t, "alice", "tasks/get", "t1", `{"taskId":"t1","_meta":`+wire.MetaJSON(`{}`)+`}`)
 	if out.Error == nil || out.Error.Code != -32021 {
 		t.Fatalf("tasks/get without the extension: %+v", out.Error)
 	}
 	// A server without tasks has no tasks/* methods.
 	plain := stateless.NewServer(stateless.Implementation{Name: "plain", Version: "1"}, nil)
-	resp := call(t, plain, http.MethodPost, modernHeaders("tasks/get", "t1"), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1","_meta":`+metaJSON(tasksCaps)+`}}`)
-	if e := decodeRPC(t, resp.Body).Error; e == nil || e.Code != -32601 {
+	resp := wire.Call(t, plain, http.MethodPost, wire.ModernHeaders("tasks/get", "t1"), `{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"taskId":"t1","_meta":`+wire.MetaJSON(tasksCaps)+`}}`)
+	if e := wire.DecodeRPC(t, resp.Body).Error; e == nil || e.Code != -32601 {
 		t.Fatalf("tasks/get on a server without tasks: %s", resp.Body)
 	}
 	// Unknown ids (of this server's shape or not: the store is not asked
@@ -246,12 +247,12 @@ func TestTaskNeedsExtension(t *testing.T) {
 			t.Fatalf("unknown id %q: %+v", id, out.Error)
 		}
 	}
-	_, out = r.do(t, "alice", "tasks/list", "", `{"_meta":`+metaJSON(tasksCaps)+`}`)
+	_, out = r.do(t, "alice", "tasks/list", "", `{"_meta":`+wire.MetaJSON(tasksCaps)+`}`)
 	if out.Error == nil || out.Error.Code != -32601 {
 		t.Fatalf("tasks/list: %+v", out.Error)
 	}
 	id := r.create(t, "alice", "quick", `{"text":"x"}`)
-	resp, out = r.do(t, "alice", "tasks/get", "another", `{"taskId":`+quote(id)+`,"_meta":`+metaJSON(tasksCaps)+`}`)
+	resp, out = r.do(t, "alice", "tasks/get", "another", `{"taskId":`+quote(id)+`,"_meta":`+wire.MetaJSON(tasksCaps)+`}`)
 	if resp.Status != 400 || out.Error == nil || out.Error.Code != -32020 {
 		t.Fatalf("Mcp-Name mismatch: %d %+v", resp.Status, out.Error)
 	}
@@ -483,7 +484,7 @@ func TestTaskKeyed(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), func(o *stateless.Options, _ *tasks.Options) {
 		o.Interceptors = append([]stateless.Interceptor{g.Interceptor()}, o.Interceptors...)
 	})
-	args := `{"name":"quick","arguments":{"text":"k"},"idempotencyKey":"key-1","_meta":` + metaJSON(tasksCaps) + `}`
+	args := `{"name":"quick","arguments":{"text":"k"},"idempotencyKey":"key-1","_meta":` + wire.MetaJSON(tasksCaps) + `}`
 	_, first := r.do(t, "alice", "tools/call", "quick", args)
 	_, second := r.do(t, "alice", "tools/call", "quick", args)
 	if first.Error != nil || second.Error != nil || first.Result["taskId"] == nil || first.Result["taskId"] != second.Result["taskId"] {
@@ -544,9 +545,9 @@ func TestTimeoutSaysRunAsTask(t *testing.T) {
 		"optional": `"longerThanRequest":true,"retryable":true,"runAsTask":"io.modelcontextprotocol/tasks","type":"timeout"`,
 		"plain":    `"longerThanRequest":true,"retryable":true,"type":"timeout"`,
 	} {
-		resp := call(t, srv, http.MethodPost, modernHeaders("tools/call", tool),
-			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"text":"x"},"_meta":`+metaJSON(`{}`)+`}}`)
-		if e := decodeRPC(t, resp.Body).Error; e == nil || !strings.Contains(string(e.Data), want) {
+		resp := wire.Call(t, srv, http.MethodPost, wire.ModernHeaders("tools/call", tool),
+			`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`","arguments":{"text":"x"},"_meta":`+wire.MetaJSON(`{}`)+`}}`)
+		if e := wire.DecodeRPC(t, resp.Body).Error; e == nil || !strings.Contains(string(e.Data), want) {
 			t.Errorf("%s: %s", tool, resp.Body)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
@@ -279,7 +280,7 @@ func TestKeyedTaskIsFound(t *testing.T) {
 	r := newTaskRig(t, tasks.NewMemory(), nil)
 	call := func(principal, args string) string {
 		t.Helper()
-		_, out := r.do(t, principal, "tools/call", "quick", `{"name":"quick","arguments":`+args+`,"idempotencyKey":"k1","_meta":`+metaJSON(tasksCaps)+`}`)
+		_, out := r.do(t, principal, "tools/call", "quick", `{"name":"quick","arguments":`+args+`,"idempotencyKey":"k1","_meta":`+wire.MetaJSON(tasksCaps)+`}`)
 		id, _ := out.Result["taskId"].(string)
 		if out.Error != nil || id == "" {
 			t.Fatalf("%+v", out.Error)
