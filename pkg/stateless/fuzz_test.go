@@ -100,6 +100,17 @@ func newFuzzServer() *Server {
 			}
 			return &GetPromptResult{Messages: []PromptMessage{{Role: "user", Content: Text("hi " + req.Arguments["who"])}}}, nil
 		})
+	// A method of the server's own that names its target (Mcp-Name
+	// against params.id), as an extension's do.
+	AddMethod(s, "io.example.fuzz/lookup", func(ctx context.Context, req *MethodRequest, p struct {
+		ID    *string `json:"id"`
+		Depth int     `json:"depth"`
+	}) (map[string]any, error) {
+		if p.ID == nil {
+			return nil, mcperr.New(mcperr.KindMalformedParams)
+		}
+		return map[string]any{"id": *p.ID, "depth": p.Depth}, nil
+	}, &MethodOptions{Target: "id", Extension: "io.example.fuzz"})
 	return s
 }
 
@@ -147,6 +158,10 @@ func requestSeeds() []string {
 		modernRequest("1e400", "server/discover", ""),
 		modernRequest("null", "server/discover", ""),
 		modernRequest("true", "server/discover", ""),
+		modernRequest("30", "io.example.fuzz/lookup", `"id":"a1","depth":2`),
+		modernRequest("31", "io.example.fuzz/lookup", `"id":7`),
+		modernRequest("32", "io.example.fuzz/lookup", `"id":"a1","id":"b2"`),
+		modernRequest("33", "io.example.fuzz/lookup", `"depth":"deep"`),
 		modernRequest(`{"x":1}`, "server/discover", ""),
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"1999-01-01","capabilities":{}}}`,
@@ -632,6 +647,8 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte(modernRequest("1", "tools/call", `"name":"echo","arguments":{"count":9007199254740993}`)), uint16(0), "", "")
 	f.Add([]byte(modernRequest("1", "server/discover", "")), uint16(selRepeat|selFuzzNames), "server/discover", "tools/list")
 	f.Add([]byte(modernRequest("1", "tools/list", "")), uint16(selGet|selOrigin), "", "")
+	f.Add([]byte(modernRequest("1", "io.example.fuzz/lookup", `"id":"a1"`)), uint16(0), "io.example.fuzz/lookup", "a1")
+	f.Add([]byte(modernRequest("1", "io.example.fuzz/lookup", `"id":"a1"`)), uint16(0), "io.example.fuzz/lookup", "b2")
 	f.Fuzz(func(t *testing.T, body []byte, sel uint16, method, name string) {
 		if fuzzing() && (len(body) > maxFuzzBody || len(method) > maxFuzzHeader || len(name) > maxFuzzHeader) {
 			return
