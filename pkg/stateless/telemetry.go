@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 )
 
 // Logger returns the logger of this request's handler, for the
@@ -23,7 +24,7 @@ func (c *Call) Logger() *slog.Logger {
 	if t == nil || t.base == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	if t.logger == nil {
+	t.once.Do(func() {
 		attrs := []slog.Attr{slog.String("method", t.method)}
 		if t.target != "" {
 			attrs = append(attrs, slog.String("target", t.target))
@@ -33,7 +34,7 @@ func (c *Call) Logger() *slog.Logger {
 			attrs = append(attrs, slog.String("traceparent", t.traceParent))
 		}
 		t.logger = slog.New(&requestHandler{h: t.base.Handler().WithAttrs(attrs), ctx: t.ctx})
-	}
+	})
 	return t.logger
 }
 
@@ -66,7 +67,10 @@ type telemetry struct {
 	ctx                         context.Context
 	base                        *slog.Logger
 	method, target, traceParent string
-	logger                      *slog.Logger
+	// once makes logger, on the first Logger: a handler may call it from
+	// goroutines of its own.
+	once   sync.Once
+	logger *slog.Logger
 }
 
 // MetricUnit is a metric's unit, as CloudWatch names it.
@@ -107,6 +111,8 @@ var reservedMetrics = []string{"Requests", "Faults", "Latency", "ToolDuration", 
 // and digits, starting with a capital letter (CamelCase), and none of the
 // server's own; a request carries at most MaxMetrics names and
 // MaxMetricValues values of each. It returns why a metric was dropped.
+// Call it from the handler's goroutine, as Progress and Log are; Logger
+// may be used from any.
 func (c *Call) Metric(name string, value float64, unit MetricUnit) error {
 	if !metricName(name) || slices.Contains(reservedMetrics, name) {
 		return fmt.Errorf("stateless: metric name %q: want 1 to 64 letters and digits, starting with a capital, and not one of the server's", name)
