@@ -183,6 +183,9 @@ type exchange struct {
 	// startsTask that the call is to become a task.
 	abandoned, startsTask bool
 
+	// tel is what the handler's Call.Logger needs of the request.
+	tel telemetry
+
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,
 	// and stop cancels it when the request is answered.

@@ -134,10 +134,12 @@ func (x *exchange) dispatch(ctx context.Context) *Response {
 		return x.refuse(d.id, e)
 	}
 	if l := x.s.opts.HandlerLogger; l != nil {
-		x.call.telemetry = &telemetry{ctx: ctx, base: l, method: d.method, traceParent: x.o.TraceParent}
+		// In the exchange, which the request allocates anyway.
+		x.tel.ctx, x.tel.base, x.tel.method, x.tel.traceParent = ctx, l, d.method, x.o.TraceParent
 		if t := d.target(); t != nil {
-			x.call.telemetry.target = *t
+			x.tel.target = *t
 		}
+		x.call.telemetry = &x.tel
 	}
 	return m.serve(x, ctx)
 }
