@@ -13,6 +13,7 @@ import (
 
 // refuse answers with the JSON-RPC error for e.
 func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
+	x.refusal = e
 	x.retryable = e.Retryable()
 	x.o.Code = e.Code()
 	x.o.Kind = e.Kind().String()

@@ -185,6 +185,8 @@ type exchange struct {
 
 	// tel is what the handler's Call.Logger needs of the request.
 	tel telemetry
+	// refusal is the refusal last answered (Server.Invoke reports it).
+	refusal *mcperr.Error
 
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
@@ -44,10 +42,9 @@ type Invoked struct {
 	// era's decorations.
 	Result json.RawMessage
 	// Refusal is the refusal the call was answered with instead: the
-	// handler's own *mcperr.Error, a Timeout, an internal error. Error is
-	// its JSON-RPC error object.
+	// handler's own *mcperr.Error, a Timeout, an internal error (a result
+	// that does not match its output schema, say).
 	Refusal *mcperr.Error
-	Error   json.RawMessage
 	// Input is the handler's request for input (it returned
 	// *InputRequired), whose requests' capabilities the client declared:
 	// a request it did not is refused with -32021 instead.
@@ -98,13 +95,6 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	start := time.Now()
 	r, returned := x.runTool(ctx, t, inv.Arguments, h)
 	o.Steps.Handler = time.Since(start)
-	refused := func(e *mcperr.Error) *Invoked {
-		b, err := json.Marshal(e.Wire())
-		if err != nil {
-			b = []byte(`{"code":-32603,"message":"Internal error"}`)
-		}
-		return &Invoked{Refusal: e, Error: b}
-	}
 	var ir *InputRequired
 	var me *mcperr.Error
 	switch {
@@ -112,24 +102,23 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		return &Invoked{Abandoned: true}, nil
 	case r.panic != nil:
 		o.Panic, o.ErrFromTool = r.panic, true
-		return refused(mcperr.Wrap(mcperr.KindInternal, errPanic)), nil
+		return &Invoked{Refusal: mcperr.Wrap(mcperr.KindInternal, errPanic)}, nil
 	case errors.As(r.err, &ir):
 		if missing := x.call.MissingCapabilities(ir.Requests); missing != nil {
-			return refused(mcperr.NewMissingCapability(missing)), nil
+			return &Invoked{Refusal: mcperr.NewMissingCapability(missing)}, nil
 		}
 		return &Invoked{Input: ir}, nil
 	case errors.As(r.err, &me):
 		o.ErrFromTool = true
-		return refused(me), nil
+		return &Invoked{Refusal: me}, nil
 	}
-	resp := x.toolOutcome(ctx, t, stateKey{}, r.res, r.err)
+	x.toolOutcome(ctx, t, stateKey{}, r.res, r.err)
 	if x.res.obj == nil {
-		var msg struct{ Error json.RawMessage }
-		e := mcperr.New(mcperr.KindInternal)
-		if jsonv2.Unmarshal(resp.Body, &msg) != nil || len(msg.Error) == 0 {
-			return refused(e), nil
+		e := x.refusal
+		if e == nil {
+			e = mcperr.New(mcperr.KindInternal)
 		}
-		return &Invoked{Refusal: e, Error: msg.Error}, nil
+		return &Invoked{Refusal: e}, nil
 	}
 	return &Invoked{Result: slices.Clone(x.res.obj)}, nil
 }

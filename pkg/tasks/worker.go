@@ -166,11 +166,7 @@ func (x *Extension) runHandler(ctx context.Context, o *stateless.Outcome, rec *R
 	case got.Refusal != nil && got.Refusal.Kind() == mcperr.KindMissingCapability:
 		return failWith(o, got.Refusal, "The task needs input the client cannot give.")
 	case got.Refusal != nil:
-		fail := failWith(o, got.Refusal, "The task failed.")
-		return func(r *Record) {
-			fail(r)
-			r.Error = got.Error
-		}
+		return failWith(o, got.Refusal, "The task failed.")
 	case len(got.Result) > maxResult:
 		return resultTooLarge(o, fmt.Errorf("the task's result is %d bytes, more than a task keeps (%d)", len(got.Result), maxResult))
 	}
