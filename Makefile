@@ -45,6 +45,11 @@ build: build/arm64/bootstrap build/amd64/bootstrap sizes
 build/%/bootstrap: FORCE
 	GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $@ ./functions/mcp
 
+# The harnesses' function (functions/fixture: the note book on the
+# production composition), whatever functions/mcp serves.
+build/fixture/%/bootstrap: FORCE
+	GOOS=linux GOARCH=$* CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $@ ./functions/fixture
+
 sizes:
 	@for f in build/*/bootstrap; do printf '%s\t%s bytes\n' "$$f" "$$(stat -c %s $$f)"; done
 
@@ -127,7 +132,7 @@ conformance: tools
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit interop functions/mcp functions/conformance e2e/streamrun
+INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit interop notebook functions/conformance e2e/streamrun
 
 ## integration: the tests against the real emulators
 integration: tools
@@ -138,14 +143,15 @@ integration: tools
 		(cd $$d && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1' $$bin); \
 	done
 
-# The chaos run and the soak need the function as make build builds it,
+# The chaos run and the soak need the harnesses' function (functions/fixture)
+# as make build builds the deployed one,
 # the emulator, local-kms, DynamoDB Local and Java; they run in a
 # loopback-only network namespace, as the integration tests do. Each run
 # keeps the instances' logs and its report under .tools/chaos or
 # .tools/soak. Their harnesses are built without -race: the code under
 # test runs in the instances, built as deployed, and the harnesses' own
 # parts are tested with -race by make unit.
-CHAOS_NEEDS := $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java build/$(HOSTARCH)/bootstrap
+CHAOS_NEEDS := $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java build/fixture/$(HOSTARCH)/bootstrap
 CHAOS_TEST := $(TOOLS)/chaos.integration.test
 
 ## chaos: the five-minute chaos run (docs/chaos.md): the function as a
@@ -169,7 +175,7 @@ chaos-short: $(CHAOS_NEEDS)
 ## memory slope and goroutines (docs/soak.md)
 SOAK_DURATION ?= 10m
 soak: $(CHAOS_NEEDS)
-	$(GO) build -o $(TOOLS)/mcp-local ./functions/mcp
+	$(GO) build -o $(TOOLS)/mcp-local ./functions/fixture
 	cd e2e && $(GO) test -tags integration -c -o $(TOOLS)/soak.integration.test ./soak
 	cd e2e/soak && SOAK_DURATION=$(SOAK_DURATION) MCP_SOAK_LOCAL_BIN=$(TOOLS)/mcp-local MCP_SOAK_LOGDIR=$(TOOLS)/soak \
 		unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestSoak -test.timeout=2h' $(TOOLS)/soak.integration.test
@@ -183,7 +189,7 @@ stress: tools
 ## endpoint in-process and through the Lambda path (make test runs them
 ## with the other unit tests)
 browser: chromium $(RIE)
-	cd functions/mcp && $(GO) test -count=1 -run '^TestBrowserCORS' -v .
+	cd functions/fixture && $(GO) test -count=1 -run '^TestBrowserCORS' -v .
 
 ## smoke: check a deployed stack from outside, after every sam deploy
 ## (docs/deploy.md): make smoke URL=https://<api>/mcp [TOKEN=<bearer>]
@@ -245,12 +251,23 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 ## regen: after adding or changing a tool, every file generated from the
-## tools: the demo's schemas (toolschemas.json), then the sample events'
-## expected answers (events/*.expected.json); review the diff
+## tools: the note book's schemas (notebook/toolschemas.json), then the
+## sample events' expected answers (events/*.expected.json, the function's;
+## notebook/events/*.expected.json, the note book's); review the diff
 .PHONY: regen
 regen:
-	$(GO) test ./functions/mcp -count=1 -run '^TestToolSchemas$$' -update
+	$(GO) test ./notebook -count=1 -run '^TestToolSchemas$$' -update
 	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
+	$(GO) test ./notebook -count=1 -run '^TestEventsInProcess$$' -update
+
+## fork-check: what a fork does, checked (CI runs it after make test): in
+## a copy of the repository, functions/mcp serves a foreign tool instead of
+## the note book, then make regen and make test there must pass and leave
+## the copy's tree clean (e2e/forkcheck; FORK_TARGET=unit for a quicker look)
+FORK_TARGET ?= test
+.PHONY: fork-check
+fork-check:
+	cd e2e && $(GO) run ./forkcheck -root .. -target $(FORK_TARGET)
 
 ## api: the public API against the last release's (docs/compatibility.md)
 .PHONY: api api-baseline

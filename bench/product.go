@@ -3,7 +3,8 @@ package bench
 import "fmt"
 
 // ProductSearch is the request the cold-start program sends to the
-// product (functions/mcp), which has no echo tool: a tools/call of its
+// product (functions/fixture: the production composition serving the
+// note book, as functions/mcp does until a fork changes it), which has no echo tool: a tools/call of its
 // read-only notes_search with arguments {}. It is not in All: no peer
 // serves it.
 var ProductSearch = newCase("ProductNotesSearch", "tools/call", "notes_search", ModernVersion,

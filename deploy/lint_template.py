@@ -25,7 +25,8 @@ The covering selection. The seven COVERED parameters have 128 settings
 (ROWS); the Rules admit few of them (33: anonymous with nothing else set,
 or an issuer with any of audience, key set, client ids, scopes and
 step-up scopes). Each combination
-of the grid gets one admitted row, in turn, so the grid keeps its size and
+of the grid gets one admitted row, in turn (and, where that row lacks the
+scopes a protected streaming door needs, once more with them), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
 the 128 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
@@ -95,8 +96,6 @@ SET_VALUES = {
 # The authorization parameters, combined by a covering selection (above).
 COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous"]
 
-# The scopes the function lists when none are configured.
-DEFAULT_SCOPES = "notes:read notes:write"
 
 # What each Rule is meant to refuse, said independently of the template.
 INTENT = {
@@ -105,7 +104,8 @@ INTENT = {
     "AuthAudienceNeedsIssuer": lambda p: p["AuthAudience"] != "" and p["AuthIssuer"] == "",
     "AuthJwksUrlNeedsIssuer": lambda p: p["AuthJwksUrl"] != "" and p["AuthIssuer"] == "",
     "AuthClientIdsNeedIssuer": lambda p: p["AuthClientIds"] != "" and p["AuthIssuer"] == "",
-    "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != DEFAULT_SCOPES and p["AuthIssuer"] == "",
+    "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != "" and p["AuthIssuer"] == "",
+    "StreamingMetadataNeedsScopes": lambda p: p["StreamingDoor"] == "true" and p["AuthIssuer"] != "" and p["AuthScopesSupported"] == "",
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
@@ -138,7 +138,7 @@ INVALID = {
     "AuthIssuer": ["http://issuer.example.com", "https://issuer.example.com/#frag", "https://issuer.example.com?x=1", "https://", "issuer.example.com"],
     "AuthAudience": ["http://mcp.example.com/mcp", "https://mcp.example.com/mcp#x", "mcp-endpoint"],
     "AuthJwksUrl": ["http://issuer.example.com/jwks.json", "https:// x"],
-    "AuthScopesSupported": ["", "a  b", " a", 'a"b', "a\\b"],
+    "AuthScopesSupported": ["a  b", " a", 'a"b', "a\\b"],
     "AuthClientIds": ["a, b", "a,,b", ",", "a b"],
     "AllowAnonymous": ["yes", "True"],
     "AlarmTopicArn": ["arn:aws:sqs:us-east-1:123456789012:q", "arn:aws:sns:us-east-1:123456789012:t.fifo"],
@@ -334,6 +334,15 @@ def main():
         {**dict(zip(crossed, vals)), **admitted[i % len(admitted)]}
         for i, vals in enumerate(itertools.product(*(sides[n] for n in crossed)))
     ]
+    # A row the Rules admit alone can be refused with some other setting (a
+    # protected streaming door needs scopes): each such combination is also
+    # tried with the scopes set, so that the door is linted with that row's
+    # other settings.
+    grid += [
+        {**p, "AuthScopesSupported": SET_VALUES["AuthScopesSupported"]}
+        for p in grid
+        if refusing_rules(rules, p) == {"StreamingMetadataNeedsScopes"}
+    ]
     combos = grid + [{**defaults, **r} for r in rows] + [{**defaults, **PROBE_BASE, **p} for p in PROBES]
 
     # Rules: refused exactly where intended, by the intended rule.
@@ -362,7 +371,7 @@ def main():
         key = tuple(r[n] for n in COVERED)
         for n in crossed:
             for v in sides[n]:
-                if (key, n, v) not in linted and any(p[n] == v for p in deployable):
+                if (key, n, v) not in linted and any(p[n] == v and not refusing_rules(rules, {**p, **r}) for p in deployable):
                     problems.append(f"covering: {show({**defaults, **r})} is never linted with {n}={v!r}")
     if len({tuple(p[n] for n in crossed) for p in grid}) != 2 ** len(crossed):
         problems.append("covering: the grid misses a combination of the other parameters")

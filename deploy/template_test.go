@@ -699,7 +699,7 @@ func TestParametersAndOutputs(t *testing.T) {
 	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate",
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
 		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer",
-		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer"} {
+		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer", "StreamingMetadataNeedsScopes"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
@@ -722,7 +722,9 @@ func TestAuthorization(t *testing.T) {
 	params := at(t, r, "Parameters")
 	want(t, at(t, params, "AllowAnonymous", "Default"), "false", "AllowAnonymous Default")
 	want(t, at(t, params, "AllowAnonymous", "AllowedValues"), "[true, false]", "AllowAnonymous AllowedValues")
-	want(t, at(t, params, "AuthScopesSupported", "Default"), "notes:read notes:write", "AuthScopesSupported Default")
+	// Empty: the function's own scopes (the demo's are its code's, not
+	// the template's).
+	want(t, at(t, params, "AuthScopesSupported", "Default"), "", "AuthScopesSupported Default")
 	for _, p := range []string{"AuthIssuer", "AuthAudience", "AuthJwksUrl"} {
 		want(t, at(t, params, p, "Default"), "", p+" Default")
 		re := regexp.MustCompile(at(t, params, p, "AllowedPattern").Value)
@@ -742,7 +744,8 @@ func TestAuthorization(t *testing.T) {
 		"AuthAudienceNeedsIssuer":        {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthAudience, ]"},
 		"AuthJwksUrlNeedsIssuer":         {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthJwksUrl, ]"},
 		"AuthClientIdsNeedIssuer":        {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthClientIds, ]"},
-		"AuthScopesNeedIssuer":           {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthScopesSupported, notes:read notes:write]"},
+		"AuthScopesNeedIssuer":           {"!Equals [!Ref AuthIssuer, ]", "!Equals [!Ref AuthScopesSupported, ]"},
+		"StreamingMetadataNeedsScopes":   {"!And [!Equals [!Ref StreamingDoor, true], !Not [!Equals [!Ref AuthIssuer, ]]]", "!Not [!Equals [!Ref AuthScopesSupported, ]]"},
 		"AuthAudienceMatchesEndpointUrl": {"!And [!Not [!Equals [!Ref AuthAudience, ]], !Not [!Equals [!Ref EndpointUrl, ]]]", "!Equals [!Ref AuthAudience, !Ref EndpointUrl]"},
 	} {
 		want(t, find(rules, name, "RuleCondition"), w[0], name+" RuleCondition")

@@ -31,7 +31,8 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 )
 
-// The authorization tests run the real endpoint, functions/mcp, built as
+// The authorization tests run the real endpoint, functions/fixture (the
+// production composition serving the note book), built as
 // the Lambda bootstrap of this machine's architecture, on two paths:
 //
 //   - Local: the binary as a local HTTP server on 127.0.0.1 (no Lambda
@@ -124,7 +125,8 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// functionBinary builds functions/mcp once per test binary, as the
+// functionBinary builds functions/fixture (the note book on the
+// production composition) once per test binary, as the
 // Lambda bootstrap (static, lambda.norpc); the same binary serves locally
 // when its environment has no Lambda runtime API.
 func functionBinary(t *testing.T) string {
@@ -138,11 +140,11 @@ func functionBinary(t *testing.T) string {
 		fnBin = filepath.Join(dir, "bootstrap")
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", fnBin, "./functions/mcp")
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "lambda.norpc", "-trimpath", "-o", fnBin, "./functions/fixture")
 		cmd.Dir = ".."
 		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			fnErr = fmt.Errorf("building functions/mcp: %v\n%s", err, out)
+			fnErr = fmt.Errorf("building functions/fixture: %v\n%s", err, out)
 		}
 	})
 	if fnErr != nil {

@@ -27,7 +27,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// The authorization tests: the real endpoint (functions/mcp) with
+// The authorization tests: the real endpoint (functions/fixture) with
 // MCP_AUTH_ISSUER naming a real third-party authorization server on
 // loopback (internal/testenv/oauthmock), through local HTTP and through the
 // Lambda path. The contract they check:

@@ -15,7 +15,8 @@
 //	bare-sdk bench/cmd/bare making the DynamoDB, KMS and Lambda clients at
 //	         start, as most Go functions do: what the product must stay
 //	         below (it makes them on first use)
-//	product  functions/mcp, built in the main module: the deployed product
+//	product  functions/fixture, built in the main module: the production
+//	         composition serving the note book, as the deployed demo does
 //	gosdk    bench/cmd/gosdk: go-sdk behind bench/impl/lambdahttp
 //	mcpgo    bench/cmd/mcpgo: mcp-go behind bench/impl/lambdahttp
 //
@@ -183,7 +184,7 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 		{Name: "bare-sdk", Dir: benchDir, Pkg: "./cmd/bare", Tag: "bench_eager_sdk", Case: bench.ToolsCallEcho,
 			Env:  []string{"AWS_REGION=us-east-1"},
 			Note: "bare making the DynamoDB, KMS and Lambda clients at start, as most Go functions do: the product's gate"},
-		{Name: "product", Dir: mainDir, Pkg: "./functions/mcp", Case: bench.ProductSearch,
+		{Name: "product", Dir: mainDir, Pkg: "./functions/fixture", Case: bench.ProductSearch,
 			// A KMS key is configured so that the KMS sealer is built as in
 			// the deployed template; no claims table, so that notes are in
 			// memory and no request needs the network. Neither AWS client
@@ -211,7 +212,7 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 	for _, s := range subjects {
 		r := &Result{Name: s.Name, Package: s.Pkg, Request: s.Case.Name, Note: s.Note, Size: map[string]int64{}}
 		if s.Dir == mainDir {
-			r.Package = "github.com/serverless-mcp/mcp-lambda/functions/mcp"
+			r.Package = "github.com/serverless-mcp/mcp-lambda/functions/fixture"
 		}
 		rep.Results = append(rep.Results, r)
 		for _, arch := range arches {

@@ -718,7 +718,7 @@ func writeCold(w io.Writer, cs *coldReport) {
 	fmt.Fprintf(w, "Each subject is a Lambda bootstrap (bench/coldstart): `bare` is aws-lambda-go answering a fixed response; "+
 		"`ours` the bench server on pkg/apigw.Handler (bench/cmd/ours), its tools' schemas generated ahead of time and flat, so it links no schema library; "+
 		"`bare-jsonschema` and `bare-jsonv2` bare linking, unused, google/jsonschema-go (pkg/toolschema's engine, linked by a function that infers schemas at run time or has schemas beyond flat ones) "+
-		"and go-json-experiment/json (the core's decoder): what their package initialization alone adds; `product` the deployed function, functions/mcp, "+
+		"and go-json-experiment/json (the core's decoder): what their package initialization alone adds; `product` the production composition serving the note book, functions/fixture (what the deployed demo runs), "+
 		"built in the main module and logging one line per request as deployed; `gosdk` and `mcpgo` the peers behind bench/impl/lambdahttp (bench/cmd/gosdk, bench/cmd/mcpgo). "+
 		"Each binary links its own implementation only.\n\n")
 	fmt.Fprintf(w, "### Binary sizes\n\n| subject | linux/amd64 | linux/arm64 | arm64 over bare |\n|---|---:|---:|---:|\n")

@@ -69,10 +69,10 @@ local-kms       %s   key %s
 *** Run this on a trusted network only.
 
 In another terminal, after sam build:
-  sam local invoke McpFunction -e events/notes-add.json --env-vars %s%s
+  sam local invoke McpFunction -e notebook/events/notes-add.json --env-vars %s%s
   sam local start-api --env-vars %s%s
 Without Docker, the same environment under the Lambda runtime emulator:
-  make invoke EVENT=events/notes-add.json ENV=%s
+  make invoke EVENT=notebook/events/notes-add.json ENV=%s
 
 Ctrl-C stops both.
 `, s.DynamoDB.Endpoint, s.Table, s.KMS.Endpoint, s.KeyARN, envPath, network, envPath, network, envPath)

@@ -434,7 +434,7 @@ func pct(sorted []time.Duration, p float64) string {
 	return sorted[i].Round(100 * time.Microsecond).String()
 }
 
-// localBinary is the function built as make run builds it
+// localBinary is the harnesses' function (functions/fixture) built as make run builds functions/mcp
 // (MCP_SOAK_LOCAL_BIN when make has built it).
 func localBinary(t *testing.T, root string) string {
 	t.Helper()
@@ -442,7 +442,7 @@ func localBinary(t *testing.T, root string) string {
 		return p
 	}
 	out := filepath.Join(t.TempDir(), "mcp")
-	cmd := exec.Command("go", "build", "-o", out, "./functions/mcp")
+	cmd := exec.Command("go", "build", "-o", out, "./functions/fixture")
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the function: %v\n%s", err, b)

@@ -44,7 +44,7 @@ func TestRunLocal(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"mcp-lambda-demo"`) {
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `"supportedVersions":[`) {
 		t.Errorf("%d %s", resp.StatusCode, body)
 	}
 	cancel()

@@ -22,17 +22,24 @@ func TestRunEvent(t *testing.T) {
 	if _, err := os.Stat(riePath); err != nil {
 		need.Tool(t, "aws-lambda-rie", err)
 	}
-	bootstrap := filepath.Join(t.TempDir(), "bootstrap")
-	build := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, "../../../../functions/mcp")
-	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the bootstrap: %v\n%s", err, out)
+	// The function's own discover event against functions/mcp, whose
+	// expected answer it is; the replay against the harnesses' function,
+	// which serves the note book whose events they are.
+	build := func(pkg string) string {
+		bootstrap := filepath.Join(t.TempDir(), "bootstrap")
+		cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w -X main.version=v0.0.0-7-gabcdef0-dirty", "-o", bootstrap, pkg)
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("building %s: %v\n%s", pkg, err, out)
+		}
+		return bootstrap
 	}
+	bootstrap, fixture := build("../../../../functions/mcp"), build("../../../../functions/fixture")
 	// A copy of the events, so one expected file can be made wrong.
 	dir := t.TempDir()
-	for _, name := range []string{"discover", "notes-add-keyed", "notes-add-keyed-replay"} {
+	for name, from := range map[string]string{"discover": "events", "notes-add-keyed": "notebook/events", "notes-add-keyed-replay": "notebook/events"} {
 		for _, suffix := range []string{".json", ".expected.json"} {
-			b, err := os.ReadFile("../../../../events/" + name + suffix)
+			b, err := os.ReadFile("../../../../" + from + "/" + name + suffix)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +73,9 @@ func TestRunEvent(t *testing.T) {
 		t.Errorf("the emulator's own lines were printed:\n%s", out)
 	}
 
+	o.bootstrap = fixture
 	ok, out = run("notes-add-keyed-replay.json")
+	o.bootstrap = bootstrap
 	if !ok || !strings.Contains(out, "it replays "+filepath.Join(dir, "notes-add-keyed.json")) || !strings.Contains(out, `"io.github.serverless-mcp/replay": true`) {
 		t.Fatalf("replay on its own: passed %v, output:\n%s", ok, out)
 	}

@@ -1,4 +1,4 @@
-package main
+package notebook
 
 import (
 	"io"
@@ -10,8 +10,8 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
-// newServer is the demo's server for cfg, logging to logger, observed by
-// ob (nil: not observed).
+// newServer is the note book's server for cfg as New composes it,
+// logging to logger, observed by ob (nil: not observed).
 func newServer(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observer) (*stateless.Server, error) {
 	return newServerWith(cfg, logger, ob, nil)
 }
@@ -19,7 +19,7 @@ func newServer(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observer) 
 // newServerWith is newServer with the given AWS clients (nil: the
 // default ones).
 func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observer, clients *endpoint.Clients) (*stateless.Server, error) {
-	ep, err := newEndpoint(cfg, endpoint.Options{Logger: logger, Observer: ob, Clients: clients, Stdout: io.Discard})
+	ep, err := New(cfg, endpoint.Options{Logger: logger, Observer: ob, Clients: clients, Stdout: io.Discard}, "test")
 	if err != nil {
 		return nil, err
 	}
@@ -27,8 +27,8 @@ func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observ
 }
 
 // taskServer is a server with opts that serves the tasks extension, its
-// tasks in memory and run in this process: the demo's task tools need
-// one.
+// tasks in memory and run in this process: the note book's task tools
+// need one.
 func taskServer(info stateless.Implementation, opts *stateless.Options) *stateless.Server {
 	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
 	opts.Interceptors = append(opts.Interceptors, ext.Interceptor())
@@ -36,3 +36,5 @@ func taskServer(info stateless.Implementation, opts *stateless.Options) *statele
 	ext.Serve(srv)
 	return srv
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

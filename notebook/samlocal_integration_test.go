@@ -1,6 +1,6 @@
 //go:build integration
 
-package main
+package notebook
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -23,14 +22,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/eventcheck"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/fntest"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/samlocal"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 
 const (
-	samEnvFile  = "../../deploy/sam-local-env.json"
-	samKMSSeed  = "../../deploy/local-kms-seed.yaml"
+	samEnvFile  = "../deploy/sam-local-env.json"
+	samKMSSeed  = "../deploy/local-kms-seed.yaml"
 	samFunction = "McpFunction"
 )
 
@@ -61,8 +62,8 @@ var allowedOps = []string{
 // process of its own against the same table, so the replay can only come
 // from the table.
 func TestSAMLocalEnvironment(t *testing.T) {
-	riePath := rieBinary(t)
-	bootstrap := buildBootstrap(t, runtime.GOARCH)
+	riePath := fntest.RIEBinary(t)
+	bootstrap := fntest.BuildBootstrap(t, "../functions/fixture", fntest.HostArch)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 
@@ -113,7 +114,7 @@ func TestSAMLocalEnvironment(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", filepath.Base(event), err, e.Log())
 		}
-		checkExpected(t, event, out)
+		fntest.CheckExpected(t, event, out, false)
 		if strings.Contains(e.Log(), "panic") {
 			t.Errorf("the function panicked:\n%s", e.Log())
 		}
@@ -131,14 +132,14 @@ func TestSAMLocalEnvironment(t *testing.T) {
 	}
 
 	stateful := 0
-	for _, ev := range sampleEvents(t) {
+	for _, ev := range fntest.Events(t, "events") {
 		name := filepath.Base(ev)
 		t.Run(name, func(t *testing.T) {
 			if err := stack.ResetTable(ctx); err != nil {
 				t.Fatal(err)
 			}
 			var first []byte
-			if b := before(ev); b != "" {
+			if b := eventcheck.Predecessor(ev); b != "" {
 				first, _ = invoke(t, b)
 			}
 			out, ops := invoke(t, ev)

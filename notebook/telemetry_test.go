@@ -1,4 +1,4 @@
-package main
+package notebook
 
 import (
 	"encoding/json"
@@ -22,7 +22,7 @@ func TestNotesAddTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out syncbuf.Buffer
-	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: &out})
+	ep, err := New(cfg, endpoint.Options{Stdout: &out}, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,17 @@
 //go:build integration
 
-package main
+package notebook
 
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/fntest"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
@@ -34,7 +34,7 @@ func newTaskPath(t *testing.T, duplicate bool, extraEnv ...string) *taskPath {
 		"AWS_ENDPOINT_URL_DYNAMODB=" + db.Endpoint,
 		// A worker's invocation lasts 10 s: its lease, when it is killed.
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=10"}, extraEnv...)
-	tp, err := rie.StartTaskPath(context.Background(), rie.TaskPathOptions{RIE: rieBinary(t), Bootstrap: buildBootstrap(t, runtime.GOARCH), Env: env, Duplicate: duplicate})
+	tp, err := rie.StartTaskPath(context.Background(), rie.TaskPathOptions{RIE: fntest.RIEBinary(t), Bootstrap: fntest.BuildBootstrap(t, "../functions/fixture", fntest.HostArch), Env: env, Duplicate: duplicate})
 	if err != nil {
 		t.Fatal(err)
 	}
