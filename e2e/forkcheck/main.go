@@ -75,7 +75,11 @@ func run(root, target string, keep bool) error {
 	if err := command(dir, "make", "regen"); err != nil {
 		return err
 	}
-	if err := command(dir, "git", "-c", "user.name=forkcheck", "-c", "user.email=forkcheck@localhost", "commit", "-qam", "regenerated"); err != nil {
+	// The regenerated tools/list names the fork's tool, not the demo's.
+	if b, err := os.ReadFile(filepath.Join(dir, "events", "tools-list.expected.json")); err != nil || !bytes.Contains(b, []byte(`"forecast"`)) || bytes.Contains(b, []byte(`"notes_`)) {
+		return fmt.Errorf("make regen did not rewrite events/tools-list.expected.json for the fork's tools (%v)", err)
+	}
+	if err := command(dir, "git", "-c", "user.name=forkcheck", "-c", "user.email=forkcheck@localhost", "commit", "-qam", "regenerated", "--allow-empty"); err != nil {
 		return err
 	}
 	if err := command(dir, "make", target); err != nil {
@@ -111,8 +115,9 @@ func fork(dir string) error {
 	if err := os.WriteFile(filepath.Join(dir, "functions", "mcp", "forecast.go"), src, 0o644); err != nil {
 		return err
 	}
-	// Nothing in the function names the note book any more.
-	out, _ := exec.Command("grep", "-rln", "notebook\\|notes_", filepath.Join(dir, "functions", "mcp")).Output()
+	// Nothing in the function's code uses the note book any more (its
+	// comments may still say where the demo went).
+	out, _ := exec.Command("grep", "-rlE", `mcp-lambda/notebook"|notebook\.[A-Z]|"notes_`, filepath.Join(dir, "functions", "mcp")).Output()
 	if s := strings.TrimSpace(string(out)); s != "" {
 		return fmt.Errorf("functions/mcp still names the note book after the change:\n%s", s)
 	}

@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"time"
 
@@ -20,19 +18,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-func main() {
-	cfg, err := endpoint.LoadConfig(os.Getenv)
-	if err == nil {
-		var ep *endpoint.Endpoint
-		if ep, err = newEndpoint(cfg, endpoint.Options{}); err == nil {
-			err = ep.Run(context.Background())
-		}
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "counter:", err)
-		os.Exit(1)
-	}
-}
+func main() { endpoint.Main("counter", newEndpoint) }
 
 // newEndpoint composes the endpoint and registers the tools.
 func newEndpoint(cfg *endpoint.Config, o endpoint.Options) (*endpoint.Endpoint, error) {

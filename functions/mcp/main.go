@@ -9,11 +9,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
-	"os"
-
 	"github.com/serverless-mcp/mcp-lambda/notebook"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 )
@@ -21,25 +16,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() {
-	if err := run(context.Background(), os.Getenv, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "mcp:", err)
-		os.Exit(1)
-	}
-}
-
-// run starts the endpoint in the mode the environment calls for.
-func run(ctx context.Context, getenv func(string) string, stdout io.Writer) error {
-	cfg, err := endpoint.LoadConfig(getenv)
-	if err != nil {
-		return err
-	}
-	ep, err := newEndpoint(cfg, endpoint.Options{Stdout: stdout})
-	if err != nil {
-		return err
-	}
-	return ep.Run(ctx)
-}
+func main() { endpoint.Main("mcp", newEndpoint) }
 
 // newEndpoint composes the endpoint this function serves: the production
 // parts of package endpoint and the demo's tools. It is the place a fork

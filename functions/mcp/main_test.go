@@ -20,9 +20,9 @@ func TestRunLocal(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, func(k string) string {
+		done <- endpoint.Start(ctx, func(k string) string {
 			return map[string]string{endpoint.EnvAddr: "127.0.0.1:0", endpoint.EnvLogLevel: "error"}[k]
-		}, pw)
+		}, pw, newEndpoint)
 		pw.Close()
 	}()
 	line, err := bufio.NewReader(pr).ReadString('\n')
@@ -55,17 +55,5 @@ func TestRunLocal(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("no graceful shutdown")
-	}
-}
-
-func TestRunRefusesBadConfig(t *testing.T) {
-	err := run(context.Background(), func(k string) string {
-		if k == endpoint.EnvStateTTL {
-			return "soon"
-		}
-		return ""
-	}, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), endpoint.EnvStateTTL) {
-		t.Errorf("err = %v", err)
 	}
 }
