@@ -71,9 +71,9 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bootstrap := repo.Env("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", runtime.GOARCH, "bootstrap"))
+	bootstrap := repo.Env("MCP_CHAOS_BOOTSTRAP", filepath.Join(root, "build", "fixture", runtime.GOARCH, "bootstrap"))
 	rieBin := repo.Env("AWS_LAMBDA_RIE", filepath.Join(root, ".tools/bin/aws-lambda-rie"))
-	for what, path := range map[string]string{"the function (make build)": bootstrap, "aws-lambda-rie (make tools)": rieBin} {
+	for what, path := range map[string]string{"the harnesses' function (make build/fixture/" + runtime.GOARCH + "/bootstrap)": bootstrap, "aws-lambda-rie (make tools)": rieBin} {
 		if _, err := os.Stat(path); err != nil {
 			t.Fatalf("%s is missing: %v", what, err)
 		}
