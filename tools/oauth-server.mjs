@@ -28,6 +28,22 @@
 //   alg-none       alg none, no signature (RFC 7519 unsecured JWT)
 //   hs256-pubkey   HS256 with the published RSA public key (PEM) as the secret
 //
+// The authorization code grant (RFC 6749 4.1, PKCE RFC 7636) works as a
+// provider's does, with the user approving at once: /authorize redirects
+// to the redirect_uri with a code, and the token request must present
+// that code's client_id, redirect_uri and (when the authorization request
+// had a code_challenge) a code_verifier that matches it, else 400
+// invalid_grant. The token's scope is the authorization request's; its sub
+// is "user-1".
+//
+//   --client-id ID   the only client /authorize knows (others are refused
+//                    with error=unauthorized_client), as at a provider
+//                    where clients are registered by hand
+//   --profile P      how access tokens are shaped: "plain" (the default:
+//                    aud is the token request's resource), "cognito"
+//                    (Amazon Cognito's: no aud, client_id and token_use
+//                    claims)
+//
 // Control endpoints for the tests (not part of OAuth):
 //
 //   GET  /_mock/stats            requests served, by endpoint
@@ -46,6 +62,12 @@ function flag(name, def) {
 }
 const port = Number(flag("--port", "0"));
 const stateFile = flag("--state", "");
+const onlyClient = flag("--client-id", "");
+const profile = flag("--profile", "plain");
+if (!["plain", "cognito"].includes(profile)) {
+  console.error(`oauth-server: unknown --profile ${profile}`);
+  process.exit(2);
+}
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
   console.error(`oauth-server: bad --port ${flag("--port")}`);
   process.exit(2);
@@ -87,6 +109,33 @@ function clientID(req) {
   return typeof req.body?.client_id === "string" ? req.body.client_id : undefined;
 }
 
+// Authorization requests by the code they were answered with: what the
+// token request must match, and the scope its token carries.
+const codes = new Map();
+service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
+  const q = req.query ?? {};
+  if (onlyClient && q.client_id !== onlyClient) {
+    for (const k of [...redirect.url.searchParams.keys()]) if (k !== "state") redirect.url.searchParams.delete(k);
+    redirect.url.searchParams.set("error", "unauthorized_client");
+    return;
+  }
+  const code = redirect.url.searchParams.get("code");
+  if (code) codes.set(code, { clientID: q.client_id, redirectURI: q.redirect_uri, scope: q.scope, challenge: q.code_challenge });
+});
+
+// Why a token request for the authorization code grant is refused, or
+// undefined when it matches its authorization request.
+function codeRefusal(req) {
+  const body = req.body ?? {};
+  if (body.grant_type !== "authorization_code") return undefined;
+  const rec = codes.get(body.code);
+  if (!rec) return "unknown or used code";
+  if (clientID(req) !== rec.clientID) return "the code was issued to another client";
+  if (body.redirect_uri !== rec.redirectURI) return "redirect_uri differs from the authorization request's";
+  if (rec.challenge && body.code_verifier === undefined) return "code_verifier missing";
+  return undefined;
+}
+
 service.on(Events.BeforeTokenSigning, (token, req) => {
   const body = req.body ?? {};
   const p = token.payload;
@@ -94,6 +143,18 @@ service.on(Events.BeforeTokenSigning, (token, req) => {
   p.jti = randomUUID();
   delete p.aud;
   if (body.resource !== undefined) p.aud = body.resource;
+  if (body.grant_type === "authorization_code") {
+    const rec = codes.get(body.code);
+    if (rec) {
+      p.sub = "user-1";
+      p.client_id = rec.clientID;
+      if (rec.scope !== undefined) p.scope = rec.scope;
+    }
+  }
+  if (profile === "cognito") {
+    delete p.aud;
+    p.token_use = "access";
+  }
   if (body.grant_type === "client_credentials") {
     const id = clientID(req);
     if (id !== undefined) {
@@ -121,6 +182,20 @@ service.on(Events.BeforeTokenSigning, (token, req) => {
 
 // Variants that need another signature than the library's.
 service.on(Events.BeforeResponse, (res, req) => {
+  const refused = codeRefusal(req);
+  if (refused !== undefined) {
+    res.statusCode = 400;
+    res.body = { error: "invalid_grant", error_description: refused };
+    return;
+  }
+  if (req.body?.grant_type === "authorization_code") {
+    const rec = codes.get(req.body.code);
+    codes.delete(req.body.code); // single use
+    if (res.body && typeof res.body === "object") {
+      if (rec?.scope !== undefined) res.body.scope = rec.scope;
+      else delete res.body.scope;
+    }
+  }
   const variant = req.body?.mock_variant;
   const token = res.body?.access_token;
   if (typeof token !== "string" || variant === undefined) return;

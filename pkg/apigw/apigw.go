@@ -408,20 +408,17 @@ func endpointURL(domain, path string) string {
 // endpoint at /mcp).
 const DefaultEndpointPath = "/mcp"
 
-// metadataRequest reports whether r asks for the protected-resource
-// metadata (RFC 9728): a GET of the well-known path, on its own or
-// followed by the endpoint's path, after the stage's prefix if any. It
-// returns the canonical URL of the resource described: the gateway's
-// domain, the prefix and the endpoint's path.
-func metadataRequest(r *Request) (string, bool) {
-	if r.Method != http.MethodGet {
-		return "", false
-	}
-	i := strings.Index(r.Path, stateless.MetadataPath)
+// wellKnownPath finds the well-known path wk in r's path, on its own or
+// followed by the endpoint's path, after the stage's prefix if any, and
+// returns the canonical URL of the endpoint it names: the gateway's
+// domain, the prefix and the endpoint's path (DefaultEndpointPath when
+// none follows).
+func wellKnownPath(r *Request, wk string) (string, bool) {
+	i := strings.Index(r.Path, wk)
 	if i < 0 {
 		return "", false
 	}
-	prefix, rest := r.Path[:i], r.Path[i+len(stateless.MetadataPath):]
+	prefix, rest := r.Path[:i], r.Path[i+len(wk):]
 	if rest != "" && rest[0] != '/' {
 		return "", false
 	}
@@ -429,6 +426,35 @@ func metadataRequest(r *Request) (string, bool) {
 		rest = DefaultEndpointPath
 	}
 	return endpointURL(r.Domain, prefix+rest), true
+}
+
+// oauthResponse answers r when it is no MCP request but one of the
+// endpoint's OAuth documents: a GET of the protected-resource metadata
+// (RFC 9728) or of the registration facade's authorization server
+// metadata (RFC 8414), or a POST to the facade's registration endpoint
+// (RFC 7591). The endpoint they describe is h.Endpoint when configured,
+// else the one the gateway's domain and the path name.
+func (h *Handler) oauthResponse(r *Request) (*stateless.Response, bool) {
+	endpoint := func(found string) string {
+		if h.Endpoint != "" {
+			return h.Endpoint
+		}
+		return found
+	}
+	switch r.Method {
+	case http.MethodGet:
+		if resource, ok := wellKnownPath(r, stateless.MetadataPath); ok {
+			return h.Server.ProtectedResourceMetadata(endpoint(resource)), true
+		}
+		if issuer, ok := wellKnownPath(r, stateless.AuthorizationServerMetadataPath); ok {
+			return h.Server.AuthorizationServerMetadata(endpoint(issuer)), true
+		}
+	case http.MethodPost:
+		if path, ok := strings.CutSuffix(r.Path, stateless.RegistrationSuffix); ok && strings.HasSuffix(path, DefaultEndpointPath) {
+			return h.Server.Register(endpoint(endpointURL(r.Domain, path)), r.Body), true
+		}
+	}
+	return nil, false
 }
 
 // Encode turns a response into the response payload for an event of kind
@@ -534,11 +560,8 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 		return Encode(r.Kind, h.reject(ctx, r, err))
 	}
 	ctx = withRequest(ctx, r)
-	if resource, ok := metadataRequest(r); ok {
-		if h.Endpoint != "" {
-			resource = h.Endpoint
-		}
-		return Encode(r.Kind, h.Server.ProtectedResourceMetadata(resource))
+	if resp, ok := h.oauthResponse(r); ok {
+		return Encode(r.Kind, resp)
 	}
 	if h.Endpoint != "" {
 		r.Endpoint = h.Endpoint
@@ -578,11 +601,8 @@ func (h *Handler) RespondStream(ctx context.Context, r *Request, err error, st s
 		return nil
 	}
 	ctx = withRequest(ctx, r)
-	if resource, ok := metadataRequest(r); ok {
-		if h.Endpoint != "" {
-			resource = h.Endpoint
-		}
-		writeWhole(st, h.Server.ProtectedResourceMetadata(resource))
+	if resp, ok := h.oauthResponse(r); ok {
+		writeWhole(st, resp)
 		return nil
 	}
 	if h.Endpoint != "" {

@@ -31,6 +31,7 @@ func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
 		ScopesSupported:      scopes,
 		ScopeImplies:         o.ScopeImplies,
 		ResourceName:         o.ResourceName,
+		Registration:         cfg.AuthRegistration,
 	}, nil
 }
 

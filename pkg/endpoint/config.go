@@ -11,6 +11,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -60,6 +61,15 @@ type Config struct {
 	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated). Unset: nil,
 	// and Options.DefaultScopes apply.
 	AuthScopesSupported []string
+	// AuthRegistration is the registration facade, for clients that
+	// register themselves with a provider that offers no registration
+	// (Amazon Cognito, Entra ID): MCP_AUTH_REGISTRATION_CLIENT_ID names
+	// the public client pre-registered at the provider,
+	// MCP_AUTH_AUTHORIZATION_ENDPOINT and MCP_AUTH_TOKEN_ENDPOINT the
+	// provider's endpoints, MCP_AUTH_REGISTRATION_REDIRECT_URIS
+	// (comma-separated) the redirect URIs accepted besides loopback ones.
+	// Unset: nil, no facade (see stateless.Registration).
+	AuthRegistration *stateless.Registration
 	// AllowAnonymous lets the function run on Lambda without an issuer
 	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
 	// can reach it.
@@ -125,13 +135,18 @@ const (
 	EnvAuthJWKS       = "MCP_AUTH_JWKS_URL"
 	EnvAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
 	EnvAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
-	EnvAllowAnonymous = "MCP_ALLOW_ANONYMOUS"
-	EnvDeadlineMargin = "MCP_DEADLINE_MARGIN"
-	EnvTaskTTL        = "MCP_TASK_TTL"
-	EnvKeepAlive      = "MCP_STREAM_KEEPALIVE"
-	EnvRateLimit      = "MCP_RATE_LIMIT"
-	EnvMetricsPerTool = "MCP_METRICS_PER_TOOL"
-	EnvBreaker        = "MCP_CIRCUIT_BREAKER"
+	// The registration facade (Config.AuthRegistration).
+	EnvAuthRegistrationClientID     = "MCP_AUTH_REGISTRATION_CLIENT_ID"
+	EnvAuthAuthorizationEndpoint    = "MCP_AUTH_AUTHORIZATION_ENDPOINT"
+	EnvAuthTokenEndpoint            = "MCP_AUTH_TOKEN_ENDPOINT"
+	EnvAuthRegistrationRedirectURIs = "MCP_AUTH_REGISTRATION_REDIRECT_URIS"
+	EnvAllowAnonymous               = "MCP_ALLOW_ANONYMOUS"
+	EnvDeadlineMargin               = "MCP_DEADLINE_MARGIN"
+	EnvTaskTTL                      = "MCP_TASK_TTL"
+	EnvKeepAlive                    = "MCP_STREAM_KEEPALIVE"
+	EnvRateLimit                    = "MCP_RATE_LIMIT"
+	EnvMetricsPerTool               = "MCP_METRICS_PER_TOOL"
+	EnvBreaker                      = "MCP_CIRCUIT_BREAKER"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -320,7 +335,12 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 			}
 		}
 	}
+	if err := c.loadRegistration(getenv); err != nil {
+		return err
+	}
 	switch {
+	case c.AuthIssuer == "" && c.AuthRegistration != nil:
+		return fmt.Errorf("%s needs %s: the facade hands out a client of that issuer", EnvAuthRegistrationClientID, EnvAuthIssuer)
 	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(EnvAuthScopes) != "" || c.AuthClientIDs != nil):
 		return fmt.Errorf("%s, %s and %s need %s", EnvAuthJWKS, EnvAuthScopes, EnvAuthClientIDs, EnvAuthIssuer)
 	case c.AuthIssuer != "" && c.AllowAnonymous:
@@ -328,6 +348,46 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 	case c.AuthIssuer == "" && c.InLambda && !c.AllowAnonymous:
 		return fmt.Errorf("no %s: set it to your OAuth/OIDC issuer (a Cognito user pool's, Auth0's, ...) to protect the endpoint, or %s=true to serve anyone", EnvAuthIssuer, EnvAllowAnonymous)
 	}
+	return nil
+}
+
+// loadRegistration reads the registration facade's settings: all of
+// them or none, the client id and the provider's two endpoints at least.
+func (c *Config) loadRegistration(getenv func(string) string) error {
+	id, authz, token, redirects := getenv(EnvAuthRegistrationClientID), getenv(EnvAuthAuthorizationEndpoint), getenv(EnvAuthTokenEndpoint), getenv(EnvAuthRegistrationRedirectURIs)
+	if id == "" {
+		if authz != "" || token != "" || redirects != "" {
+			return fmt.Errorf("%s, %s and %s configure the registration facade, which %s turns on: set it too, or none of them", EnvAuthAuthorizationEndpoint, EnvAuthTokenEndpoint, EnvAuthRegistrationRedirectURIs, EnvAuthRegistrationClientID)
+		}
+		return nil
+	}
+	if !validScope(id) {
+		return fmt.Errorf("%s: %q is not a client id", EnvAuthRegistrationClientID, id)
+	}
+	reg := &stateless.Registration{ClientID: id}
+	for _, e := range []struct {
+		name, v string
+		to      *string
+	}{{EnvAuthAuthorizationEndpoint, authz, &reg.AuthorizationEndpoint}, {EnvAuthTokenEndpoint, token, &reg.TokenEndpoint}} {
+		if e.v == "" {
+			return fmt.Errorf("%s needs %s: the provider's endpoint that the facade's metadata names", EnvAuthRegistrationClientID, e.name)
+		}
+		if _, err := issuerURL(e.name, e.v); err != nil {
+			return err
+		}
+		*e.to = e.v
+	}
+	if redirects != "" {
+		for _, r := range strings.Split(redirects, ",") {
+			r = strings.TrimSpace(r)
+			u, err := url.Parse(r)
+			if err != nil || !u.IsAbs() || u.Fragment != "" || strings.ContainsAny(r, "# \"\\") {
+				return fmt.Errorf("%s: %q is not an absolute redirect URI without a fragment", EnvAuthRegistrationRedirectURIs, r)
+			}
+			reg.RedirectURIs = append(reg.RedirectURIs, r)
+		}
+	}
+	c.AuthRegistration = reg
 	return nil
 }
 

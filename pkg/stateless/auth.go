@@ -53,6 +53,11 @@ type AuthOptions struct {
 	ScopeImplies map[string][]string
 	// ResourceName is the metadata's human-readable resource_name.
 	ResourceName string
+	// Registration, when set, is the endpoint's registration facade, for
+	// clients that register themselves with a provider that offers no
+	// registration: the metadata then names the endpoint itself as its
+	// authorization server (see [Registration]).
+	Registration *Registration
 }
 
 // ChallengeRelayHeader carries a refusal's WWW-Authenticate challenge a
@@ -88,7 +93,7 @@ func MetadataURL(endpoint string) string {
 func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
 	a := s.opts.Auth
 	if a == nil || endpoint == "" {
-		return &Response{Status: http.StatusNotFound, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"error":"not_found"}`)}
+		return oauthNotFound()
 	}
 	doc := struct {
 		Resource               string   `json:"resource"`
@@ -96,7 +101,7 @@ func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
 		ScopesSupported        []string `json:"scopes_supported,omitempty"`
 		BearerMethodsSupported []string `json:"bearer_methods_supported"`
 		ResourceName           string   `json:"resource_name,omitempty"`
-	}{endpoint, a.AuthorizationServers, a.ScopesSupported, []string{"header"}, a.ResourceName}
+	}{endpoint, a.authorizationServers(endpoint), a.ScopesSupported, []string{"header"}, a.ResourceName}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return (&exchange{s: s, o: &Outcome{}}).refuse(nil, mcperr.Wrap(mcperr.KindInternal, err))

@@ -79,6 +79,7 @@ type Server struct {
 	Port int
 
 	node, script, state string
+	opts                Options
 	client              *http.Client
 	log                 *syncbuf.Buffer
 
@@ -91,14 +92,29 @@ type Server struct {
 // not installed.
 var ErrNotInstalled = errors.New("the npm test tools are not installed")
 
+// Options shape the server as one provider behaves (see
+// tools/oauth-server.mjs).
+type Options struct {
+	// ClientID, when set, is the only client its authorization endpoint
+	// knows, as at a provider where clients are registered by hand.
+	ClientID string
+	// Profile shapes its access tokens: "" or "plain" (aud is the
+	// token request's resource), "cognito" (no aud; client_id and
+	// token_use claims, as Amazon Cognito's).
+	Profile string
+}
+
 // New starts a server on a port the system chooses and stops it when t
 // ends, failing t if it cannot start (skipping it when the tools are not
 // installed, outside make: package need).
-func New(t testing.TB) *Server {
+func New(t testing.TB) *Server { return NewWith(t, Options{}) }
+
+// NewWith is New for a server shaped by o.
+func NewWith(t testing.TB, o Options) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	s, err := Start(ctx, "", 0)
+	s, err := StartWith(ctx, "", 0, o)
 	if errors.Is(err, ErrNotInstalled) {
 		need.Tool(t, "the npm test tools", err)
 	}
@@ -118,6 +134,11 @@ func New(t testing.TB) *Server {
 // tools in toolsDir ("" finds tools/ in the working directory or one of
 // its parents). The caller must Stop it.
 func Start(ctx context.Context, toolsDir string, port int) (*Server, error) {
+	return StartWith(ctx, toolsDir, port, Options{})
+}
+
+// StartWith is Start for a server shaped by o.
+func StartWith(ctx context.Context, toolsDir string, port int, o Options) (*Server, error) {
 	dir, err := findTools(toolsDir)
 	if err != nil {
 		return nil, err
@@ -132,7 +153,7 @@ func Start(ctx context.Context, toolsDir string, port int) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{node: node, script: filepath.Join(dir, "oauth-server.mjs"), state: filepath.Join(stateDir, "keys.json"),
+	s := &Server{node: node, script: filepath.Join(dir, "oauth-server.mjs"), state: filepath.Join(stateDir, "keys.json"), opts: o,
 		client: &http.Client{Timeout: httpTimeout}, log: &syncbuf.Buffer{}}
 	if err := s.start(ctx, port); err != nil {
 		os.RemoveAll(stateDir)
@@ -163,7 +184,14 @@ func findTools(dir string) (string, error) {
 
 // start runs the script and waits for the line it prints when it listens.
 func (s *Server) start(ctx context.Context, port int) error {
-	cmd := exec.Command(s.node, s.script, "--port", strconv.Itoa(port), "--state", s.state)
+	args := []string{s.script, "--port", strconv.Itoa(port), "--state", s.state}
+	if s.opts.ClientID != "" {
+		args = append(args, "--client-id", s.opts.ClientID)
+	}
+	if s.opts.Profile != "" {
+		args = append(args, "--profile", s.opts.Profile)
+	}
+	cmd := exec.Command(s.node, args...)
 	cmd.Dir = filepath.Dir(s.script)
 	cmd.Stderr = s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,0 +1,246 @@
+//go:build unix && !integration
+
+package interop
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/oauthmock"
+)
+
+// idpProfile is an identity provider as the journeys meet it: how the
+// pinned authorization server is shaped, and what the endpoint is told.
+type idpProfile struct {
+	name string
+	as   oauthmock.Options
+	env  func(as *oauthmock.Server) []string
+}
+
+// publicClient is the public client (PKCE, no secret) registered by hand
+// at a provider without registration, which the endpoint's registration
+// facade hands out.
+const publicClient = "mcp-public-client"
+
+// The provider profiles the journeys run against.
+var idpProfiles = []idpProfile{
+	{
+		// Amazon Cognito: no dynamic registration, no client ID metadata
+		// documents; access tokens carry no aud, only client_id. The
+		// endpoint admits the app client's tokens (MCP_AUTH_CLIENT_IDS)
+		// and its facade hands that client to self-registering clients.
+		name: "cognito-no-registration",
+		as:   oauthmock.Options{ClientID: publicClient, Profile: "cognito"},
+		env: func(as *oauthmock.Server) []string {
+			return []string{
+				"MCP_AUTH_CLIENT_IDS=" + publicClient,
+				"MCP_AUTH_REGISTRATION_CLIENT_ID=" + publicClient,
+				"MCP_AUTH_AUTHORIZATION_ENDPOINT=" + as.Issuer + "/authorize",
+				"MCP_AUTH_TOKEN_ENDPOINT=" + as.Issuer + "/token",
+			}
+		},
+	},
+}
+
+// journeyRedirect is where the client's authorization response goes: a
+// loopback URI, as a native client's (RFC 8252).
+const journeyRedirect = "http://127.0.0.1:33418/callback"
+
+// TestIdPJourneys: a self-registering client — go-sdk v1.8.0's
+// AuthorizationCodeHandler with dynamic client registration, and no
+// client id of its own — goes from nothing to a notes_add through each
+// door, against a provider profile that offers no registration: a 401,
+// the protected-resource metadata (naming the endpoint as authorization
+// server), the facade's metadata, a registration answered with the
+// pre-registered public client, an authorization code with PKCE (S256)
+// at the provider, the token at the provider, the call; with a 403 step-up
+// to notes:write when the metadata lists only notes:read. Each verified
+// journey prints `idp-journey: <profile> <client> <door> ok`.
+func TestIdPJourneys(t *testing.T) {
+	for _, p := range idpProfiles {
+		for _, door := range authTargets {
+			for _, stepUp := range []bool{false, true} {
+				name := p.name + "/" + door.name
+				if stepUp {
+					name += "/StepUp"
+				}
+				t.Run(name, func(t *testing.T) {
+					testIdPJourney(t, p, door, stepUp)
+					step := ""
+					if stepUp {
+						step = " (step-up)"
+					}
+					fmt.Printf("idp-journey: %s go-sdk-authcode-dcr %s ok%s\n", p.name, door.name, step)
+				})
+			}
+		}
+	}
+}
+
+func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
+	ctx := authContext(t)
+	as := oauthmock.NewWith(t, p.as)
+	ep := door.reserve(t)
+	env := append(ep.AuthEnv(as.Issuer), p.env(as)...)
+	if stepUp {
+		env = append(env, "MCP_AUTH_SCOPES_SUPPORTED="+scopeRead)
+	}
+	ep.Start(env...)
+
+	rec := &journeyLog{base: ep.Client.Transport}
+	if rec.base == nil {
+		rec.base = http.DefaultTransport
+	}
+	hc := &http.Client{Transport: rec, Timeout: testTimeout}
+	// The user's browser: it follows the authorization URL to the
+	// provider, which approves at once and redirects to the client's
+	// loopback URI with the code.
+	browser := &http.Client{Transport: rec, Timeout: testTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	handler, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
+			RedirectURIs: []string{journeyRedirect}, ClientName: "idp journey", TokenEndpointAuthMethod: "none",
+			GrantTypes: []string{"authorization_code"}, ResponseTypes: []string{"code"},
+		}},
+		RedirectURL: journeyRedirect,
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+			if err != nil {
+				return nil, err
+			}
+			resp, err := browser.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			resp.Body.Close()
+			loc, err := url.Parse(resp.Header.Get("Location"))
+			if err != nil || resp.StatusCode/100 != 3 || !strings.HasPrefix(loc.String(), journeyRedirect) {
+				return nil, fmt.Errorf("the provider answered the authorization request %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+			}
+			q := loc.Query()
+			if e := q.Get("error"); e != "" {
+				return nil, fmt.Errorf("the provider refused the authorization request: %s", e)
+			}
+			return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+		},
+		Client: hc,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, x := range rec.all() {
+				t.Logf("exchange %d: %s %s -> %d %.300s", i, x.method, x.url, x.status, x.body)
+			}
+		}
+	})
+	cs, err := mcp.NewClient(goSDKClientInfo, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, OAuthHandler: handler}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "registered my way in"}})
+	if err != nil || res.IsError {
+		t.Fatalf("notes_add: %v %+v", err, res)
+	}
+
+	// The journey, as the client and the browser made it.
+	var regs, authorizes, tokens []journeyExchange
+	for _, x := range rec.all() {
+		switch {
+		case x.method == http.MethodPost && x.url == strings.TrimSuffix(ep.URL, "/")+"/register":
+			regs = append(regs, x)
+		case strings.HasPrefix(x.url, as.Issuer+"/authorize"):
+			authorizes = append(authorizes, x)
+		case x.url == as.Issuer+"/token":
+			tokens = append(tokens, x)
+		}
+	}
+	// go-sdk v1.8.0 registers afresh before each authorization, the
+	// step-up's included; every registration gets the same public client.
+	wantRounds := 1
+	if stepUp {
+		wantRounds = 2
+	}
+	if len(regs) != wantRounds {
+		t.Fatalf("%d registrations at the endpoint's facade, want %d", len(regs), wantRounds)
+	}
+	for i, r := range regs {
+		var registered struct {
+			ClientID string `json:"client_id"`
+		}
+		if err := json.Unmarshal(r.body, &registered); err != nil || r.status != http.StatusCreated || registered.ClientID != publicClient {
+			t.Errorf("registration %d answered %d, client %q (%v); want 201 and the pre-registered %s", i, r.status, registered.ClientID, err, publicClient)
+		}
+	}
+	if len(authorizes) != wantRounds || len(tokens) != wantRounds {
+		t.Fatalf("%d authorization requests and %d token requests at the provider, want %d of each", len(authorizes), len(tokens), wantRounds)
+	}
+	for i, a := range authorizes {
+		u, _ := url.Parse(a.url)
+		q := u.Query()
+		if q.Get("client_id") != publicClient || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("redirect_uri") != journeyRedirect {
+			t.Errorf("authorization request %d: %v; want the public client, PKCE S256 and the loopback redirect", i, q)
+		}
+		if tokens[i].status != http.StatusOK {
+			t.Errorf("token request %d answered %d", i, tokens[i].status)
+		}
+	}
+	if stepUp {
+		u, _ := url.Parse(authorizes[1].url)
+		if !sameScopes(u.Query().Get("scope"), scopeRead+" "+scopeWrite) {
+			t.Errorf("the step-up asked for %q, want %s and %s", u.Query().Get("scope"), scopeRead, scopeWrite)
+		}
+	}
+}
+
+// journeyExchange is one request a journey's client or browser made, and its
+// answer.
+type journeyExchange struct {
+	method, url string
+	status      int
+	body        []byte
+}
+
+// journeyLog records every exchange made through it.
+type journeyLog struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	log  []journeyExchange
+}
+
+func (l *journeyLog) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = io.NopCloser(strings.NewReader(string(body)))
+	l.mu.Lock()
+	l.log = append(l.log, journeyExchange{req.Method, req.URL.String(), resp.StatusCode, body})
+	l.mu.Unlock()
+	return resp, nil
+}
+
+func (l *journeyLog) all() []journeyExchange {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.log)
+}
