@@ -6,7 +6,7 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 128 (below). For every combination:
+by 2,048 (below). For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -21,14 +21,16 @@ by 128 (below). For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The seven COVERED parameters have 128 settings
-(ROWS); the Rules admit few of them (33: anonymous with nothing else set,
-or an issuer with any of audience, key set, client ids, scopes and
-step-up scopes). Each combination
+The covering selection. The eleven COVERED parameters have 2,048
+settings (ROWS); the Rules admit few of them (97: anonymous with nothing
+else set, or an issuer with any of audience, key set, client ids, scopes
+and step-up scopes, each without the registration facade, with it, and
+with it and redirect URIs). Each combination
 of the grid gets one admitted row, in turn (and, where that row lacks the
-scopes a protected streaming door needs, once more with them), so the grid keeps its size and
+scopes a protected streaming door needs, once more with them; and a pairing
+the turns miss gets a combination of its own), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 128 rows is also tried with every other parameter at its default, so
+the 2,048 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -91,10 +93,15 @@ SET_VALUES = {
     "ThrottlingRateLimit": "10000",
     "StreamingCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012",
     "AuthStepUpScopes": "mcp:tools notes:read notes:write",
+    "AuthRegistrationClientId": "5b2ab1c0example",
+    "AuthAuthorizationEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/authorize",
+    "AuthTokenEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/token",
+    "AuthRegistrationRedirectUris": "https://app.example.com/callback,vscode://callback",
 }
 
 # The authorization parameters, combined by a covering selection (above).
-COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous"]
+COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
+           "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris"]
 
 
 # What each Rule is meant to refuse, said independently of the template.
@@ -106,6 +113,10 @@ INTENT = {
     "AuthClientIdsNeedIssuer": lambda p: p["AuthClientIds"] != "" and p["AuthIssuer"] == "",
     "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != "" and p["AuthIssuer"] == "",
     "StreamingMetadataNeedsScopes": lambda p: p["StreamingDoor"] == "true" and p["AuthIssuer"] != "" and p["AuthScopesSupported"] == "",
+    "AuthRegistrationNeedsIssuer": lambda p: p["AuthRegistrationClientId"] != "" and p["AuthIssuer"] == "",
+    "AuthRegistrationNeedsEndpoints": lambda p: p["AuthRegistrationClientId"] != "" and (p["AuthAuthorizationEndpoint"] == "" or p["AuthTokenEndpoint"] == ""),
+    "AuthRegistrationSettingsNeedClientId": lambda p: p["AuthRegistrationClientId"] == "" and (p["AuthAuthorizationEndpoint"] != "" or p["AuthTokenEndpoint"] != "" or p["AuthRegistrationRedirectUris"] != ""),
+    "AuthRegistrationNotOnStreamingDoor": lambda p: p["StreamingDoor"] == "true" and p["AuthRegistrationClientId"] != "",
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
@@ -148,6 +159,10 @@ INVALID = {
     "LogRetentionDays": ["2"],
     "StreamingCertificateArn": ["arn:aws:iam::123456789012:role/x", "certificate/abc", "arn:aws:acm:us-east-1:1:certificate/x"],
     "AuthStepUpScopes": ["a  b", " a", 'a"b', "a\\b"],
+    "AuthRegistrationClientId": ["a b", 'a"b'],
+    "AuthAuthorizationEndpoint": ["http://example.com/authorize", "https://example.com/authorize?x=1", "https://example.com/a#f"],
+    "AuthTokenEndpoint": ["http://example.com/token", "https://example.com/token?x=1"],
+    "AuthRegistrationRedirectUris": ["https://a.example/cb#f", "https://a.example/cb, https://b.example/cb", ","],
 }
 
 
@@ -343,6 +358,23 @@ def main():
         for p in grid
         if refusing_rules(rules, p) == {"StreamingMetadataNeedsScopes"}
     ]
+    # The turn order can miss a pairing: an admitted row never meets one
+    # side of another parameter in a combination the Rules admit (some
+    # rows are refused with the streaming door). Each such pairing gets a
+    # combination of its own: the first admitted one with that side, with
+    # the row in it.
+    admitted_grid = [p for p in grid if not refusing_rules(rules, p)]
+    paired = {(tuple(p[n] for n in COVERED), n, p[n]) for p in admitted_grid for n in crossed}
+    for r in admitted:
+        key = tuple(r[n] for n in COVERED)
+        for n in crossed:
+            for v in sides[n]:
+                if (key, n, v) in paired:
+                    continue
+                q = next((q for q in admitted_grid if q[n] == v and not refusing_rules(rules, {**q, **r})), None)
+                if q is not None:
+                    grid.append({**q, **r})
+                    paired |= {(key, m, q[m]) for m in crossed}
     combos = grid + [{**defaults, **r} for r in rows] + [{**defaults, **PROBE_BASE, **p} for p in PROBES]
 
     # Rules: refused exactly where intended, by the intended rule.

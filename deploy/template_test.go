@@ -303,8 +303,12 @@ func TestFunction(t *testing.T) {
 		"MCP_AUTH_JWKS_URL":   "!Ref AuthJwksUrl",
 		"MCP_AUTH_CLIENT_IDS": "!Ref AuthClientIds",
 		// It refuses to start with scopes but no issuer.
-		"MCP_AUTH_SCOPES_SUPPORTED": "!If [HasAuthIssuer, !Ref AuthScopesSupported, ]",
-		"MCP_ALLOW_ANONYMOUS":       "!Ref AllowAnonymous",
+		"MCP_AUTH_SCOPES_SUPPORTED":           "!If [HasAuthIssuer, !Ref AuthScopesSupported, ]",
+		"MCP_AUTH_REGISTRATION_CLIENT_ID":     "!Ref AuthRegistrationClientId",
+		"MCP_AUTH_AUTHORIZATION_ENDPOINT":     "!Ref AuthAuthorizationEndpoint",
+		"MCP_AUTH_TOKEN_ENDPOINT":             "!Ref AuthTokenEndpoint",
+		"MCP_AUTH_REGISTRATION_REDIRECT_URIS": "!Ref AuthRegistrationRedirectUris",
+		"MCP_ALLOW_ANONYMOUS":                 "!Ref AllowAnonymous",
 	} {
 		want(t, vars[name], expect, "McpFunction "+name)
 	}
@@ -406,12 +410,29 @@ func TestRoutes(t *testing.T) {
 			t.Errorf("route %s has AuthorizerId %s", key, show(id))
 		}
 	}
+	// The registration facade's metadata and registration endpoint are for
+	// clients without a token too, and exist only with the facade.
+	for _, key := range []string{"GET " + stateless.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + stateless.RegistrationSuffix} {
+		route := routes[key]
+		if route == nil {
+			t.Errorf("no route %s", key)
+			continue
+		}
+		want(t, at(t, route, "Condition"), "HasRegistration", key+" Condition")
+		want(t, at(t, route, "Properties", "Target"), "!Sub integrations/${McpIntegration}", key+" Target")
+		want(t, at(t, route, "Properties", "AuthorizationType"), "NONE", key+" AuthorizationType")
+		if id := find(route, "Properties", "AuthorizerId"); id != nil {
+			t.Errorf("route %s has AuthorizerId %s", key, show(id))
+		}
+	}
+	want(t, at(t, r, "Conditions", "HasRegistration"), "!Not [!Equals [!Ref AuthRegistrationClientId, ]]", "HasRegistration")
 	// Every route to the MCP integration is one of these.
 	for key, route := range routes {
 		if show(find(route, "Properties", "Target")) != "!Sub integrations/${McpIntegration}" {
 			continue
 		}
-		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp"}, key) {
+		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp",
+			"GET " + stateless.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + stateless.RegistrationSuffix}, key) {
 			t.Errorf("unexpected route %s to the MCP function", key)
 		}
 	}
@@ -699,7 +720,8 @@ func TestParametersAndOutputs(t *testing.T) {
 	for _, name := range []string{"JwtIssuerNeedsAudience", "JwtAudienceNeedsIssuer", "ThrottlingRateNeedsBurst", "ThrottlingBurstNeedsRate",
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
 		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer",
-		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer", "StreamingMetadataNeedsScopes"} {
+		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer", "StreamingMetadataNeedsScopes",
+		"AuthRegistrationNeedsIssuer", "AuthRegistrationNeedsEndpoints", "AuthRegistrationSettingsNeedClientId", "AuthRegistrationNotOnStreamingDoor"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
