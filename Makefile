@@ -120,7 +120,7 @@ $(GOBIN)/local-kms:
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, the short chaos run, and test every module (go
 ## test's summary last)
-test: tools vet lint api template build conformance integration chaos-short unit
+test: tools vet lint api template build conformance integration chaos-short journeys unit
 
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
@@ -219,6 +219,14 @@ smoke: $(if $(CONFORMANCE_URL),tools/node_modules/.installed)
 auth: tools/node_modules/.installed $(RIE)
 	$(GO) test -count=1 -v ./internal/testenv/oauthmock
 	cd interop && $(GO) test -count=1 -run '^TestAuth' -v .
+
+## journeys: a real client's way in against each identity-provider profile
+## (interop's TestIdPJourneys: discovery, registration where the provider
+## has none, authorization code with PKCE, a tool call, a step-up), through
+## each door; one line per verified journey, `idp-journey: ... ok`
+.PHONY: journeys
+journeys: tools/node_modules/.installed $(RIE)
+	@cd interop && $(GO) test -count=1 -run '^TestIdPJourneys$$' -v . | grep -E '^(idp-journey:|--- FAIL|FAIL|ok )'; exit $${PIPESTATUS[0]}
 
 # The unit tests include the authorization tests, which run the npm tools'
 # authorization server and the emulator.

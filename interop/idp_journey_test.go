@@ -54,6 +54,9 @@ var idpProfiles = []idpProfile{
 	},
 }
 
+// journeyDoors name the doors as the template deploys them.
+var journeyDoors = map[string]string{"Local": "local", "Lambda": "http-api"}
+
 // journeyRedirect is where the client's authorization response goes: a
 // loopback URI, as a native client's (RFC 8252).
 const journeyRedirect = "http://127.0.0.1:33418/callback"
@@ -67,7 +70,8 @@ const journeyRedirect = "http://127.0.0.1:33418/callback"
 // pre-registered public client, an authorization code with PKCE (S256)
 // at the provider, the token at the provider, the call; with a 403 step-up
 // to notes:write when the metadata lists only notes:read. Each verified
-// journey prints `idp-journey: <profile> <client> <door> ok`.
+// journey prints `idp-journey: <profile> <client> <door> ok` (the client is go-sdk;
+// the door local, or http-api: the template's buffered HTTP API).
 func TestIdPJourneys(t *testing.T) {
 	for _, p := range idpProfiles {
 		for _, door := range authTargets {
@@ -78,11 +82,11 @@ func TestIdPJourneys(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					testIdPJourney(t, p, door, stepUp)
-					step := ""
+					profile := p.name
 					if stepUp {
-						step = " (step-up)"
+						profile += "+step-up"
 					}
-					fmt.Printf("idp-journey: %s go-sdk-authcode-dcr %s ok%s\n", p.name, door.name, step)
+					fmt.Printf("idp-journey: %s go-sdk %s ok\n", profile, journeyDoors[door.name])
 				})
 			}
 		}
