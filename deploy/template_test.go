@@ -721,7 +721,7 @@ func TestParametersAndOutputs(t *testing.T) {
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
 		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer",
 		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer", "StreamingMetadataNeedsScopes",
-		"AuthRegistrationNeedsIssuer", "AuthRegistrationNeedsEndpoints", "AuthRegistrationSettingsNeedClientId", "AuthRegistrationNotOnStreamingDoor"} {
+		"AuthRegistrationNeedsIssuer", "AuthRegistrationNeedsEndpoints", "AuthRegistrationSettingsNeedClientId"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
@@ -1118,14 +1118,43 @@ func TestStreamingDoor(t *testing.T) {
 	// The mock integrations answer the document the REST front serves
 	// (rie.TemplateMetadata), scopes_supported included: through this
 	// door a client learns its scopes from it.
-	doc := string(rie.TemplateMetadata("${EndpointUrl}", "${AuthIssuer}", []string{"${Scopes}"}))
+	doc := string(rie.TemplateMetadata("${EndpointUrl}", "${AuthServer}", []string{"${Scopes}"}))
 	for _, name := range []string{"StreamMetadataMethod", "StreamMetadataMcpMethod"} {
 		sub := at(t, res, name, "Properties", "Integration", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
 		if sub.Tag != "!Sub" || at(t, sub, "0").Value != doc {
 			t.Errorf("%s's document %s, want %s", name, show(sub), doc)
 		}
 		want(t, at(t, sub, "1", "Scopes"), `!Join [",", !Split [ , !Ref AuthScopesSupported]]`, name+" scopes")
+		// With the registration facade the endpoint is its own
+		// authorization server, as the function's metadata says.
+		want(t, at(t, sub, "1", "AuthServer"), "!If [HasRegistration, !Ref EndpointUrl, !Ref AuthIssuer]", name+" authorization server")
 	}
+
+	// The registration facade on this door: the metadata a mock answers
+	// (rie.TemplateAuthorizationServerMetadata, held to the function's by
+	// package rie's tests) and POST /mcp/register to the function, outside
+	// the authorizer, with a permission of its own.
+	want(t, at(t, r, "Conditions", "StreamingRegistration"), "!And [!Condition StreamingMetadata, !Condition HasRegistration]", "StreamingRegistration")
+	for _, name := range []string{"StreamASMetadataResource", "StreamASMetadataMcpResource", "StreamASMetadataMcpMethod", "StreamRegisterResource", "StreamRegisterMethod", "StreamRegisterInvokePermission", "StreamDeploymentWithRegistration"} {
+		want(t, find(res, name, "Condition"), "StreamingRegistration", name+" Condition")
+	}
+	want(t, at(t, res, "StreamASMetadataResource", "Properties", "PathPart"), "oauth-authorization-server", "facade metadata path")
+	want(t, at(t, res, "StreamASMetadataMcpResource", "Properties", "PathPart"), "mcp", "facade metadata path")
+	want(t, at(t, res, "StreamRegisterResource", "Properties", "PathPart"), strings.TrimPrefix(stateless.RegistrationSuffix, "/"), "registration path")
+	want(t, at(t, res, "StreamRegisterResource", "Properties", "ParentId"), "!Ref StreamMcpResource", "registration under /mcp")
+	want(t, at(t, res, "StreamRegisterMethod", "Properties", "HttpMethod"), "POST", "registration method")
+	want(t, at(t, res, "StreamRegisterMethod", "Properties", "AuthorizationType"), "NONE", "registration outside the authorizer")
+	want(t, at(t, res, "StreamRegisterMethod", "Properties", "Integration", "Uri"), show(at(t, res, "StreamMcpMethod", "Properties", "Integration", "Uri")), "registration integration")
+	want(t, at(t, res, "StreamRegisterInvokePermission", "Properties", "SourceArn"),
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/*/POST/mcp/register", "registration permission")
+	asDoc := string(rie.TemplateAuthorizationServerMetadata("${EndpointUrl}", "${AuthAuthorizationEndpoint}", "${AuthTokenEndpoint}", []string{"${Scopes}"}))
+	sub := at(t, res, "StreamASMetadataMcpMethod", "Properties", "Integration", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
+	if sub.Tag != "!Sub" || at(t, sub, "0").Value != asDoc {
+		t.Errorf("StreamASMetadataMcpMethod's document %s, want %s", show(sub), asDoc)
+	}
+	want(t, at(t, sub, "1", "Scopes"), `!Join [",", !Split [ , !Ref AuthScopesSupported]]`, "facade metadata scopes")
+	want(t, at(t, res, "StreamStage", "Properties", "DeploymentId"),
+		"!If [StreamingRegistration, !Ref StreamDeploymentWithRegistration, !If [StreamingMetadata, !Ref StreamDeploymentWithMetadata, !Ref StreamDeployment]]", "stream stage deployment")
 }
 
 // TestStreamingDoorOAuth: protected, the streaming door is reachable

@@ -329,12 +329,22 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 	ep.start = func(env ...string) {
 		t.Helper()
 		issuer, scopes := "", []string{scopeRead, scopeWrite}
+		var facade, authz, token string
 		for _, kv := range env {
 			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_ISSUER="); ok {
 				issuer = v
 			}
 			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_SCOPES_SUPPORTED="); ok {
 				scopes = strings.Fields(v)
+			}
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_REGISTRATION_CLIENT_ID="); ok {
+				facade = v
+			}
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_AUTHORIZATION_ENDPOINT="); ok {
+				authz = v
+			}
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_TOKEN_ENDPOINT="); ok {
+				token = v
 			}
 		}
 		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bin, Timeout: testTimeout,
@@ -352,6 +362,12 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 		f := &rie.StreamFront{Function: rt, Door: door, Idle: idle}
 		if door == rie.RESTAPI {
 			f.REST = rie.REST{Domain: true, Metadata: rie.TemplateMetadata(ep.URL, issuer, scopes)}
+			if facade != "" {
+				// The template's registration facade on this door
+				// (StreamingRegistration): the endpoint names itself.
+				f.REST.Metadata = rie.TemplateMetadata(ep.URL, ep.URL, scopes)
+				f.REST.ASMetadata = rie.TemplateAuthorizationServerMetadata(ep.URL, authz, token, scopes)
+			}
 			if authorizer {
 				f.REST.Authorizer = rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite})
 			}

@@ -55,7 +55,7 @@ var idpProfiles = []idpProfile{
 }
 
 // journeyDoors name the doors as the template deploys them.
-var journeyDoors = map[string]string{"Local": "local", "Lambda": "http-api"}
+var journeyDoors = map[string]string{"Local": "local", "Lambda": "http-api", "StreamingDoor": "streaming"}
 
 // journeyRedirect is where the client's authorization response goes: a
 // loopback URI, as a native client's (RFC 8252).
@@ -71,10 +71,11 @@ const journeyRedirect = "http://127.0.0.1:33418/callback"
 // at the provider, the token at the provider, the call; with a 403 step-up
 // to notes:write when the metadata lists only notes:read. Each verified
 // journey prints `idp-journey: <profile> <client> <door> ok` (the client is go-sdk;
-// the door local, or http-api: the template's buffered HTTP API).
+// the door local, http-api (the template's buffered HTTP API) or
+// streaming (its REST API streaming door, protected, on a custom domain)).
 func TestIdPJourneys(t *testing.T) {
 	for _, p := range idpProfiles {
-		for _, door := range authTargets {
+		for _, door := range append(slices.Clone(authTargets), authTarget{"StreamingDoor", reserveStreamREST}) {
 			for _, stepUp := range []bool{false, true} {
 				name := p.name + "/" + door.name
 				if stepUp {

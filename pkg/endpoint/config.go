@@ -384,6 +384,14 @@ func (c *Config) loadRegistration(getenv func(string) string) error {
 			if err != nil || !u.IsAbs() || u.Fragment != "" || strings.ContainsAny(r, "# \"\\") {
 				return fmt.Errorf("%s: %q is not an absolute redirect URI without a fragment", EnvAuthRegistrationRedirectURIs, r)
 			}
+			// A hosted client's callback is https; a native one's a
+			// private-use scheme (RFC 8252 section 7.1). Plain http only
+			// on loopback, which the facade accepts anyway; never a scheme
+			// that runs or reads something in place.
+			switch scheme := strings.ToLower(u.Scheme); {
+			case scheme == "http" && !isLoopback(u.Hostname()), scheme == "javascript", scheme == "data", scheme == "file", scheme == "vbscript":
+				return fmt.Errorf("%s: %q: a redirect URI is https, a private-use scheme, or http on loopback", EnvAuthRegistrationRedirectURIs, r)
+			}
 			reg.RedirectURIs = append(reg.RedirectURIs, r)
 		}
 	}

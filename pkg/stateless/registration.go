@@ -181,8 +181,14 @@ func (reg *Registration) check(body []byte) (*clientMetadata, error) {
 			return nil, &errRegistration{"invalid_client_metadata", "grant_types: only authorization_code and refresh_token are registered"}
 		}
 	}
+	if !slices.Contains(md.GrantTypes, "authorization_code") {
+		return nil, &errRegistration{"invalid_client_metadata", "grant_types: the client registered is one of the authorization code grant, which grant_types must name"}
+	}
 	if md.ResponseTypes == nil {
 		md.ResponseTypes = []string{"code"}
+	}
+	if len(md.ResponseTypes) == 0 {
+		return nil, &errRegistration{"invalid_client_metadata", `response_types: the authorization code grant needs "code"`}
 	}
 	for _, r := range md.ResponseTypes {
 		if r != "code" {
@@ -203,7 +209,7 @@ func (reg *Registration) acceptsRedirect(raw string) bool {
 	if err != nil || u.Scheme != "http" || u.Fragment != "" || u.RawFragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Opaque != "" {
 		return false
 	}
-	h := u.Hostname()
+	h := strings.ToLower(u.Hostname())
 	return (h == "localhost" || h == "127.0.0.1" || h == "::1") && isLoopbackHost(u.Host)
 }
 

@@ -160,10 +160,13 @@ func (d Door) event(ctx context.Context, w http.ResponseWriter, r *http.Request,
 			d.refusal(w, http.StatusForbidden, "Missing Authentication Token")
 			return nil, false
 		case routeMetadata:
-			rest.answerMetadata(w)
+			rest.answerMetadata(w, rest.Metadata)
+			return nil, false
+		case routeASMetadata:
+			rest.answerMetadata(w, rest.ASMetadata)
 			return nil, false
 		}
-		if rest.Authorizer != nil {
+		if rest.Authorizer != nil && to != routeRegister {
 			principal, ok := rest.authorize(ctx, w, r, path, invoke)
 			if !ok {
 				return nil, false

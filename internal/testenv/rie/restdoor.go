@@ -25,6 +25,12 @@ type REST struct {
 	// answer at the well-known URLs (TemplateMetadata), without invoking
 	// the function.
 	Metadata []byte
+	// ASMetadata, if set, is the registration facade's authorization
+	// server metadata that a mock integration answers at
+	// /.well-known/oauth-authorization-server/mcp
+	// (TemplateAuthorizationServerMetadata), and POST /mcp/register goes
+	// to the function outside the authorizer (StreamRegisterMethod).
+	ASMetadata []byte
 	// Authorizer, if set, puts the function in front of /mcp as a Lambda
 	// REQUEST authorizer with caching off, and answers its refusals with
 	// these gateway responses (TemplateGatewayResponses).
@@ -57,11 +63,26 @@ var defaultGatewayResponses = GatewayResponses{
 
 // TemplateMetadata is the protected-resource metadata document the
 // template's mock integrations answer (StreamMetadataMethod), for the
-// endpoint resource, the issuer and the scopes (AuthScopesSupported). The
-// template test in deploy/ holds the template to this text.
-func TemplateMetadata(resource, issuer string, scopes []string) []byte {
-	return []byte(`{"resource":"` + resource + `","authorization_servers":["` + issuer + `"],"scopes_supported":["` +
+// endpoint resource, the authorization server it names (the issuer, or
+// the endpoint itself with the registration facade) and the scopes
+// (AuthScopesSupported). The template test in deploy/ holds the template
+// to this text.
+func TemplateMetadata(resource, authServer string, scopes []string) []byte {
+	return []byte(`{"resource":"` + resource + `","authorization_servers":["` + authServer + `"],"scopes_supported":["` +
 		strings.Join(scopes, `","`) + `"],"bearer_methods_supported":["header"]}`)
+}
+
+// TemplateAuthorizationServerMetadata is the registration facade's
+// authorization server metadata the template's mock integration answers
+// on the streaming door (StreamASMetadataMcpMethod), for the endpoint,
+// the provider's authorization and token endpoints and the scopes. The
+// template test holds the template to this text, and this package's
+// tests hold it to what the function serves on the other doors.
+func TemplateAuthorizationServerMetadata(endpoint, authorizationEndpoint, tokenEndpoint string, scopes []string) []byte {
+	return []byte(`{"issuer":"` + endpoint + `","authorization_endpoint":"` + authorizationEndpoint + `","token_endpoint":"` + tokenEndpoint +
+		`","registration_endpoint":"` + endpoint + `/register","scopes_supported":["` + strings.Join(scopes, `","`) +
+		`"],"response_types_supported":["code"],"grant_types_supported":["authorization_code","refresh_token"],` +
+		`"token_endpoint_auth_methods_supported":["none"],"code_challenge_methods_supported":["S256"]}`)
 }
 
 // TemplateGatewayResponses are the gateway responses the template gives
@@ -93,9 +114,11 @@ func TemplateGatewayResponses(metadataURL string, stepUpScopes []string) Gateway
 type restRoute int
 
 const (
-	routeNone     restRoute = iota // no resource: 403 Missing Authentication Token
-	routeFunction                  // /mcp, the function's integration
-	routeMetadata                  // a well-known URL's mock integration
+	routeNone       restRoute = iota // no resource: 403 Missing Authentication Token
+	routeFunction                    // /mcp, the function's integration
+	routeMetadata                    // a well-known URL's mock integration
+	routeASMetadata                  // the facade's metadata, a mock integration
+	routeRegister                    // /mcp/register, the function outside the authorizer
 )
 
 // route finds the resource of a request path: with the stage first on an
@@ -114,6 +137,10 @@ func (rest REST) route(r *http.Request) (path string, to restRoute) {
 		return path, routeFunction
 	case rest.Metadata != nil && r.Method == http.MethodGet && (path == stateless.MetadataPath || path == stateless.MetadataPath+restResource):
 		return path, routeMetadata
+	case rest.ASMetadata != nil && r.Method == http.MethodGet && path == stateless.AuthorizationServerMetadataPath+restResource:
+		return path, routeASMetadata
+	case rest.ASMetadata != nil && r.Method == http.MethodPost && path == restResource+stateless.RegistrationSuffix:
+		return path, routeRegister
 	}
 	return "", routeNone
 }
@@ -249,8 +276,8 @@ func coversArn(res any, arn string) bool {
 
 // answerMetadata answers a well-known URL as the mock integration does:
 // 200, application/json, the document.
-func (rest REST) answerMetadata(w http.ResponseWriter) {
+func (rest REST) answerMetadata(w http.ResponseWriter, doc []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	w.Write(rest.Metadata)
+	w.Write(doc)
 }

@@ -6,11 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // authorizingFunction answers authorizer events with authz (or fails with
@@ -209,4 +212,41 @@ func TestStreamIdleTimeout(t *testing.T) {
 	if err == nil {
 		t.Errorf("a silent stream was not cut: %q", body)
 	}
+}
+
+// TestTemplateAuthorizationServerMetadata: the facade's metadata the
+// streaming door's mock answers is, member for member, what the function
+// serves on the other doors.
+func TestTemplateAuthorizationServerMetadata(t *testing.T) {
+	const ep, authz, token = "https://mcp.example.com/mcp", "https://idp.example/oauth2/authorize", "https://idp.example/oauth2/token"
+	scopes := []string{"notes:read", "notes:write"}
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
+		Authenticator:   noTokens{},
+		ScopesSupported: scopes, Registration: &stateless.Registration{ClientID: "c", AuthorizationEndpoint: authz, TokenEndpoint: token}}})
+	var fromFunction, fromTemplate any
+	if err := json.Unmarshal(srv.AuthorizationServerMetadata(ep).Body, &fromFunction); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(TemplateAuthorizationServerMetadata(ep, authz, token, scopes), &fromTemplate); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fromFunction, fromTemplate) {
+		t.Errorf("the template's facade metadata\n%v\ndiffers from the function's\n%v", fromTemplate, fromFunction)
+	}
+	// And the protected-resource metadata names the endpoint, as the
+	// template's does with the facade.
+	var prm, tprm any
+	_ = json.Unmarshal(srv.ProtectedResourceMetadata(ep).Body, &prm)
+	_ = json.Unmarshal(TemplateMetadata(ep, ep, scopes), &tprm)
+	if !reflect.DeepEqual(prm, tprm) {
+		t.Errorf("the template's protected-resource metadata\n%v\ndiffers from the function's\n%v", tprm, prm)
+	}
+}
+
+// noTokens accepts no token: the metadata needs an authenticator, not a
+// token.
+type noTokens struct{}
+
+func (noTokens) Authenticate(context.Context, string, string) (string, []string, *mcperr.Error) {
+	return "", nil, mcperr.New(mcperr.KindUnauthorized)
 }

@@ -1,0 +1,187 @@
+package apigw
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+)
+
+// TestRegistrationFacadeRoutes: on an HTTP API, a GET of the facade's
+// authorization server metadata and a POST to its registration endpoint
+// are answered by the facade of the endpoint the gateway names (or the
+// configured one), and are absent without a facade.
+func TestRegistrationFacadeRoutes(t *testing.T) {
+	const domain = "a1.execute-api.eu-west-1.amazonaws.com"
+	const clientID = "4f1b2c3d5e6f7a8b9c0d"
+	server := func(reg *stateless.Registration) *stateless.Server {
+		return stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
+			AuthorizationServers: []string{"https://issuer.example.com"},
+			Registration:         reg,
+		}})
+	}
+	facade := &Handler{Server: server(&stateless.Registration{ClientID: clientID,
+		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})}
+	plain := &Handler{Server: server(nil)}
+
+	get := func(path string) []byte {
+		return []byte(`{"version":"2.0","requestContext":{"requestId":"r1","domainName":"` + domain + `","http":{"method":"GET","path":"` + path + `"}}}`)
+	}
+	post := func(path, body string, b64 bool) []byte {
+		ev := map[string]any{"version": "2.0", "headers": map[string]string{"content-type": "application/json"},
+			"requestContext": map[string]any{"requestId": "r2", "domainName": domain, "http": map[string]string{"method": "POST", "path": path}},
+			"body":           body, "isBase64Encoded": b64}
+		if b64 {
+			ev["body"] = base64.StdEncoding.EncodeToString([]byte(body))
+		}
+		b, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	type answer struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+		Body       string            `json:"body"`
+	}
+	invoke := func(h *Handler, payload []byte) answer {
+		t.Helper()
+		out, err := h.Invoke(context.Background(), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a answer
+		if err := json.Unmarshal(out, &a); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		return a
+	}
+	type metadata struct {
+		Issuer                string `json:"issuer"`
+		AuthorizationEndpoint string `json:"authorization_endpoint"`
+		RegistrationEndpoint  string `json:"registration_endpoint"`
+	}
+	issuerOf := func(a answer) metadata {
+		t.Helper()
+		var m metadata
+		if err := json.Unmarshal([]byte(a.Body), &m); err != nil {
+			t.Fatalf("%v: %s", err, a.Body)
+		}
+		return m
+	}
+
+	// The metadata, with the endpoint's path, without it, and behind a
+	// stage's prefix.
+	for path, issuer := range map[string]string{
+		"/.well-known/oauth-authorization-server/mcp":    "https://" + domain + "/mcp",
+		"/.well-known/oauth-authorization-server":        "https://" + domain + "/mcp",
+		"/v1/.well-known/oauth-authorization-server/mcp": "https://" + domain + "/v1/mcp",
+	} {
+		a := invoke(facade, get(path))
+		m := issuerOf(a)
+		if a.StatusCode != 200 || m.Issuer != issuer || m.RegistrationEndpoint != issuer+"/register" ||
+			m.AuthorizationEndpoint != "https://auth.example.com/oauth2/authorize" || a.Headers["Content-Type"] != "application/json" {
+			t.Errorf("GET %s: %d %v %s, want issuer %s", path, a.StatusCode, a.Headers, a.Body, issuer)
+		}
+	}
+	// The protected-resource metadata names the facade as the
+	// authorization server.
+	a := invoke(facade, get("/.well-known/oauth-protected-resource/mcp"))
+	var prm struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.Unmarshal([]byte(a.Body), &prm); err != nil || a.StatusCode != 200 || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != "https://"+domain+"/mcp" {
+		t.Errorf("protected-resource metadata: %d %s", a.StatusCode, a.Body)
+	}
+
+	// A registration, its body as sent and base64-encoded.
+	const body = `{"redirect_uris":["http://127.0.0.1:33418/callback"],"token_endpoint_auth_method":"none"}`
+	for _, b64 := range []bool{false, true} {
+		a := invoke(facade, post("/mcp/register", body, b64))
+		var reg struct {
+			ClientID     string   `json:"client_id"`
+			RedirectURIs []string `json:"redirect_uris"`
+		}
+		if err := json.Unmarshal([]byte(a.Body), &reg); err != nil || a.StatusCode != 201 || reg.ClientID != clientID ||
+			len(reg.RedirectURIs) != 1 || reg.RedirectURIs[0] != "http://127.0.0.1:33418/callback" || a.Headers["Cache-Control"] != "no-store" {
+			t.Errorf("POST /mcp/register (base64 %v): %d %v %s", b64, a.StatusCode, a.Headers, a.Body)
+		}
+	}
+	if a := invoke(facade, post("/v1/mcp/register", body, false)); a.StatusCode != 201 {
+		t.Errorf("POST /v1/mcp/register: %d %s", a.StatusCode, a.Body)
+	}
+	// A refused registration is the facade's 400, not a JSON-RPC answer.
+	a = invoke(facade, post("/mcp/register", `{"redirect_uris":["https://evil.example/cb"]}`, false))
+	var refusal struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(a.Body), &refusal); err != nil || a.StatusCode != 400 || refusal.Error != "invalid_redirect_uri" {
+		t.Errorf("a refused registration: %d %s", a.StatusCode, a.Body)
+	}
+	// Neither route is taken for another method.
+	if a := invoke(facade, post("/.well-known/oauth-authorization-server/mcp", body, false)); a.StatusCode == 200 && issuerOf(a).Issuer != "" {
+		t.Errorf("POST of the metadata was answered as the metadata: %s", a.Body)
+	}
+	if a := invoke(facade, get("/mcp/register")); a.StatusCode == 201 {
+		t.Errorf("GET /mcp/register registered: %s", a.Body)
+	}
+
+	// Without a facade both are absent.
+	for name, payload := range map[string][]byte{
+		"GET metadata":          get("/.well-known/oauth-authorization-server/mcp"),
+		"POST register":         post("/mcp/register", body, false),
+		"POST register, base64": post("/mcp/register", body, true),
+	} {
+		if a := invoke(plain, payload); a.StatusCode != 404 || a.Body != `{"error":"not_found"}` {
+			t.Errorf("%s without a facade: %d %s", name, a.StatusCode, a.Body)
+		}
+	}
+
+	// A response stream's invocation is answered alike, whole.
+	for path, payload := range map[string][]byte{
+		"GET metadata":  get("/.well-known/oauth-authorization-server/mcp"),
+		"POST register": post("/mcp/register", body, true),
+	} {
+		st := &wholeStream{}
+		if err := facade.InvokeStream(context.Background(), payload, st); err != nil {
+			t.Fatal(err)
+		}
+		want := invoke(facade, payload)
+		if st.status != want.StatusCode || st.body.String() != want.Body || st.header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s streamed: %d %v %s, want %d %s", path, st.status, st.header, st.body.String(), want.StatusCode, want.Body)
+		}
+	}
+
+	// A configured endpoint wins over the gateway's names.
+	facade.Endpoint = "https://mcp.example.com/mcp"
+	if m := issuerOf(invoke(facade, get("/.well-known/oauth-authorization-server/mcp"))); m.Issuer != "https://mcp.example.com/mcp" ||
+		m.RegistrationEndpoint != "https://mcp.example.com/mcp/register" {
+		t.Errorf("configured endpoint: %+v", m)
+	}
+	if a := invoke(facade, post("/mcp/register", body, false)); a.StatusCode != 201 {
+		t.Errorf("POST /mcp/register with a configured endpoint: %d %s", a.StatusCode, a.Body)
+	}
+}
+
+// wholeStream records what a stream is sent.
+type wholeStream struct {
+	status int
+	header http.Header
+	body   bytes.Buffer
+}
+
+func (w *wholeStream) Start(status int, h http.Header) error {
+	w.status, w.header = status, h
+	return nil
+}
+
+func (w *wholeStream) Write(p []byte) error {
+	w.body.Write(p)
+	return nil
+}
