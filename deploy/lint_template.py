@@ -6,7 +6,7 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 2,048 (below). For every combination:
+by 8,192 (below). For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -21,16 +21,16 @@ by 2,048 (below). For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The eleven COVERED parameters have 2,048
-settings (ROWS); the Rules admit few of them (97: anonymous with nothing
-else set, or an issuer with any of audience, key set, client ids, scopes
-and step-up scopes, each without the registration facade, with it, and
-with it and redirect URIs). Each combination
+The covering selection. The thirteen COVERED parameters have 8,192
+settings (ROWS); the Rules admit few of them (385: anonymous with nothing
+else set, or an issuer with any of audience, key set, client ids, scopes,
+step-up scopes, scope prefix and accepted audiences, each without the
+registration facade, with it, and with it and redirect URIs). Each combination
 of the grid gets one admitted row, in turn (and, where that row lacks the
 scopes a protected streaming door needs, once more with them; and a pairing
 the turns miss gets a combination of its own), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 2,048 rows is also tried with every other parameter at its default, so
+the 8,192 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -93,6 +93,8 @@ SET_VALUES = {
     "ThrottlingRateLimit": "10000",
     "StreamingCertificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/12345678-1234-1234-1234-123456789012",
     "AuthStepUpScopes": "mcp:tools notes:read notes:write",
+    "AuthScopePrefix": "https://mcp.example.com/mcp/",
+    "AuthAcceptedAudiences": "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b",
     "AuthRegistrationClientId": "5b2ab1c0example",
     "AuthAuthorizationEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/authorize",
     "AuthTokenEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/token",
@@ -101,7 +103,8 @@ SET_VALUES = {
 
 # The authorization parameters, combined by a covering selection (above).
 COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
-           "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris"]
+           "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris",
+           "AuthScopePrefix", "AuthAcceptedAudiences"]
 
 
 # What each Rule is meant to refuse, said independently of the template.
@@ -113,6 +116,7 @@ INTENT = {
     "AuthClientIdsNeedIssuer": lambda p: p["AuthClientIds"] != "" and p["AuthIssuer"] == "",
     "AuthScopesNeedIssuer": lambda p: p["AuthScopesSupported"] != "" and p["AuthIssuer"] == "",
     "StreamingMetadataNeedsScopes": lambda p: p["StreamingDoor"] == "true" and p["AuthIssuer"] != "" and p["AuthScopesSupported"] == "",
+    "AuthScopePrefixNeedsIssuer": lambda p: (p["AuthScopePrefix"] != "" or p["AuthAcceptedAudiences"] != "") and p["AuthIssuer"] == "",
     "AuthRegistrationNeedsIssuer": lambda p: p["AuthRegistrationClientId"] != "" and p["AuthIssuer"] == "",
     "AuthRegistrationNeedsEndpoints": lambda p: p["AuthRegistrationClientId"] != "" and (p["AuthAuthorizationEndpoint"] == "" or p["AuthTokenEndpoint"] == ""),
     "AuthRegistrationSettingsNeedClientId": lambda p: p["AuthRegistrationClientId"] == "" and (p["AuthAuthorizationEndpoint"] != "" or p["AuthTokenEndpoint"] != "" or p["AuthRegistrationRedirectUris"] != ""),
@@ -158,6 +162,8 @@ INVALID = {
     "LogRetentionDays": ["2"],
     "StreamingCertificateArn": ["arn:aws:iam::123456789012:role/x", "certificate/abc", "arn:aws:acm:us-east-1:1:certificate/x"],
     "AuthStepUpScopes": ["a  b", " a", 'a"b', "a\\b"],
+    "AuthScopePrefix": ["a b", 'a"b', "a\\b"],
+    "AuthAcceptedAudiences": ["a, b", "a,,b", ",", "a b"],
     "AuthRegistrationClientId": ["a b", 'a"b'],
     "AuthAuthorizationEndpoint": ["http://example.com/authorize", "https://example.com/authorize?x=1", "https://example.com/a#f"],
     "AuthTokenEndpoint": ["http://example.com/token", "https://example.com/token?x=1"],

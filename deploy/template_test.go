@@ -304,6 +304,8 @@ func TestFunction(t *testing.T) {
 		"MCP_AUTH_CLIENT_IDS": "!Ref AuthClientIds",
 		// It refuses to start with scopes but no issuer.
 		"MCP_AUTH_SCOPES_SUPPORTED":           "!If [HasAuthIssuer, !Ref AuthScopesSupported, ]",
+		"MCP_AUTH_SCOPE_PREFIX":               "!Ref AuthScopePrefix",
+		"MCP_AUTH_ACCEPTED_AUDIENCES":         "!Ref AuthAcceptedAudiences",
 		"MCP_AUTH_REGISTRATION_CLIENT_ID":     "!Ref AuthRegistrationClientId",
 		"MCP_AUTH_AUTHORIZATION_ENDPOINT":     "!Ref AuthAuthorizationEndpoint",
 		"MCP_AUTH_TOKEN_ENDPOINT":             "!Ref AuthTokenEndpoint",
@@ -721,7 +723,7 @@ func TestParametersAndOutputs(t *testing.T) {
 		"ProtectedNeedsAuthIssuer", "AnonymousContradictsAuthIssuer", "AuthAudienceNeedsIssuer", "AuthJwksUrlNeedsIssuer",
 		"AuthScopesNeedIssuer", "AuthAudienceMatchesEndpointUrl", "AuthClientIdsNeedIssuer",
 		"StreamingCertificateNeedsDoorAndUrl", "ProtectedStreamingNeedsDomain", "AuthStepUpScopesNeedIssuer", "StreamingMetadataNeedsScopes",
-		"AuthRegistrationNeedsIssuer", "AuthRegistrationNeedsEndpoints", "AuthRegistrationSettingsNeedClientId"} {
+		"AuthRegistrationNeedsIssuer", "AuthRegistrationNeedsEndpoints", "AuthRegistrationSettingsNeedClientId", "AuthScopePrefixNeedsIssuer"} {
 		if d := find(rules, name, "Assertions", "0", "AssertDescription"); d == nil || d.Value == "" {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}

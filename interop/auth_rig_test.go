@@ -328,8 +328,8 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 	ep, setFront := tlsFront(t)
 	ep.start = func(env ...string) {
 		t.Helper()
-		issuer, scopes := "", []string{scopeRead, scopeWrite}
-		var facade, authz, token string
+		issuer, scopes := "", []string(nil)
+		var facade, authz, token, prefix string
 		for _, kv := range env {
 			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_ISSUER="); ok {
 				issuer = v
@@ -346,6 +346,15 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_TOKEN_ENDPOINT="); ok {
 				token = v
 			}
+			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_SCOPE_PREFIX="); ok {
+				prefix = v
+			}
+		}
+		// The template's AuthScopesSupported and AuthStepUpScopes, as an
+		// operator sets them: the provider's names of the demo's scopes.
+		stepUp := []string{prefix + scopeRead, prefix + scopeWrite}
+		if scopes == nil {
+			scopes = stepUp
 		}
 		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bin, Timeout: testTimeout,
 			Env: append([]string{"MCP_STREAM_EVENTS=rest", "MCP_AUDIENCE=" + ep.URL}, env...)})
@@ -369,7 +378,7 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 				f.REST.ASMetadata = rie.TemplateAuthorizationServerMetadata(ep.URL, authz, token, scopes)
 			}
 			if authorizer {
-				f.REST.Authorizer = rie.TemplateGatewayResponses(ep.MetadataURL(), []string{scopeRead, scopeWrite})
+				f.REST.Authorizer = rie.TemplateGatewayResponses(ep.MetadataURL(), stepUp)
 			}
 		}
 		setFront(f)

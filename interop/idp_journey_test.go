@@ -22,11 +22,12 @@ import (
 )
 
 // idpProfile is an identity provider as the journeys meet it: how the
-// pinned authorization server is shaped, and what the endpoint is told.
+// pinned authorization server is shaped, and what the endpoint is told,
+// both for the endpoint's URL.
 type idpProfile struct {
 	name string
-	as   oauthmock.Options
-	env  func(as *oauthmock.Server) []string
+	as   func(endpoint string) oauthmock.Options
+	env  func(as *oauthmock.Server, endpoint string) []string
 }
 
 // publicClient is the public client (PKCE, no secret) registered by hand
@@ -34,22 +35,50 @@ type idpProfile struct {
 // facade hands out.
 const publicClient = "mcp-public-client"
 
+// entraAppID is the app registration's application (client) id, which
+// Entra ID puts in a v2.0 access token's aud.
+const entraAppID = "6f1d2c3b-4a5e-4f60-8a7b-9c0d1e2f3a4b"
+
+// facadeEnv is the registration facade's configuration for as's public
+// client.
+func facadeEnv(as *oauthmock.Server) []string {
+	return []string{
+		"MCP_AUTH_REGISTRATION_CLIENT_ID=" + publicClient,
+		"MCP_AUTH_AUTHORIZATION_ENDPOINT=" + as.Issuer + "/authorize",
+		"MCP_AUTH_TOKEN_ENDPOINT=" + as.Issuer + "/token",
+	}
+}
+
 // The provider profiles the journeys run against.
 var idpProfiles = []idpProfile{
 	{
 		// Amazon Cognito: no dynamic registration, no client ID metadata
-		// documents; access tokens carry no aud, only client_id. The
-		// endpoint admits the app client's tokens (MCP_AUTH_CLIENT_IDS)
-		// and its facade hands that client to self-registering clients.
+		// documents; a resource server (identifier: the endpoint's URL)
+		// whose scopes are "<identifier>/<name>"; access tokens carry no
+		// aud, only client_id. The endpoint admits the app client's tokens
+		// (MCP_AUTH_CLIENT_IDS), names its scopes with the identifier
+		// (MCP_AUTH_SCOPE_PREFIX), and its facade hands that client to
+		// self-registering clients.
 		name: "cognito-no-registration",
-		as:   oauthmock.Options{ClientID: publicClient, Profile: "cognito"},
-		env: func(as *oauthmock.Server) []string {
-			return []string{
-				"MCP_AUTH_CLIENT_IDS=" + publicClient,
-				"MCP_AUTH_REGISTRATION_CLIENT_ID=" + publicClient,
-				"MCP_AUTH_AUTHORIZATION_ENDPOINT=" + as.Issuer + "/authorize",
-				"MCP_AUTH_TOKEN_ENDPOINT=" + as.Issuer + "/token",
-			}
+		as: func(string) oauthmock.Options {
+			return oauthmock.Options{ClientID: publicClient, Profile: "cognito"}
+		},
+		env: func(as *oauthmock.Server, endpoint string) []string {
+			return append(facadeEnv(as), "MCP_AUTH_CLIENT_IDS="+publicClient, "MCP_AUTH_SCOPE_PREFIX="+endpoint+"/")
+		},
+	},
+	{
+		// Microsoft Entra ID (v2.0 tokens): no registration; the API's
+		// Application ID URI is the endpoint's URL, so its scopes are
+		// "<URL>/<name>" and match the resource the client sends; the
+		// token's aud is the app registration's id, its scp the bare
+		// names. The endpoint accepts that aud (MCP_AUTH_ACCEPTED_AUDIENCES).
+		name: "entra-no-registration",
+		as: func(endpoint string) oauthmock.Options {
+			return oauthmock.Options{ClientID: publicClient, Profile: "entra", Audience: entraAppID, AppIDURI: endpoint}
+		},
+		env: func(as *oauthmock.Server, endpoint string) []string {
+			return append(facadeEnv(as), "MCP_AUTH_ACCEPTED_AUDIENCES="+entraAppID, "MCP_AUTH_SCOPE_PREFIX="+endpoint+"/")
 		},
 	},
 }
@@ -83,6 +112,9 @@ func TestIdPJourneys(t *testing.T) {
 				}
 				t.Run(name, func(t *testing.T) {
 					testIdPJourney(t, p, door, stepUp)
+					if t.Failed() {
+						return
+					}
 					profile := p.name
 					if stepUp {
 						profile += "+step-up"
@@ -96,11 +128,13 @@ func TestIdPJourneys(t *testing.T) {
 
 func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 	ctx := authContext(t)
-	as := oauthmock.NewWith(t, p.as)
 	ep := door.reserve(t)
-	env := append(ep.AuthEnv(as.Issuer), p.env(as)...)
+	as := oauthmock.NewWith(t, p.as(ep.URL))
+	env := append(ep.AuthEnv(as.Issuer), p.env(as, ep.URL)...)
 	if stepUp {
-		env = append(env, "MCP_AUTH_SCOPES_SUPPORTED="+scopeRead)
+		// The metadata lists only the read scope, as the provider names
+		// it: the client asks for more when a tool needs it.
+		env = append(env, "MCP_AUTH_SCOPES_SUPPORTED="+ep.URL+"/"+scopeRead)
 	}
 	ep.Start(env...)
 
@@ -204,10 +238,16 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 			t.Errorf("token request %d answered %d", i, tokens[i].status)
 		}
 	}
+	// The scopes asked for are the provider's names of the endpoint's.
+	prefix := ep.URL + "/"
+	u, _ := url.Parse(authorizes[0].url)
+	if first := u.Query().Get("scope"); !stepUp && !sameScopes(first, prefix+scopeRead+" "+prefix+scopeWrite) || stepUp && first != prefix+scopeRead {
+		t.Errorf("the first authorization asked for %q", first)
+	}
 	if stepUp {
 		u, _ := url.Parse(authorizes[1].url)
-		if !sameScopes(u.Query().Get("scope"), scopeRead+" "+scopeWrite) {
-			t.Errorf("the step-up asked for %q, want %s and %s", u.Query().Get("scope"), scopeRead, scopeWrite)
+		if !sameScopes(u.Query().Get("scope"), prefix+scopeRead+" "+prefix+scopeWrite) {
+			t.Errorf("the step-up asked for %q, want %s%s and %s%s", u.Query().Get("scope"), prefix, scopeRead, prefix, scopeWrite)
 		}
 	}
 }

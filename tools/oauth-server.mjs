@@ -42,7 +42,13 @@
 //   --profile P      how access tokens are shaped: "plain" (the default:
 //                    aud is the token request's resource), "cognito"
 //                    (Amazon Cognito's: no aud, client_id and token_use
-//                    claims)
+//                    claims), "entra" (Entra ID v2.0's: aud is --audience,
+//                    the app registration's id; scp lists the scopes
+//                    without the --app-id-uri prefix; azp the client; and
+//                    an authorization request whose resource is not the
+//                    prefix of its scopes is refused, AADSTS9010010)
+//   --audience A     with --profile entra: the aud of every token
+//   --app-id-uri U   with --profile entra: the API's Application ID URI
 //
 // Control endpoints for the tests (not part of OAuth):
 //
@@ -64,7 +70,9 @@ const port = Number(flag("--port", "0"));
 const stateFile = flag("--state", "");
 const onlyClient = flag("--client-id", "");
 const profile = flag("--profile", "plain");
-if (!["plain", "cognito"].includes(profile)) {
+const entraAudience = flag("--audience", "");
+const appIDURI = flag("--app-id-uri", "");
+if (!["plain", "cognito", "entra"].includes(profile)) {
   console.error(`oauth-server: unknown --profile ${profile}`);
   process.exit(2);
 }
@@ -119,6 +127,12 @@ service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
     redirect.url.searchParams.set("error", "unauthorized_client");
     return;
   }
+  if (profile === "entra" && q.resource !== undefined && (q.scope ?? "").split(" ").some((sc) => sc && !sc.startsWith(`${q.resource}/`))) {
+    for (const k of [...redirect.url.searchParams.keys()]) if (k !== "state") redirect.url.searchParams.delete(k);
+    redirect.url.searchParams.set("error", "invalid_request");
+    redirect.url.searchParams.set("error_description", "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.");
+    return;
+  }
   const code = redirect.url.searchParams.get("code");
   if (code) codes.set(code, { clientID: q.client_id, redirectURI: q.redirect_uri, scope: q.scope, challenge: q.code_challenge });
 });
@@ -154,6 +168,15 @@ service.on(Events.BeforeTokenSigning, (token, req) => {
   if (profile === "cognito") {
     delete p.aud;
     p.token_use = "access";
+  }
+  if (profile === "entra") {
+    p.aud = entraAudience;
+    p.azp = p.client_id;
+    delete p.client_id;
+    if (p.scope !== undefined) {
+      p.scp = p.scope.split(" ").map((sc) => (appIDURI && sc.startsWith(`${appIDURI}/`) ? sc.slice(appIDURI.length + 1) : sc)).join(" ");
+      delete p.scope;
+    }
   }
   if (body.grant_type === "client_credentials") {
     const id = clientID(req);

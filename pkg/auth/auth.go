@@ -112,6 +112,13 @@ type Config struct {
 	// an "aud" must still name this resource. Leave it empty for any
 	// authorization server that issues audience-bound tokens.
 	ClientIDs []string
+	// Audiences, when set, are accepted in "aud" besides the audience
+	// each Verify call names (the endpoint's canonical URL): identifiers
+	// the provider gives this same resource, such as the application
+	// (client) id Microsoft Entra ID puts in a v2.0 access token's "aud",
+	// or its Application ID URI. Only an operator names them: each must
+	// identify this resource and nothing else at the issuer.
+	Audiences []string
 	// HTTPClient fetches the issuer's metadata and keys; nil means a
 	// client with a DefaultHTTPTimeout timeout that follows redirects only
 	// to URLs the Issuer rule would accept.
@@ -154,6 +161,8 @@ type Verifier struct {
 	lastAud audCache
 	// clientIDs admit audience-less tokens of these clients (ClientIDs).
 	clientIDs map[string]bool
+	// audiences are the other audiences accepted (Audiences), canonical.
+	audiences map[string]bool
 }
 
 // maxTokenBytes bounds the token Verify will look at. API Gateway limits
@@ -208,6 +217,16 @@ func New(cfg Config) (*Verifier, error) {
 		}
 		clientIDs[id] = true
 	}
+	var audiences map[string]bool
+	for _, a := range cfg.Audiences {
+		if a == "" {
+			return nil, errors.New("auth: Config.Audiences holds an empty audience")
+		}
+		if audiences == nil {
+			audiences = map[string]bool{}
+		}
+		audiences[canonicalAudience(a)] = true
+	}
 	return &Verifier{
 		issuer:    cfg.Issuer,
 		algs:      algs,
@@ -215,6 +234,7 @@ func New(cfg Config) (*Verifier, error) {
 		now:       now,
 		keys:      newKeyStore(cfg.Issuer, cfg.JWKSURL, client, minRefresh, now),
 		clientIDs: clientIDs,
+		audiences: audiences,
 	}, nil
 }
 
@@ -321,7 +341,7 @@ func (v *Verifier) check(c *tokenClaims, audience string) (*Token, error) {
 	want := v.lastAud.canonical(audience)
 	matched := false
 	for _, a := range c.aud {
-		if canonicalAudience(a) == want {
+		if ca := canonicalAudience(a); ca == want || v.audiences[ca] {
 			matched = true
 			break
 		}

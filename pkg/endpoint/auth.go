@@ -17,13 +17,17 @@ func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
-	v, err := auth.New(auth.Config{Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL, ClientIDs: cfg.AuthClientIDs})
+	v, err := auth.New(auth.Config{Issuer: cfg.AuthIssuer, JWKSURL: cfg.AuthJWKSURL, ClientIDs: cfg.AuthClientIDs, Audiences: cfg.AuthAudiences})
 	if err != nil {
 		return nil, err
 	}
+	// Configured scopes are the provider's names already; the function's
+	// own take the provider's prefix.
 	scopes := cfg.AuthScopesSupported
 	if scopes == nil {
-		scopes = o.DefaultScopes
+		for _, s := range o.DefaultScopes {
+			scopes = append(scopes, cfg.AuthScopePrefix+s)
+		}
 	}
 	return &stateless.AuthOptions{
 		Authenticator:        verifier{v},
@@ -31,6 +35,7 @@ func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
 		ScopesSupported:      scopes,
 		ScopeImplies:         o.ScopeImplies,
 		ResourceName:         o.ResourceName,
+		ScopePrefix:          cfg.AuthScopePrefix,
 		Registration:         cfg.AuthRegistration,
 	}, nil
 }

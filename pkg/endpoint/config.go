@@ -61,6 +61,16 @@ type Config struct {
 	// (MCP_AUTH_SCOPES_SUPPORTED, space- or comma-separated). Unset: nil,
 	// and Options.DefaultScopes apply.
 	AuthScopesSupported []string
+	// AuthScopePrefix is what the provider puts before the endpoint's
+	// scope names (MCP_AUTH_SCOPE_PREFIX): Cognito's resource server
+	// identifier and "/", Entra ID's Application ID URI and "/". See
+	// stateless.AuthOptions.ScopePrefix.
+	AuthScopePrefix string
+	// AuthAudiences are accepted in a token's "aud" besides the
+	// endpoint's canonical URL (MCP_AUTH_ACCEPTED_AUDIENCES,
+	// comma-separated): the identifiers the provider gives this endpoint,
+	// such as Entra ID's application (client) id. See auth.Config.Audiences.
+	AuthAudiences []string
 	// AuthRegistration is the registration facade, for clients that
 	// register themselves with a provider that offers no registration
 	// (Amazon Cognito, Entra ID): MCP_AUTH_REGISTRATION_CLIENT_ID names
@@ -122,19 +132,21 @@ type Config struct {
 
 // Environment variable names.
 const (
-	EnvRuntimeAPI     = "AWS_LAMBDA_RUNTIME_API"
-	EnvAddr           = "MCP_ADDR"
-	EnvLogLevel       = "LOG_LEVEL"
-	EnvAllowedOrigins = "MCP_ALLOWED_ORIGINS"
-	EnvClaimsTable    = "MCP_CLAIMS_TABLE"
-	EnvAudience       = "MCP_AUDIENCE"
-	EnvMetricsNS      = "MCP_METRICS_NAMESPACE"
-	EnvToolErrorText  = "MCP_LOG_TOOL_ERROR_TEXT"
-	EnvAuthIssuer     = "MCP_AUTH_ISSUER"
-	EnvAuthAudience   = "MCP_AUTH_AUDIENCE"
-	EnvAuthJWKS       = "MCP_AUTH_JWKS_URL"
-	EnvAuthScopes     = "MCP_AUTH_SCOPES_SUPPORTED"
-	EnvAuthClientIDs  = "MCP_AUTH_CLIENT_IDS"
+	EnvRuntimeAPI      = "AWS_LAMBDA_RUNTIME_API"
+	EnvAddr            = "MCP_ADDR"
+	EnvLogLevel        = "LOG_LEVEL"
+	EnvAllowedOrigins  = "MCP_ALLOWED_ORIGINS"
+	EnvClaimsTable     = "MCP_CLAIMS_TABLE"
+	EnvAudience        = "MCP_AUDIENCE"
+	EnvMetricsNS       = "MCP_METRICS_NAMESPACE"
+	EnvToolErrorText   = "MCP_LOG_TOOL_ERROR_TEXT"
+	EnvAuthIssuer      = "MCP_AUTH_ISSUER"
+	EnvAuthAudience    = "MCP_AUTH_AUDIENCE"
+	EnvAuthJWKS        = "MCP_AUTH_JWKS_URL"
+	EnvAuthScopes      = "MCP_AUTH_SCOPES_SUPPORTED"
+	EnvAuthClientIDs   = "MCP_AUTH_CLIENT_IDS"
+	EnvAuthScopePrefix = "MCP_AUTH_SCOPE_PREFIX"
+	EnvAuthAudiences   = "MCP_AUTH_ACCEPTED_AUDIENCES"
 	// The registration facade (Config.AuthRegistration).
 	EnvAuthRegistrationClientID     = "MCP_AUTH_REGISTRATION_CLIENT_ID"
 	EnvAuthAuthorizationEndpoint    = "MCP_AUTH_AUTHORIZATION_ENDPOINT"
@@ -335,10 +347,26 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 			}
 		}
 	}
+	if v := getenv(EnvAuthScopePrefix); v != "" {
+		if !validScope(v) {
+			return fmt.Errorf("%s=%q: a scope prefix is made of scope characters (no space, quote or backslash)", EnvAuthScopePrefix, v)
+		}
+		c.AuthScopePrefix = v
+	}
+	if v := getenv(EnvAuthAudiences); v != "" {
+		for _, a := range strings.Split(v, ",") {
+			if a = strings.TrimSpace(a); !validScope(a) {
+				return fmt.Errorf("%s: %q is not an audience", EnvAuthAudiences, a)
+			}
+			c.AuthAudiences = append(c.AuthAudiences, a)
+		}
+	}
 	if err := c.loadRegistration(getenv); err != nil {
 		return err
 	}
 	switch {
+	case c.AuthIssuer == "" && (c.AuthScopePrefix != "" || c.AuthAudiences != nil):
+		return fmt.Errorf("%s and %s need %s", EnvAuthScopePrefix, EnvAuthAudiences, EnvAuthIssuer)
 	case c.AuthIssuer == "" && c.AuthRegistration != nil:
 		return fmt.Errorf("%s needs %s: the facade hands out a client of that issuer", EnvAuthRegistrationClientID, EnvAuthIssuer)
 	case c.AuthIssuer == "" && (c.AuthJWKSURL != "" || getenv(EnvAuthScopes) != "" || c.AuthClientIDs != nil):

@@ -71,7 +71,8 @@ func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header)
 		return adm
 	}
 	if len(MissingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
-		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(t.def.Scopes, MetadataURL(endpoint)), t.def.Scopes
+		required := a.providerScopes(t.def.Scopes)
+		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(required, MetadataURL(endpoint)), required
 	}
 	return adm
 }

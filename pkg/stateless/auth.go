@@ -53,6 +53,15 @@ type AuthOptions struct {
 	ScopeImplies map[string][]string
 	// ResourceName is the metadata's human-readable resource_name.
 	ResourceName string
+	// ScopePrefix is what the provider puts before the endpoint's scope
+	// names: Amazon Cognito names a resource server's scopes
+	// "<identifier>/<name>", Entra ID an API's "<Application ID URI>/<name>".
+	// Challenges (401 and 403) name a tool's scopes with it, as clients
+	// must ask for them; a token's scope that carries it grants the scope
+	// without it, and one without it (Entra ID's scp lists bare names)
+	// grants itself. ScopesSupported are listed as they are: the
+	// provider's names.
+	ScopePrefix string
 	// Registration, when set, is the endpoint's registration facade, for
 	// clients that register themselves with a provider that offers no
 	// registration: the metadata then names the endpoint itself as its
@@ -138,7 +147,7 @@ func (s *Server) checkToken(ctx context.Context, endpoint string, header http.He
 		if challenge != nil {
 			scopes = challenge()
 		}
-		return mcperr.NewUnauthorized(MetadataURL(endpoint), scopes, invalid, cause)
+		return mcperr.NewUnauthorized(MetadataURL(endpoint), s.opts.Auth.providerScopes(scopes), invalid, cause)
 	}
 	if endpoint == "" {
 		// Nothing to check the token's audience against: a server that
@@ -162,7 +171,33 @@ func (s *Server) checkToken(ctx context.Context, endpoint string, header http.He
 	if principal == "" || principal == Anonymous {
 		return "", nil, unauthorized(true, errNoIdentity)
 	}
-	return principal, granted, nil
+	return principal, s.opts.Auth.endpointScopes(granted), nil
+}
+
+// providerScopes are the endpoint's scope names as the provider issues
+// them: with ScopePrefix before each.
+func (a *AuthOptions) providerScopes(scopes []string) []string {
+	if a.ScopePrefix == "" || len(scopes) == 0 {
+		return scopes
+	}
+	out := make([]string, len(scopes))
+	for i, sc := range scopes {
+		out[i] = a.ScopePrefix + sc
+	}
+	return out
+}
+
+// endpointScopes are a token's scopes as the endpoint names them:
+// ScopePrefix removed where a scope has it.
+func (a *AuthOptions) endpointScopes(granted []string) []string {
+	if a.ScopePrefix == "" || len(granted) == 0 {
+		return granted
+	}
+	out := make([]string, len(granted))
+	for i, sc := range granted {
+		out[i] = strings.TrimPrefix(sc, a.ScopePrefix)
+	}
+	return out
 }
 
 var (
@@ -237,7 +272,7 @@ func (x *exchange) checkScopes(t *registeredTool) *mcperr.Error {
 	if len(MissingScopes(x.scopes, t.def.Scopes, a.ScopeImplies)) == 0 {
 		return nil
 	}
-	return mcperr.NewInsufficientScope(t.def.Scopes, MetadataURL(x.r.Endpoint))
+	return mcperr.NewInsufficientScope(a.providerScopes(t.def.Scopes), MetadataURL(x.r.Endpoint))
 }
 
 // MissingScopes returns the scopes of required that granted does not

@@ -100,8 +100,13 @@ type Options struct {
 	ClientID string
 	// Profile shapes its access tokens: "" or "plain" (aud is the
 	// token request's resource), "cognito" (no aud; client_id and
-	// token_use claims, as Amazon Cognito's).
+	// token_use claims, as Amazon Cognito's), "entra" (Entra ID v2.0's:
+	// aud is Audience, scp the scopes without AppIDURI's prefix, azp the
+	// client; a resource that does not prefix the scopes is refused).
 	Profile string
+	// Audience and AppIDURI: with Profile "entra", the app registration's
+	// id and its Application ID URI.
+	Audience, AppIDURI string
 }
 
 // New starts a server on a port the system chooses and stops it when t
@@ -190,6 +195,12 @@ func (s *Server) start(ctx context.Context, port int) error {
 	}
 	if s.opts.Profile != "" {
 		args = append(args, "--profile", s.opts.Profile)
+	}
+	if s.opts.Audience != "" {
+		args = append(args, "--audience", s.opts.Audience)
+	}
+	if s.opts.AppIDURI != "" {
+		args = append(args, "--app-id-uri", s.opts.AppIDURI)
 	}
 	cmd := exec.Command(s.node, args...)
 	cmd.Dir = filepath.Dir(s.script)
