@@ -120,7 +120,7 @@ $(GOBIN)/local-kms:
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, the short chaos run, and test every module (go
 ## test's summary last)
-test: tools vet lint api template build conformance integration chaos-short journeys unit
+test: tools vet lint api template build conformance integration chaos-short journeys matrix unit
 
 ## conformance: the official suite against the fixture function, local and
 ## through the Lambda path, at 2026-07-28 and 2025-11-25
@@ -228,6 +228,13 @@ auth: tools/node_modules/.installed $(RIE)
 journeys: tools/node_modules/.installed $(RIE)
 	@cd interop && $(GO) test -count=1 -run '^TestIdPJourneys$$' -v . | grep -E '^(idp-journey:|--- FAIL|FAIL|ok )'; exit $${PIPESTATUS[0]}
 
+## matrix: the client matrix (interop's TestClientMatrix; docs/clients.md
+## is generated from it): one line per verified cell,
+## `client-matrix: <client> <feature> <door> ok`
+.PHONY: matrix
+matrix: tools/node_modules/.installed $(RIE)
+	@cd interop && $(GO) test -count=1 -run '^(TestClientMatrix|TestClientsDoc)$$' -v . | grep -E '^(client-matrix:|--- FAIL|FAIL|ok )'; exit $${PIPESTATUS[0]}
+
 # The unit tests include the authorization tests, which run the npm tools'
 # authorization server and the emulator.
 unit: tools/node_modules/.installed $(RIE)
@@ -261,12 +268,14 @@ fmt:
 ## regen: after adding or changing a tool, every file generated from the
 ## tools: the note book's schemas (notebook/toolschemas.json), then the
 ## sample events' expected answers (events/*.expected.json, the function's;
-## notebook/events/*.expected.json, the note book's); review the diff
+## notebook/events/*.expected.json, the note book's), and docs/clients.md
+## from the client matrix; review the diff
 .PHONY: regen
 regen:
 	$(GO) test ./notebook -count=1 -run '^TestToolSchemas$$' -update
 	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
 	$(GO) test ./notebook -count=1 -run '^TestEventsInProcess$$' -update
+	cd interop && $(GO) test -count=1 -run '^TestClientsDoc$$' -update .
 
 ## fork-check: what a fork does, checked (CI runs it after make test): in
 ## a copy of the repository, functions/mcp serves a foreign tool instead of

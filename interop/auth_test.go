@@ -467,43 +467,15 @@ func TestAuthLambdaEndpointFromEvent(t *testing.T) {
 // retry with it; and, when the metadata advertises notes:read only, the
 // 403 step-up to notes:write.
 func TestAuthDiscoveryGoSDK(t *testing.T) {
-	for _, target := range authTargets {
-		for _, v := range []struct {
-			name     string
-			env      []string
-			stepUp   bool
-			firstAsk string // the scope of the first token request
-		}{
-			{"AllScopes", nil, false, scopeRead + " " + scopeWrite},
-			{"StepUp", []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}, true, scopeRead},
-		} {
-			t.Run(target.name+"/"+v.name, func(t *testing.T) {
-				testAuthDiscovery(t, target, v.env, v.stepUp, v.firstAsk)
-			})
-		}
-	}
-	// Through a door that delivers no challenge, the client probes the
-	// well-known URL and asks for the metadata's scopes_supported. (A
-	// step-up needs the 403's challenge: the template's doors set it.)
+	// Through the local, HTTP API and streaming doors, with and without a
+	// step-up, the client's discovery is a cell of the client matrix
+	// (matrix_test.go: oauth-discovery, oauth-step-up). Through a door
+	// that delivers no challenge, the client probes the well-known URL and
+	// asks for the metadata's scopes_supported. (A step-up needs the 403's
+	// challenge: the template's doors set it.)
 	t.Run("LambdaNoChallenge/AllScopes", func(t *testing.T) {
 		testAuthDiscovery(t, authTarget{"LambdaNoChallenge", reserveLambdaNoChallenge}, nil, false, scopeRead+" "+scopeWrite)
 	})
-	// Through the streaming door every challenge is API Gateway's: the
-	// authorizer's refusals, answered with the template's gateway
-	// responses.
-	for _, v := range []struct {
-		name     string
-		env      []string
-		stepUp   bool
-		firstAsk string
-	}{
-		{"AllScopes", nil, false, scopeRead + " " + scopeWrite},
-		{"StepUp", []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}, true, scopeRead},
-	} {
-		t.Run("StreamingDoor/"+v.name, func(t *testing.T) {
-			testAuthDiscovery(t, authTarget{"StreamingDoor", reserveStreamREST}, v.env, v.stepUp, v.firstAsk)
-		})
-	}
 }
 
 func testAuthDiscovery(t *testing.T, target authTarget, env []string, stepUp bool, firstAsk string) {

@@ -17,16 +17,6 @@ import (
 // goSDKClientInfo is how the go-sdk client introduces itself.
 var goSDKClientInfo = &mcp.Implementation{Name: "interop-go-sdk", Version: "1.8.0"}
 
-// TestGoSDK runs testGoSDK on the fixture served over net/http.
-func TestGoSDK(t *testing.T) {
-	testGoSDK(t, startServer)
-}
-
-// TestGoSDKElicitation runs testGoSDKElicitation on the fixture served over net/http.
-func TestGoSDKElicitation(t *testing.T) {
-	testGoSDKElicitation(t, startServer)
-}
-
 // TestGoSDKMissingElicitationCapability runs testGoSDKMissingElicitationCapability on the fixture served over net/http.
 func TestGoSDKMissingElicitationCapability(t *testing.T) {
 	testGoSDKMissingElicitationCapability(t, startServer)

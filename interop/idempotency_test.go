@@ -29,18 +29,13 @@ func (k keyHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	return k.next.RoundTrip(r)
 }
 
-// TestGoSDKIdempotency checks that the go-sdk client surfaces each
-// idempotency outcome intact: the replayed result with its marker, and the
-// in-progress, conflict and invalid-key refusals (HTTP 400) as JSON-RPC
-// errors with their code and data. A key refused as invalid runs nothing.
-func TestGoSDKIdempotency(t *testing.T) { testGoSDKIdempotency(t, serveKeyed, false) }
-
-// TestGoSDKIdempotencyLambda is the same through the Lambda path.
-func TestGoSDKIdempotencyLambda(t *testing.T) {
-	// The emulator runs one invocation at a time, so a concurrent
-	// duplicate waits for the first and gets its replay.
-	testGoSDKIdempotency(t, func(t *testing.T) string { return startLambdaWith(t, "MCP_FIXTURE=keyed") }, true)
-}
+// testGoSDKIdempotency (a cell of the client matrix, matrix_test.go)
+// checks that the go-sdk client surfaces each idempotency outcome intact:
+// the replayed result with its marker, and the in-progress, conflict and
+// invalid-key refusals (HTTP 400) as JSON-RPC errors with their code and
+// data. A key refused as invalid runs nothing. serialized: the door runs
+// one invocation at a time (the emulator), so a concurrent duplicate
+// waits for the first and gets its replay.
 
 func serveKeyed(t *testing.T) string {
 	mux := http.NewServeMux()

@@ -17,16 +17,6 @@ import (
 // mcpGoClientInfo is how the mcp-go client introduces itself.
 var mcpGoClientInfo = mcp.Implementation{Name: "interop-mcp-go", Version: "1.2.1"}
 
-// TestMCPGo runs testMCPGo on the fixture served over net/http.
-func TestMCPGo(t *testing.T) {
-	testMCPGo(t, startServer)
-}
-
-// TestMCPGoElicitation runs testMCPGoElicitation on the fixture served over net/http.
-func TestMCPGoElicitation(t *testing.T) {
-	testMCPGoElicitation(t, startServer)
-}
-
 // TestMCPGoMissingElicitationCapability runs testMCPGoMissingElicitationCapability on the fixture served over net/http.
 func TestMCPGoMissingElicitationCapability(t *testing.T) {
 	testMCPGoMissingElicitationCapability(t, startServer)

@@ -24,7 +24,14 @@ func main() {
 	if os.Getenv("MCP_FIXTURE") == "keyed" {
 		srv = interop.NewKeyedServer()
 	}
-	if err := runner.Run(context.Background(), srv, runner.Options{InLambda: runner.InLambda(os.Getenv), Addr: addr, Logger: logger, Stdout: os.Stdout}); err != nil {
+	// REST API events (MCP_STREAM_EVENTS=rest) are the streaming door's:
+	// answered as a response stream, as the deployed function answers them.
+	streams, err := runner.StreamEvents(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lambdafixture:", err)
+		os.Exit(1)
+	}
+	if err := runner.Run(context.Background(), srv, runner.Options{InLambda: runner.InLambda(os.Getenv), Addr: addr, Logger: logger, Stdout: os.Stdout, StreamKinds: streams}); err != nil {
 		fmt.Fprintln(os.Stderr, "lambdafixture:", err)
 		os.Exit(1)
 	}
