@@ -4,11 +4,17 @@ package interop
 
 import (
 	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The client matrix: which real client gets which feature through which
@@ -35,7 +41,17 @@ type matrixCell struct {
 	check func(t *testing.T, door string)
 	// gap, for a cell not verified: what a user of the client does.
 	gap string
+	// doorGaps, for a verified cell, are the doors it is not verified
+	// through, and why.
+	doorGaps map[string]string
 }
+
+// bufferedNoProgress is why no progress reaches a client through the
+// buffered door.
+const bufferedNoProgress = "the buffered HTTP API door answers a request whole, so progress notifications cannot arrive before the result: use the streaming door (or local)"
+
+// tasksOverLambda is why the tasks client's cell is local only.
+const tasksOverLambda = "not in the matrix yet: tasks through the Lambda path (an asynchronous worker invocation) are tested with a raw client by notebook's TestTaskThroughLambda"
 
 // fixtureDoor serves the interop fixture through door.
 func fixtureDoor(door string, env ...string) serveFunc {
@@ -63,6 +79,103 @@ func authDoor(door string) authTarget {
 	return authTarget{"StreamingDoor", reserveStreamREST}
 }
 
+// notebookDoor starts the note book (functions/fixture, the production
+// composition) anonymous through door: the Node clients' cells, and the
+// features the interop fixture has no tool for (progress, tasks).
+func notebookDoor(t *testing.T, door string) *authEndpoint {
+	var ep *authEndpoint
+	switch door {
+	case doorLocal:
+		ep = reserveLocal(t)
+	case doorHTTPAPI:
+		ep = reserveLambda(t)
+	default:
+		ep = reserveStreamNoAuthorizer(t)
+	}
+	ep.Start("MCP_ALLOW_ANONYMOUS=true")
+	return ep
+}
+
+// nodeCell is a cell of a Node client: tools/matrix.mjs runs it against
+// the note book through the door.
+func nodeCell(client, feature string) func(t *testing.T, door string) {
+	return func(t *testing.T, door string) {
+		ep := notebookDoor(t, door)
+		runNode(t, ep, "matrix.mjs", client, feature, ep.URL)
+	}
+}
+
+// inspectorCell is the Inspector CLI listing the note book's tools and
+// calling one, in the protocol era given ("" is its default).
+func inspectorCell(era string) func(t *testing.T, door string) {
+	return func(t *testing.T, door string) {
+		ep := notebookDoor(t, door)
+		args := []string{filepath.Join("node_modules", ".bin", "mcp-inspector"), "--cli", ep.URL, "--transport", "http"}
+		if era != "" {
+			args = append(args, "--protocol-era", era)
+		}
+		if out := runNode(t, ep, append(args, "--method", "tools/list")...); !strings.Contains(out, `"notes_add"`) {
+			t.Fatalf("tools/list through the Inspector CLI lists no notes_add:\n%s", out)
+		}
+		if out := runNode(t, ep, append(args, "--method", "tools/call", "--tool-name", "notes_add", "--tool-arg", "text=from the inspector")...); !strings.Contains(out, `"id"`) || strings.Contains(out, `"isError": true`) {
+			t.Fatalf("tools/call notes_add through the Inspector CLI:\n%s", out)
+		}
+	}
+}
+
+// runNode runs a script (or a tool's bin) of tools/ on the Node 22 it
+// pins, trusting ep's TLS front, and fails the test unless it succeeds.
+func runNode(t *testing.T, ep *authEndpoint, args ...string) string {
+	t.Helper()
+	node, err := filepath.Abs("../tools/node_modules/.bin/node")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(testContext(t), node, args...)
+	cmd.Dir = "../tools"
+	cmd.Env = os.Environ()
+	if ep.CAFile != "" {
+		cmd.Env = append(cmd.Env, "NODE_EXTRA_CA_CERTS="+ep.CAFile)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// goSDKProgress: go-sdk's progress notifications of notes_digest reach
+// its handler, through the door.
+func goSDKProgress(t *testing.T, door string) {
+	ep := notebookDoor(t, door)
+	ctx := testContext(t)
+	var mu sync.Mutex
+	reports := 0
+	c := mcp.NewClient(goSDKClientInfo, &mcp.ClientOptions{ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		reports++
+		mu.Unlock()
+	}})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: ep.Client}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "to count"}}); err != nil || r.IsError {
+		t.Fatalf("notes_add: %v %+v", err, r)
+	}
+	params := &mcp.CallToolParams{Name: "notes_digest", Arguments: map[string]any{"pauseMs": 50}}
+	params.SetProgressToken("p-1")
+	if r, err := cs.CallTool(ctx, params); err != nil || r.IsError {
+		t.Fatalf("notes_digest: %v %+v", err, r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reports < 1 {
+		t.Errorf("%d progress notifications reached go-sdk's handler", reports)
+	}
+}
+
 var clientMatrix = []matrixCell{
 	{client: "go-sdk", feature: "tools", check: func(t *testing.T, door string) { testGoSDK(t, fixtureDoor(door)) }},
 	{client: "go-sdk", feature: "input-required", check: func(t *testing.T, door string) { testGoSDKElicitation(t, fixtureDoor(door)) }},
@@ -75,6 +188,7 @@ var clientMatrix = []matrixCell{
 	{client: "go-sdk", feature: "oauth-step-up", check: func(t *testing.T, door string) {
 		testAuthDiscovery(t, authDoor(door), []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}, true, scopeRead)
 	}},
+	{client: "go-sdk", feature: "progress", check: goSDKProgress, doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
 	{client: "go-sdk", feature: "tasks", gap: "go-sdk v1.8.0 does not declare the tasks extension, so a tool that requires a task is refused -32021 (missing capability): " +
 		"give the tool TaskSupportOptional (it then runs in the request), or call it with the extension's own client"},
 	{client: "mcp-go", feature: "tools", check: func(t *testing.T, door string) { testMCPGo(t, fixtureDoor(door)) }},
@@ -82,11 +196,20 @@ var clientMatrix = []matrixCell{
 	{client: "mcp-go", feature: "idempotent-retries", gap: "not in the matrix yet. Neither SDK sets an idempotency key itself: add the Idempotency-Key header " +
 		"in the client's HTTP transport, as the go-sdk cell does; a call without a key is not deduplicated, and a retry runs it again"},
 	{client: "mcp-go", feature: "tasks", gap: "mcp-go v1.2.1's client does not declare the tasks extension either: as for go-sdk"},
-	{client: "typescript-sdk-v2", feature: "all", gap: "not in the matrix yet (make conformance runs the TypeScript client against the conformance fixture, docs/conformance.md): " +
-		"by default it negotiates a legacy revision, where input-required tools answer an isError text and task tools -32021; " +
-		"pin versionNegotiation to 2026-07-28"},
-	{client: "inspector-cli", feature: "all", gap: "not in the matrix yet (make conformance runs it, docs/conformance.md): " +
-		"it negotiates the legacy protocol unless run with --protocol-era modern"},
+	{client: "mcp-go", feature: "progress", gap: "not in the matrix yet"},
+	{client: "ts-v2-pinned", feature: "tools", check: nodeCell("ts-v2-pinned", "tools")},
+	{client: "ts-v2-pinned", feature: "input-required", check: nodeCell("ts-v2-pinned", "input-required")},
+	{client: "ts-v2-pinned", feature: "progress", check: nodeCell("ts-v2-pinned", "progress"), doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
+	{client: "ts-v2-pinned", feature: "idempotent-retries", check: nodeCell("ts-v2-pinned", "idempotent-retries")},
+	{client: "ts-v2-pinned", feature: "tasks", gap: "@modelcontextprotocol/client 2.4.0 does not declare the tasks extension: a tool that requires a task is refused -32021; " +
+		"call it with the extension's client (ext-tasks), or give it TaskSupportOptional"},
+	{client: "ts-v2-default", feature: "tools", check: nodeCell("ts-v2-default", "tools")},
+	{client: "ts-v2-default", feature: "input-required", gap: "its default negotiation settles on a legacy revision, where an input-required tool cannot ask: " +
+		"pin versionNegotiation to 2026-07-28 (ts-v2-pinned)"},
+	{client: "ext-tasks", feature: "tasks", check: nodeCell("ext-tasks", "tasks"), doorGaps: map[string]string{doorHTTPAPI: tasksOverLambda, doorStreaming: tasksOverLambda}},
+	{client: "inspector-modern", feature: "tools", check: inspectorCell("modern")},
+	{client: "inspector-default", feature: "tools", check: inspectorCell("")},
+	{client: "inspector-default", feature: "input-required", gap: "its default era is the legacy protocol: run it with --protocol-era modern"},
 }
 
 // TestClientMatrix runs every verified cell through every door.
@@ -96,6 +219,9 @@ func TestClientMatrix(t *testing.T) {
 			continue
 		}
 		for _, door := range matrixDoors {
+			if _, gap := c.doorGaps[door]; gap {
+				continue
+			}
 			t.Run(c.client+"/"+c.feature+"/"+door, func(t *testing.T) {
 				c.check(t, door)
 				if !t.Failed() {
@@ -139,10 +265,20 @@ Doors: ` + "`local`" + ` the endpoint as a local HTTP server; ` + "`http-api`" +
 template's buffered HTTP API door (the function under the Lambda runtime
 emulator, behind a front that speaks API Gateway's events); ` + "`streaming`" + ` its
 REST API streaming door (Lambda's response streaming, held to AWS's
-contract by the Runtime API stand-in). Clients: go-sdk v1.8.0
-(github.com/modelcontextprotocol/go-sdk) and mcp-go v1.2.1
-(github.com/mark3labs/mcp-go), at 2026-07-28 unless a cell says
-otherwise; ` + "`tools`" + ` also runs each legacy revision the client can pin.
+contract by the Runtime API stand-in).
+
+Clients: go-sdk v1.8.0 (github.com/modelcontextprotocol/go-sdk) and
+mcp-go v1.2.1 (github.com/mark3labs/mcp-go), at 2026-07-28 (their
+` + "`tools`" + ` cells also run each legacy revision they can pin);
+` + "`ts-v2-pinned`" + ` is @modelcontextprotocol/client 2.4.0 pinned to 2026-07-28
+(` + "`versionNegotiation: { mode: { pin: '2026-07-28' } }`" + `), ` + "`ts-v2-default`" + ` the
+same with its default negotiation; ` + "`inspector-modern`" + ` is the Inspector CLI
+2.12.0 with ` + "`--protocol-era modern`" + `, ` + "`inspector-default`" + ` in its default era;
+` + "`ext-tasks`" + ` is the tasks extension's own client
+(@modelcontextprotocol/ext-tasks 0.2.2). The Go clients' tools,
+input-required and idempotency cells run against the interop fixture;
+the others against the note book on the production composition
+(functions/fixture).
 Features: ` + "`tools`" + ` lists and calls tools, with structured results and
 errors; ` + "`input-required`" + ` answers an input-required round (elicitation)
 and retries with the sealed request state; ` + "`idempotent-retries`" + ` sends a
@@ -151,7 +287,9 @@ neither SDK has a setting for it) and gets the replay, the in-progress,
 conflict and invalid-key refusals intact; ` + "`oauth-discovery`" + ` goes from a
 401 to a token (client credentials) through the protected-resource
 metadata; ` + "`oauth-step-up`" + ` also answers a 403 insufficient_scope by asking
-for more. The OAuth cells run against a real authorization server
+for more; ` + "`progress`" + ` gets notes_digest's progress notifications before its
+result; ` + "`tasks`" + ` runs notes_export as a task to its result, polling
+tasks/get. The OAuth cells run against a real authorization server
 (oauth2-mock-server); docs/auth.md and docs/auth-providers.md have the
 providers, and ` + "`make journeys`" + ` the self-registering client's journeys.
 
@@ -162,7 +300,15 @@ providers, and ` + "`make journeys`" + ` the self-registering client's journeys.
 		if c.check == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| %s | %s |%s\n", c.client, c.feature, strings.Repeat(" ok |", len(matrixDoors)))
+		fmt.Fprintf(&b, "| %s | %s |", c.client, c.feature)
+		for _, door := range matrixDoors {
+			if _, gap := c.doorGaps[door]; gap {
+				b.WriteString(" gap |")
+			} else {
+				b.WriteString(" ok |")
+			}
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString(`
 ## Gaps, and what to do
@@ -172,6 +318,11 @@ providers, and ` + "`make journeys`" + ` the self-registering client's journeys.
 `)
 	for _, c := range clientMatrix {
 		if c.check != nil {
+			for _, door := range matrixDoors {
+				if why, gap := c.doorGaps[door]; gap {
+					fmt.Fprintf(&b, "| %s | %s (%s) | %s |\n", c.client, c.feature, door, why)
+				}
+			}
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.client, c.feature, c.gap)
