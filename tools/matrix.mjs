@@ -11,6 +11,7 @@
 // the first failure, saying what it saw.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { withTasks, toolDeclaration, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
+import { rawPort } from './tasks-port.mjs';
 
 const [client, feature, url] = process.argv.slice(2);
 if (!url) {
@@ -93,47 +94,14 @@ async function runTS() {
   process.exit(2);
 }
 
-// The tasks extension's client: its requester over raw JSON-RPC with the
-// 2026-07-28 headers and per-request _meta.
+// The tasks extension's client, on tasks-port.mjs's transport.
 async function runTasks() {
   if (feature !== 'tasks') {
     console.error(`matrix: no check of ${feature} for ${client}`);
     process.exit(2);
   }
-  const capabilities = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-  let nextId = 1;
   const sent = {};
-  const port = {
-    endpointId: 'ts-matrix-tasks',
-    taskCapabilities: { generation: 'v2', capabilities: {} },
-    async dispatch(request, options) {
-      const params = { ...(request.params ?? {}) };
-      params._meta = {
-        ...(params._meta ?? {}),
-        'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-        'io.modelcontextprotocol/clientCapabilities': capabilities,
-        'io.modelcontextprotocol/clientInfo': { name: 'ts-matrix-tasks', version: '1.0.0' },
-      };
-      const headers = {
-        'Content-Type': 'application/json', Accept: 'application/json, text/event-stream',
-        'Mcp-Protocol-Version': '2026-07-28', 'Mcp-Method': request.method,
-      };
-      const name = request.method === 'tools/call' ? params.name : params.taskId;
-      if (name !== undefined) headers['Mcp-Name'] = name;
-      sent[request.method] = (sent[request.method] ?? 0) + 1;
-      const res = await fetch(url, { method: 'POST', headers, signal: options?.signal,
-        body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: request.method, params }) });
-      const text = await res.text();
-      // A streamed answer is an event stream whose last data line is the message.
-      const body = text.trimStart().startsWith('{') ? text : text.split('\n').filter((l) => l.startsWith('data:')).pop()?.slice(5) ?? '';
-      const msg = JSON.parse(body);
-      return msg.error ? { kind: 'error', error: msg.error } : { kind: 'result', result: msg.result };
-    },
-    onServerRequest: () => () => {},
-    onNotification: () => () => {},
-    onInvalidated: () => () => {},
-    invalidated: false,
-  };
+  const port = rawPort(url, { capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } }, clientName: 'ts-matrix-tasks', sent });
   const declarations = { notes_export: toolDeclaration({ name: 'notes_export', inputSchema: { type: 'object' }, taskSupport: 'required' }) };
   const session = withTasks(port, { tools: { currentTool: (n) => declarations[n] } });
   try {

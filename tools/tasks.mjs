@@ -2,10 +2,11 @@
 // extension's own TypeScript requester) against a 2026-07-28 endpoint:
 // call a task tool, let the client poll tasks/get to the end, and read
 // the result; a tool error ends as a completed task with isError.
-// The port below is the client's transport: raw JSON-RPC over HTTP with
-// the 2026-07-28 headers and per-request _meta.
+// Its transport is tasks-port.mjs's: raw JSON-RPC over HTTP with the
+// 2026-07-28 headers and per-request _meta.
 // Usage: node tasks.mjs <endpoint URL>
 import { withTasks, toolDeclaration, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
+import { rawPort } from './tasks-port.mjs';
 
 const url = process.argv[2];
 if (!url) {
@@ -21,41 +22,12 @@ function check(cond, what) {
   console.log('tasks: ok: ' + what);
 }
 
-const capabilities = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } };
-let nextId = 1;
 const sent = {};
-const port = {
-  endpointId: 'ts-tasks',
-  taskCapabilities: { generation: 'v2', capabilities: {} },
-  async dispatch(request, options) {
-    const params = { ...(request.params ?? {}) };
-    params._meta = {
-      ...(params._meta ?? {}),
-      'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-      'io.modelcontextprotocol/clientCapabilities': capabilities,
-      'io.modelcontextprotocol/clientInfo': { name: 'ts-tasks', version: '1.0.0' },
-    };
-    const headers = {
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      'Mcp-Protocol-Version': '2026-07-28',
-      'Mcp-Method': request.method,
-    };
-    const name = request.method === 'tools/call' ? params.name : params.taskId;
-    if (name !== undefined) headers['Mcp-Name'] = name;
-    sent[request.method] = (sent[request.method] ?? 0) + 1;
-    const res = await fetch(url, {
-      method: 'POST', headers, signal: options?.signal,
-      body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: request.method, params }),
-    });
-    const msg = await res.json();
-    return msg.error ? { kind: 'error', error: msg.error } : { kind: 'result', result: msg.result };
-  },
-  onServerRequest: () => () => {},
-  onNotification: () => () => {},
-  onInvalidated: () => () => {},
-  invalidated: false,
-};
+const port = rawPort(url, {
+  capabilities: { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } },
+  clientName: 'ts-tasks',
+  sent,
+});
 
 const declarations = {
   slow_compute: toolDeclaration({ name: 'slow_compute', inputSchema: { type: 'object' }, taskSupport: 'optional' }),

@@ -207,25 +207,13 @@ func New(cfg Config) (*Verifier, error) {
 	if now == nil {
 		now = time.Now
 	}
-	var clientIDs map[string]bool
-	for _, id := range cfg.ClientIDs {
-		if id == "" {
-			return nil, errors.New("auth: Config.ClientIDs holds an empty client id")
-		}
-		if clientIDs == nil {
-			clientIDs = map[string]bool{}
-		}
-		clientIDs[id] = true
+	clientIDs, err := stringSet("ClientIDs", "client id", cfg.ClientIDs, func(s string) string { return s })
+	if err != nil {
+		return nil, err
 	}
-	var audiences map[string]bool
-	for _, a := range cfg.Audiences {
-		if a == "" {
-			return nil, errors.New("auth: Config.Audiences holds an empty audience")
-		}
-		if audiences == nil {
-			audiences = map[string]bool{}
-		}
-		audiences[canonicalAudience(a)] = true
+	audiences, err := stringSet("Audiences", "audience", cfg.Audiences, canonicalAudience)
+	if err != nil {
+		return nil, err
 	}
 	return &Verifier{
 		issuer:    cfg.Issuer,
@@ -316,6 +304,22 @@ func (v *Verifier) Verify(ctx context.Context, raw, audience string) (*Token, er
 		return nil, err
 	}
 	return v.check(&c, audience)
+}
+
+// stringSet is the set of values, each as canon gives it (nil when there
+// are none); an empty value is refused, naming the Config field.
+func stringSet(field, what string, values []string, canon func(string) string) (map[string]bool, error) {
+	var set map[string]bool
+	for _, v := range values {
+		if v == "" {
+			return nil, fmt.Errorf("auth: Config.%s holds an empty %s", field, what)
+		}
+		if set == nil {
+			set = map[string]bool{}
+		}
+		set[canon(v)] = true
+	}
+	return set, nil
 }
 
 // check validates decoded, signature-checked claims.

@@ -331,13 +331,9 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 		}
 		c.AuthJWKSURL = v
 	}
-	if v := getenv(EnvAuthClientIDs); v != "" {
-		for _, id := range strings.Split(v, ",") {
-			if id = strings.TrimSpace(id); !validScope(id) {
-				return fmt.Errorf("%s: %q is not a client id", EnvAuthClientIDs, id)
-			}
-			c.AuthClientIDs = append(c.AuthClientIDs, id)
-		}
+	var err error
+	if c.AuthClientIDs, err = tokenList(EnvAuthClientIDs, getenv(EnvAuthClientIDs), "a client id"); err != nil {
+		return err
 	}
 	if v := getenv(EnvAuthScopes); v != "" {
 		c.AuthScopesSupported = strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
@@ -353,13 +349,8 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 		}
 		c.AuthScopePrefix = v
 	}
-	if v := getenv(EnvAuthAudiences); v != "" {
-		for _, a := range strings.Split(v, ",") {
-			if a = strings.TrimSpace(a); !validScope(a) {
-				return fmt.Errorf("%s: %q is not an audience", EnvAuthAudiences, a)
-			}
-			c.AuthAudiences = append(c.AuthAudiences, a)
-		}
+	if c.AuthAudiences, err = tokenList(EnvAuthAudiences, getenv(EnvAuthAudiences), "an audience"); err != nil {
+		return err
 	}
 	if err := c.loadRegistration(getenv); err != nil {
 		return err
@@ -377,6 +368,23 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 		return fmt.Errorf("no %s: set it to your OAuth/OIDC issuer (a Cognito user pool's, Auth0's, ...) to protect the endpoint, or %s=true to serve anyone", EnvAuthIssuer, EnvAllowAnonymous)
 	}
 	return nil
+}
+
+// tokenList reads the comma-separated list v of the variable name, each
+// item trimmed and made of scope characters (what is: "a client id");
+// "" is nil.
+func tokenList(name, v, what string) ([]string, error) {
+	if v == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); !validScope(item) {
+			return nil, fmt.Errorf("%s: %q is not %s", name, item, what)
+		}
+		out = append(out, item)
+	}
+	return out, nil
 }
 
 // loadRegistration reads the registration facade's settings: all of
