@@ -7,6 +7,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,9 @@ import (
 	"sync"
 	"testing"
 
+	mcpclient "github.com/mark3labs/mcp-go/client"
+	mcptransport "github.com/mark3labs/mcp-go/client/transport"
+	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -176,6 +180,81 @@ func goSDKProgress(t *testing.T, door string) {
 	}
 }
 
+// connectMCPGoTo connects an mcp-go client to ep through hc.
+func connectMCPGoTo(ctx context.Context, t *testing.T, ep *authEndpoint, hc *http.Client) *mcpclient.Client {
+	t.Helper()
+	tr, err := mcptransport.NewStreamableHTTP(ep.URL, mcptransport.WithHTTPBasicClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcpclient.NewClient(tr)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpGoClientInfo}}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// mcpGoProgress: mcp-go's progress notifications of notes_digest reach
+// its notification handler, through the door.
+func mcpGoProgress(t *testing.T, door string) {
+	ep := notebookDoor(t, door)
+	ctx := testContext(t)
+	c := connectMCPGoTo(ctx, t, ep, ep.Client)
+	var mu sync.Mutex
+	reports := 0
+	c.OnNotification(func(n mcpgo.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			mu.Lock()
+			reports++
+			mu.Unlock()
+		}
+	})
+	if r, err := c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "to count"}}}); err != nil || r.IsError {
+		t.Fatalf("notes_add: %v %+v", err, r)
+	}
+	if r, err := c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "notes_digest", Arguments: map[string]any{"pauseMs": 50},
+		Meta: &mcpgo.Meta{ProgressToken: "p-1"}}}); err != nil || r.IsError {
+		t.Fatalf("notes_digest: %v %+v", err, r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if reports < 1 {
+		t.Errorf("%d progress notifications reached mcp-go's handler", reports)
+	}
+}
+
+// mcpGoIdempotency: an mcp-go call whose key its HTTP transport sets
+// runs once; the retry with the same key is the replay, marked so.
+func mcpGoIdempotency(t *testing.T, door string) {
+	ep := notebookDoor(t, door)
+	ctx := testContext(t)
+	base := ep.Client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc := &http.Client{Transport: keyHeader{[]string{fmt.Sprint("mcp-go-", door, "-", os.Getpid())}, base}, Timeout: testTimeout}
+	c := connectMCPGoTo(ctx, t, ep, hc)
+	call := func() (string, bool) {
+		r, err := c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "once"}}})
+		if err != nil || r.IsError {
+			t.Fatalf("notes_add: %v %+v", err, r)
+		}
+		sc, _ := r.StructuredContent.(map[string]any)
+		id, _ := sc["id"].(string)
+		replay := r.Meta != nil && r.Meta.AdditionalFields["io.github.serverless-mcp/replay"] == true
+		return id, replay
+	}
+	first, firstReplay := call()
+	again, replay := call()
+	if first == "" || firstReplay || again != first || !replay {
+		t.Errorf("first %q (replay %v), retry %q (replay %v): want the same note, the retry marked as a replay", first, firstReplay, again, replay)
+	}
+}
+
 var clientMatrix = []matrixCell{
 	{client: "go-sdk", feature: "tools", check: func(t *testing.T, door string) { testGoSDK(t, fixtureDoor(door)) }},
 	{client: "go-sdk", feature: "input-required", check: func(t *testing.T, door string) { testGoSDKElicitation(t, fixtureDoor(door)) }},
@@ -193,14 +272,21 @@ var clientMatrix = []matrixCell{
 		"give the tool TaskSupportOptional (it then runs in the request), or call it with the extension's own client"},
 	{client: "mcp-go", feature: "tools", check: func(t *testing.T, door string) { testMCPGo(t, fixtureDoor(door)) }},
 	{client: "mcp-go", feature: "input-required", check: func(t *testing.T, door string) { testMCPGoElicitation(t, fixtureDoor(door)) }},
-	{client: "mcp-go", feature: "idempotent-retries", gap: "not in the matrix yet. Neither SDK sets an idempotency key itself: add the Idempotency-Key header " +
-		"in the client's HTTP transport, as the go-sdk cell does; a call without a key is not deduplicated, and a retry runs it again"},
+	{client: "mcp-go", feature: "idempotent-retries", check: mcpGoIdempotency},
 	{client: "mcp-go", feature: "tasks", gap: "mcp-go v1.2.1's client does not declare the tasks extension either: as for go-sdk"},
-	{client: "mcp-go", feature: "progress", gap: "not in the matrix yet"},
+	{client: "mcp-go", feature: "progress", check: mcpGoProgress, doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
 	{client: "ts-v2-pinned", feature: "tools", check: nodeCell("ts-v2-pinned", "tools")},
 	{client: "ts-v2-pinned", feature: "input-required", check: nodeCell("ts-v2-pinned", "input-required")},
 	{client: "ts-v2-pinned", feature: "progress", check: nodeCell("ts-v2-pinned", "progress"), doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
 	{client: "ts-v2-pinned", feature: "idempotent-retries", check: nodeCell("ts-v2-pinned", "idempotent-retries")},
+	{client: "ts-v2-pinned", feature: "oauth-discovery", check: func(t *testing.T, door string) {
+		tsOAuthWalk(authContext(t), t, newAuthRig(t, authDoor(door)), false)
+	}},
+	{client: "ts-v2-pinned", feature: "oauth-step-up", check: func(t *testing.T, door string) {
+		// The metadata lists only notes:read, and notes_add needs
+		// notes:write: the walk ends well only by stepping up.
+		tsOAuthWalk(authContext(t), t, newAuthRig(t, authDoor(door), "MCP_AUTH_SCOPES_SUPPORTED="+scopeRead), true)
+	}},
 	{client: "ts-v2-pinned", feature: "tasks", gap: "@modelcontextprotocol/client 2.4.0 does not declare the tasks extension: a tool that requires a task is refused -32021; " +
 		"call it with the extension's client (ext-tasks), or give it TaskSupportOptional"},
 	{client: "ts-v2-default", feature: "tools", check: nodeCell("ts-v2-default", "tools")},
@@ -283,7 +369,7 @@ Features: ` + "`tools`" + ` lists and calls tools, with structured results and
 errors; ` + "`input-required`" + ` answers an input-required round (elicitation)
 and retries with the sealed request state; ` + "`idempotent-retries`" + ` sends a
 key (the Idempotency-Key header, set in the client's HTTP transport:
-neither SDK has a setting for it) and gets the replay, the in-progress,
+no client has a setting for it) and gets the replay, the in-progress,
 conflict and invalid-key refusals intact; ` + "`oauth-discovery`" + ` goes from a
 401 to a token (client credentials) through the protected-resource
 metadata; ` + "`oauth-step-up`" + ` also answers a 403 insufficient_scope by asking
