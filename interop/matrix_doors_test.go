@@ -12,6 +12,9 @@ const (
 )
 
 // matrixTasksLambda is the cell TestClientMatrixTasksLambda verifies in
-// the integration build: the tasks extension's client through the HTTP
-// API door, whose task workers need a shared task store.
-var matrixTasksLambda = struct{ client, feature, door string }{"ext-tasks", "tasks", doorHTTPAPI}
+// the integration build: the tasks extension's client through the Lambda
+// doors, whose task workers need a shared task store (DynamoDB Local).
+var matrixTasksLambda = struct {
+	client, feature string
+	doors           []string
+}{"ext-tasks", "tasks", []string{doorHTTPAPI, doorStreaming}}

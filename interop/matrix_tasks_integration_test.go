@@ -17,15 +17,22 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
-// TestClientMatrixTasksLambda is the client matrix's cell of the tasks
-// extension's client through the HTTP API door (matrix_test.go,
-// matrixTasksLambda): the note book on the production composition under
-// the runtime emulator, its tasks in DynamoDB Local, its workers started by
+// TestClientMatrixTasksLambda is the client matrix's cells of the tasks
+// extension's client through the HTTP API and streaming doors
+// (matrix_test.go, matrixTasksLambda): the note book on the production
+// composition under the runtime emulator (or, behind the streaming door,
+// the Runtime API stand-in in response-streaming mode), its tasks in DynamoDB Local, its workers started by
 // asynchronous invocations through the Lambda Invoke API stand-in, and
 // @modelcontextprotocol/ext-tasks running notes_export as a task to its
 // result. It is in the integration build, inside the network namespace,
 // because DynamoDB Local listens on every interface.
 func TestClientMatrixTasksLambda(t *testing.T) {
+	for _, door := range []string{doorHTTPAPI, doorStreaming} {
+		t.Run(door, func(t *testing.T) { testClientMatrixTasksLambda(t, door) })
+	}
+}
+
+func testClientMatrixTasksLambda(t *testing.T, door string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	db, err := dynamolocal.Start(ctx)
@@ -33,7 +40,7 @@ func TestClientMatrixTasksLambda(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Stop()
-	const table = "matrix-tasks"
+	table := "matrix-tasks-" + door
 	if err := dynamolocal.CreateTable(ctx, db.Client(), table); err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +57,7 @@ func TestClientMatrixTasksLambda(t *testing.T) {
 	if b, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building functions/fixture: %v\n%s", err, b)
 	}
-	tp, err := rie.StartTaskPath(ctx, rie.TaskPathOptions{RIE: riePath, Bootstrap: bootstrap, Env: env})
+	tp, err := rie.StartTaskPath(ctx, rie.TaskPathOptions{RIE: riePath, Bootstrap: bootstrap, Env: env, Stream: door == doorStreaming})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +72,7 @@ func TestClientMatrixTasksLambda(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "matrix: ok: notes_export ran as a task") {
 		front, worker := tp.Logs()
-		t.Fatalf("the tasks client through the HTTP API door: %v\n%s\nfront:\n%s\nworker:\n%s", err, out, front, worker)
+		t.Fatalf("the tasks client through the %s door: %v\n%s\nfront:\n%s\nworker:\n%s", door, err, out, front, worker)
 	}
-	fmt.Printf("client-matrix: %s %s %s ok\n", matrixTasksLambda.client, matrixTasksLambda.feature, matrixTasksLambda.door)
+	fmt.Printf("client-matrix: %s %s %s ok\n", matrixTasksLambda.client, matrixTasksLambda.feature, door)
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,19 +42,15 @@ type matrixCell struct {
 	// doorGaps, for a verified cell, are the doors it is not verified
 	// through, and why.
 	doorGaps map[string]string
-	// integration, for a verified cell, is a door the integration build
-	// verifies it through (it needs DynamoDB Local), not TestClientMatrix.
-	integration string
+	// integration, for a verified cell, are the doors the integration
+	// build verifies it through (they need DynamoDB Local), not
+	// TestClientMatrix.
+	integration []string
 }
 
 // bufferedNoProgress is why no progress reaches a client through the
 // buffered door.
 const bufferedNoProgress = "the buffered HTTP API door answers a request whole, so progress notifications cannot arrive before the result: use the streaming door (or local)"
-
-// tasksOverStreaming is why the tasks client's cell is not verified
-// through the streaming door.
-const tasksOverStreaming = "not in the matrix yet: a task's call and polls are short requests that the HTTP API door serves; " +
-	"through the streaming door its worker is the same asynchronous invocation (verified by notebook's TestTaskThroughLambda), its front not yet with this client"
 
 // fixtureDoor serves the interop fixture through door.
 func fixtureDoor(door string, env ...string) serveFunc {
@@ -291,7 +288,7 @@ var clientMatrix = []matrixCell{
 	{client: "ts-v2-default", feature: "input-required", gap: "its default negotiation settles on a legacy revision, where an input-required tool cannot ask: " +
 		"pin versionNegotiation to 2026-07-28 (ts-v2-pinned)"},
 	{client: matrixTasksLambda.client, feature: matrixTasksLambda.feature, check: nodeCell("ext-tasks", "tasks"),
-		integration: matrixTasksLambda.door, doorGaps: map[string]string{doorStreaming: tasksOverStreaming}},
+		integration: matrixTasksLambda.doors},
 	{client: "inspector-modern", feature: "tools", check: inspectorCell("modern")},
 	{client: "inspector-default", feature: "tools", check: inspectorCell("")},
 	{client: "inspector-default", feature: "input-required", gap: "its default era is the legacy protocol: run it with --protocol-era modern"},
@@ -304,7 +301,7 @@ func TestClientMatrix(t *testing.T) {
 			continue
 		}
 		for _, door := range matrixDoors {
-			if _, gap := c.doorGaps[door]; gap || door == c.integration {
+			if _, gap := c.doorGaps[door]; gap || slices.Contains(c.integration, door) {
 				continue
 			}
 			t.Run(c.client+"/"+c.feature+"/"+door, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 )
 
 // TaskPath is a function on the Lambda path with its task workers: the
@@ -25,6 +27,7 @@ type TaskPath struct {
 	Invoke *InvokeAPI
 
 	front   *Emulator
+	stream  *runtimeapi.Runtime
 	servers []*http.Server
 	mu      sync.Mutex
 	current *Emulator
@@ -39,6 +42,11 @@ type TaskPathOptions struct {
 	// Duplicate delivers every worker invocation twice, to two workers:
 	// the second runs beside the first, as Lambda may run it.
 	Duplicate bool
+	// Stream puts the front behind the template's streaming door instead
+	// of the HTTP API door: the function invoked in response-streaming
+	// mode through the Runtime API stand-in (MCP_STREAM_EVENTS=rest),
+	// behind a REST API whose stage is at a custom domain's root.
+	Stream bool
 }
 
 // StartTaskPath starts the front, the workers and the Invoke API.
@@ -75,8 +83,17 @@ func StartTaskPath(ctx context.Context, o TaskPathOptions) (*TaskPath, error) {
 		}
 		workers = append(workers, w)
 	}
-	if p.front, err = Start(ctx, Options{RIE: o.RIE, Bootstrap: o.Bootstrap, Env: env, OwnGroup: true}); err != nil {
-		return fail(err)
+	var front http.Handler
+	if o.Stream {
+		if p.stream, err = runtimeapi.Start(runtimeapi.Options{Bootstrap: o.Bootstrap, Env: append([]string{"MCP_STREAM_EVENTS=rest"}, env...)}); err != nil {
+			return fail(err)
+		}
+		front = &StreamFront{Function: p.stream, Door: RESTAPI, REST: REST{Domain: true}}
+	} else {
+		if p.front, err = Start(ctx, Options{RIE: o.RIE, Bootstrap: o.Bootstrap, Env: env, OwnGroup: true}); err != nil {
+			return fail(err)
+		}
+		front = &Front{Emulator: p.front}
 	}
 	p.mu.Lock()
 	p.current = workers[0]
@@ -87,7 +104,7 @@ func StartTaskPath(ctx context.Context, o TaskPathOptions) (*TaskPath, error) {
 		return fail(err)
 	}
 	api := &http.Server{Handler: p.Invoke, ReadHeaderTimeout: 10 * time.Second}
-	gw := &http.Server{Handler: &Front{Emulator: p.front}, ReadHeaderTimeout: 10 * time.Second}
+	gw := &http.Server{Handler: front, ReadHeaderTimeout: 10 * time.Second}
 	p.servers = []*http.Server{api, gw}
 	go api.Serve(invokeLn)
 	go gw.Serve(ln)
@@ -108,6 +125,9 @@ func (p *TaskPath) Logs() (front, worker string) {
 	if p.front != nil {
 		front = p.front.Log()
 	}
+	if p.stream != nil {
+		front = p.stream.Log()
+	}
 	if w := p.Worker(); w != nil {
 		worker = w.Log()
 	}
@@ -121,6 +141,9 @@ func (p *TaskPath) Stop() {
 	}
 	if p.front != nil {
 		p.front.Stop()
+	}
+	if p.stream != nil {
+		p.stream.Stop()
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
