@@ -28,6 +28,13 @@ type idpProfile struct {
 	name string
 	as   func(endpoint string) oauthmock.Options
 	env  func(as *oauthmock.Server, endpoint string) []string
+	// providerRegisters: the provider registers clients itself (RFC
+	// 7591), so the endpoint has no facade and the client registers
+	// there; else the facade hands out publicClient.
+	providerRegisters bool
+	// unprefixed: the provider issues the endpoint's scope names as they
+	// are; else as "<endpoint URL>/<name>".
+	unprefixed bool
 }
 
 // publicClient is the public client (PKCE, no secret) registered by hand
@@ -51,6 +58,17 @@ func facadeEnv(as *oauthmock.Server) []string {
 
 // The provider profiles the journeys run against.
 var idpProfiles = []idpProfile{
+	{
+		// Auth0 or Keycloak with dynamic registration on: the client
+		// registers with the provider, which issues it an id of its own;
+		// tokens name the endpoint's URL in aud (RFC 8707) and carry the
+		// scopes by their names. The endpoint needs only the issuer.
+		name:              "dcr-audience",
+		as:                func(string) oauthmock.Options { return oauthmock.Options{Registration: true} },
+		env:               func(*oauthmock.Server, string) []string { return nil },
+		providerRegisters: true,
+		unprefixed:        true,
+	},
 	{
 		// Amazon Cognito: no dynamic registration, no client ID metadata
 		// documents; a resource server (identifier: the endpoint's URL)
@@ -93,13 +111,14 @@ const journeyRedirect = "http://127.0.0.1:33418/callback"
 // TestIdPJourneys: a self-registering client — go-sdk v1.8.0's
 // AuthorizationCodeHandler with dynamic client registration, and no
 // client id of its own — goes from nothing to a notes_add through each
-// door, against a provider profile that offers no registration: a 401,
-// the protected-resource metadata (naming the endpoint as authorization
-// server), the facade's metadata, a registration answered with the
-// pre-registered public client, an authorization code with PKCE (S256)
-// at the provider, the token at the provider, the call; with a 403 step-up
-// to notes:write when the metadata lists only notes:read. Each verified
-// journey prints `idp-journey: <profile> <client> <door> ok` (the client is go-sdk;
+// door, against each provider profile: a 401, the protected-resource
+// metadata, the authorization server's metadata, a registration (at the
+// provider when it registers clients; else at the endpoint's facade,
+// answered with the pre-registered public client), an authorization code
+// with PKCE (S256) at the provider, the token at the provider, the call;
+// with a 403 step-up to notes:write when the metadata lists only
+// notes:read. Each verified journey prints
+// `idp-journey: <profile> <client> <door> ok` (the client is go-sdk;
 // the door local, http-api (the template's buffered HTTP API) or
 // streaming (its REST API streaming door, protected, on a custom domain)).
 func TestIdPJourneys(t *testing.T) {
@@ -131,10 +150,14 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 	ep := door.reserve(t)
 	as := oauthmock.NewWith(t, p.as(ep.URL))
 	env := append(ep.AuthEnv(as.Issuer), p.env(as, ep.URL)...)
+	prefix := ep.URL + "/"
+	if p.unprefixed {
+		prefix = ""
+	}
 	if stepUp {
 		// The metadata lists only the read scope, as the provider names
 		// it: the client asks for more when a tool needs it.
-		env = append(env, "MCP_AUTH_SCOPES_SUPPORTED="+ep.URL+"/"+scopeRead)
+		env = append(env, "MCP_AUTH_SCOPES_SUPPORTED="+prefix+scopeRead)
 	}
 	ep.Start(env...)
 
@@ -197,10 +220,14 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 	}
 
 	// The journey, as the client and the browser made it.
+	registrationURL, where := strings.TrimSuffix(ep.URL, "/")+"/register", "the endpoint's facade"
+	if p.providerRegisters {
+		registrationURL, where = as.Issuer+"/register", "the provider"
+	}
 	var regs, authorizes, tokens []journeyExchange
 	for _, x := range rec.all() {
 		switch {
-		case x.method == http.MethodPost && x.url == strings.TrimSuffix(ep.URL, "/")+"/register":
+		case x.method == http.MethodPost && x.url == registrationURL:
 			regs = append(regs, x)
 		case strings.HasPrefix(x.url, as.Issuer+"/authorize"):
 			authorizes = append(authorizes, x)
@@ -209,20 +236,24 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 		}
 	}
 	// go-sdk v1.8.0 registers afresh before each authorization, the
-	// step-up's included; every registration gets the same public client.
+	// step-up's included; through the facade every registration gets the
+	// same public client, at the provider each a client of its own.
 	wantRounds := 1
 	if stepUp {
 		wantRounds = 2
 	}
 	if len(regs) != wantRounds {
-		t.Fatalf("%d registrations at the endpoint's facade, want %d", len(regs), wantRounds)
+		t.Fatalf("%d registrations at %s, want %d", len(regs), where, wantRounds)
 	}
+	clients := make([]string, len(regs))
 	for i, r := range regs {
 		var registered struct {
 			ClientID string `json:"client_id"`
 		}
-		if err := json.Unmarshal(r.body, &registered); err != nil || r.status != http.StatusCreated || registered.ClientID != publicClient {
-			t.Errorf("registration %d answered %d, client %q (%v); want 201 and the pre-registered %s", i, r.status, registered.ClientID, err, publicClient)
+		err := json.Unmarshal(r.body, &registered)
+		clients[i] = registered.ClientID
+		if err != nil || r.status != http.StatusCreated || registered.ClientID == "" || !p.providerRegisters && registered.ClientID != publicClient {
+			t.Errorf("registration %d at %s answered %d, client %q (%v)", i, where, r.status, registered.ClientID, err)
 		}
 	}
 	if len(authorizes) != wantRounds || len(tokens) != wantRounds {
@@ -231,15 +262,14 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 	for i, a := range authorizes {
 		u, _ := url.Parse(a.url)
 		q := u.Query()
-		if q.Get("client_id") != publicClient || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("redirect_uri") != journeyRedirect {
-			t.Errorf("authorization request %d: %v; want the public client, PKCE S256 and the loopback redirect", i, q)
+		if q.Get("client_id") != clients[i] || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" || q.Get("redirect_uri") != journeyRedirect {
+			t.Errorf("authorization request %d: %v; want the client registered (%s), PKCE S256 and the loopback redirect", i, q, clients[i])
 		}
 		if tokens[i].status != http.StatusOK {
 			t.Errorf("token request %d answered %d", i, tokens[i].status)
 		}
 	}
 	// The scopes asked for are the provider's names of the endpoint's.
-	prefix := ep.URL + "/"
 	u, _ := url.Parse(authorizes[0].url)
 	if first := u.Query().Get("scope"); !stepUp && !sameScopes(first, prefix+scopeRead+" "+prefix+scopeWrite) || stepUp && first != prefix+scopeRead {
 		t.Errorf("the first authorization asked for %q", first)

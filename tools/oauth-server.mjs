@@ -47,6 +47,10 @@
 //                    without the --app-id-uri prefix; azp the client; and
 //                    an authorization request whose resource is not the
 //                    prefix of its scopes is refused, AADSTS9010010)
+//   --registration   dynamic client registration (RFC 7591): POST /register
+//                    issues a fresh public client id for the redirect URIs
+//                    given, the metadata names it registration_endpoint,
+//                    and /authorize knows only the clients registered so
 //   --audience A     with --profile entra: the aud of every token
 //   --app-id-uri U   with --profile entra: the API's Application ID URI
 //
@@ -69,6 +73,9 @@ function flag(name, def) {
 const port = Number(flag("--port", "0"));
 const stateFile = flag("--state", "");
 const onlyClient = flag("--client-id", "");
+const registration = args.includes("--registration");
+// Clients registered through /register, by id: their redirect URIs.
+const registered = new Map();
 const profile = flag("--profile", "plain");
 const entraAudience = flag("--audience", "");
 const appIDURI = flag("--app-id-uri", "");
@@ -122,7 +129,8 @@ function clientID(req) {
 const codes = new Map();
 service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
   const q = req.query ?? {};
-  if (onlyClient && q.client_id !== onlyClient) {
+  const known = q.client_id === onlyClient || registered.has(q.client_id);
+  if ((onlyClient || registration) && (!known || (registered.has(q.client_id) && !registered.get(q.client_id).includes(q.redirect_uri)))) {
     for (const k of [...redirect.url.searchParams.keys()]) if (k !== "state") redirect.url.searchParams.delete(k);
     redirect.url.searchParams.set("error", "unauthorized_client");
     return;
@@ -285,6 +293,36 @@ const server = createServer(async (req, res) => {
     }
     if (outage && (path === "/jwks" || path.startsWith("/.well-known/"))) {
       return json(res, 503, { error: "temporarily_unavailable" });
+    }
+    if (registration && path === "/register" && req.method === "POST") {
+      let raw = "";
+      for await (const chunk of req) raw += chunk;
+      let md;
+      try {
+        md = JSON.parse(raw);
+      } catch {
+        return json(res, 400, { error: "invalid_client_metadata" });
+      }
+      if (!Array.isArray(md?.redirect_uris) || md.redirect_uris.length === 0) return json(res, 400, { error: "invalid_redirect_uri" });
+      const id = `dyn-${randomUUID()}`;
+      registered.set(id, md.redirect_uris);
+      return json(res, 201, { client_id: id, redirect_uris: md.redirect_uris, token_endpoint_auth_method: "none",
+        grant_types: md.grant_types ?? ["authorization_code"], response_types: md.response_types ?? ["code"] });
+    }
+    if (registration && path.startsWith("/.well-known/")) {
+      // The library's metadata, with the registration endpoint added.
+      const end = res.end.bind(res);
+      res.end = (chunk, ...rest) => {
+        try {
+          const doc = JSON.parse(String(chunk));
+          doc.registration_endpoint = `${issuer.url}/register`;
+          chunk = JSON.stringify(doc);
+          res.setHeader("Content-Length", Buffer.byteLength(chunk));
+        } catch {
+          // not a JSON document: as it is
+        }
+        return end(chunk, ...rest);
+      };
     }
     service.requestHandler(req, res);
   } catch (err) {

@@ -107,6 +107,10 @@ type Options struct {
 	// Audience and AppIDURI: with Profile "entra", the app registration's
 	// id and its Application ID URI.
 	Audience, AppIDURI string
+	// Registration turns on dynamic client registration (RFC 7591): its
+	// metadata names a registration endpoint that issues client ids, and
+	// its authorization endpoint knows only the clients registered so.
+	Registration bool
 }
 
 // New starts a server on a port the system chooses and stops it when t
@@ -201,6 +205,9 @@ func (s *Server) start(ctx context.Context, port int) error {
 	}
 	if s.opts.AppIDURI != "" {
 		args = append(args, "--app-id-uri", s.opts.AppIDURI)
+	}
+	if s.opts.Registration {
+		args = append(args, "--registration")
 	}
 	cmd := exec.Command(s.node, args...)
 	cmd.Dir = filepath.Dir(s.script)
