@@ -774,15 +774,16 @@ func TestAuthDiscoveryTypeScript(t *testing.T) {
 }
 
 // tsOAuthWalk runs the TypeScript client's client-credentials walk
-// (tools/oauth-walk.mjs) from nothing to a notes_add at rig's endpoint;
-// stepUp: the front (when there is one) must have seen the 403.
-func tsOAuthWalk(ctx context.Context, t *testing.T, rig *authRig, stepUp bool) {
+// (tools/oauth-walk.mjs, with extra arguments) from nothing to a
+// notes_add at rig's endpoint; stepUp: the front (when there is one) must
+// have seen the 403.
+func tsOAuthWalk(ctx context.Context, t *testing.T, rig *authRig, stepUp bool, extra ...string) {
 	t.Helper()
 	node, err := filepath.Abs("../tools/node_modules/.bin/node")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, node, "oauth-walk.mjs", rig.EP.URL, "svc-typescript", "secret-of-svc-typescript", rig.AS.Issuer)
+	cmd := exec.CommandContext(ctx, node, append([]string{"oauth-walk.mjs", rig.EP.URL, "svc-typescript", "secret-of-svc-typescript", rig.AS.Issuer}, extra...)...)
 	cmd.Dir = "../tools"
 	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+rig.EP.CAFile)
 	out, err := cmd.CombinedOutput()

@@ -2,15 +2,18 @@
 // 2026-07-28, with its client-credentials provider: from a 401 (or no
 // challenge at all) to the protected-resource metadata, the authorization
 // server, a token, and a notes_add; a 403 on the way is a step-up.
-// Usage: node oauth-walk.mjs <endpoint URL> <client id> <client secret> <issuer>
+// With a fifth argument "default", the client keeps its default version
+// negotiation instead of the pin.
+// Usage: node oauth-walk.mjs <endpoint URL> <client id> <client secret> <issuer> [default]
 import { Client, ClientCredentialsProvider, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 
-const [url, clientId, clientSecret, expectedIssuer] = process.argv.slice(2);
+const [url, clientId, clientSecret, expectedIssuer, negotiation] = process.argv.slice(2);
 if (!expectedIssuer) {
-  console.error('usage: node oauth-walk.mjs <endpoint URL> <client id> <client secret> <issuer>');
+  console.error('usage: node oauth-walk.mjs <endpoint URL> <client id> <client secret> <issuer> [default]');
   process.exit(2);
 }
-const client = new Client({ name: 'ts-oauth-walk', version: '1.0.0' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+const client = new Client({ name: 'ts-oauth-walk', version: '1.0.0' },
+  negotiation === 'default' ? {} : { versionNegotiation: { mode: { pin: '2026-07-28' } } });
 const authProvider = new ClientCredentialsProvider({ clientId, clientSecret, expectedIssuer });
 try {
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider }));
