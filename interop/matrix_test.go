@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,8 @@ import (
 	mcptransport "github.com/mark3labs/mcp-go/client/transport"
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/oauthmock"
 )
 
 // The client matrix: which real client gets which feature through which
@@ -250,6 +253,81 @@ func mcpGoIdempotency(t *testing.T, door string) {
 	}
 }
 
+// mcpGoOAuth: mcp-go's OAuth client goes from a 401 to a notes_add
+// through the door, against a provider that registers clients (RFC
+// 7591): mcp-go discovers the metadata, registers, and hands the
+// application the authorization URL (the test's browser approves at the
+// provider), then exchanges the code with PKCE.
+func mcpGoOAuth(t *testing.T, door string) {
+	ctx := authContext(t)
+	as := oauthmock.NewWith(t, oauthmock.Options{Registration: true})
+	ep := authDoor(door).reserve(t)
+	ep.Start(ep.AuthEnv(as.Issuer)...)
+	browser := &http.Client{Transport: ep.Client.Transport, Timeout: testTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	authorize := func(h *mcptransport.OAuthHandler) {
+		t.Helper()
+		if h.GetClientID() == "" {
+			if err := h.RegisterClient(ctx, "mcp-go matrix"); err != nil {
+				t.Fatalf("mcp-go RegisterClient: %v", err)
+			}
+		}
+		verifier, err := mcpclient.GenerateCodeVerifier()
+		if err != nil {
+			t.Fatal(err)
+		}
+		state, err := mcpclient.GenerateState()
+		if err != nil {
+			t.Fatal(err)
+		}
+		authURL, err := h.GetAuthorizationURL(ctx, state, mcpclient.GenerateCodeChallenge(verifier))
+		if err != nil {
+			t.Fatalf("mcp-go GetAuthorizationURL: %v", err)
+		}
+		resp, err := browser.Get(authURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || loc.Query().Get("code") == "" {
+			t.Fatalf("the provider answered %d, Location %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		if err := h.ProcessAuthorizationResponse(ctx, loc.Query().Get("code"), loc.Query().Get("state"), verifier); err != nil {
+			t.Fatalf("mcp-go ProcessAuthorizationResponse: %v", err)
+		}
+	}
+	// mcp-go asks for the scopes configured, not the metadata's.
+	c, err := mcpclient.NewOAuthStreamableHttpClient(ep.URL, mcptransport.OAuthConfig{RedirectURI: journeyRedirect, PKCEEnabled: true,
+		Scopes: []string{scopeRead, scopeWrite}, TokenStore: mcptransport.NewMemoryTokenStore(), HTTPClient: ep.Client}, mcptransport.WithHTTPBasicClient(ep.Client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	initialize := func() error {
+		_, err := c.Initialize(ctx, mcpgo.InitializeRequest{Params: mcpgo.InitializeParams{ClientInfo: mcpGoClientInfo}})
+		return err
+	}
+	err = initialize()
+	if !mcpclient.IsOAuthAuthorizationRequiredError(err) {
+		t.Fatalf("mcp-go Initialize without a token: %v, want its authorization-required error", err)
+	}
+	authorize(mcpclient.GetOAuthHandler(err))
+	if err := initialize(); err != nil {
+		t.Fatalf("mcp-go Initialize with its token: %v", err)
+	}
+	call := func() (*mcpgo.CallToolResult, error) {
+		return c.CallTool(ctx, mcpgo.CallToolRequest{Params: mcpgo.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "in through mcp-go"}}})
+	}
+	r, err := call()
+	if err != nil || r.IsError {
+		t.Fatalf("notes_add: %v %+v", err, r)
+	}
+}
+
 var clientMatrix = []matrixCell{
 	{client: "go-sdk", feature: "tools", check: func(t *testing.T, door string) { testGoSDK(t, fixtureDoor(door)) }},
 	{client: "go-sdk", feature: "input-required", check: func(t *testing.T, door string) { testGoSDKElicitation(t, fixtureDoor(door)) }},
@@ -298,7 +376,9 @@ var clientMatrix = []matrixCell{
 	}, doorGaps: map[string]string{doorStreaming: "a request of a legacy revision carries no Mcp-Method or Mcp-Name header, so the streaming door's " +
 		"authorizer cannot tell the tool and its scopes, and the function's own 403 challenge does not survive a REST API (it is renamed): " +
 		"leave AuthScopesSupported listing every scope (then the first token has them), or pin versionNegotiation to 2026-07-28"}},
-	{client: "mcp-go", feature: "oauth-discovery, oauth-step-up", gap: "not in the matrix yet: mcp-go v1.2.1's OAuth support is not run here; the go-sdk and ts-v2-pinned cells show the endpoint's side"},
+	{client: "mcp-go", feature: "oauth-discovery", check: mcpGoOAuth},
+	{client: "mcp-go", feature: "oauth-step-up", gap: "mcp-go v1.2.1 asks for the scopes in its OAuthConfig.Scopes, not the metadata's, and surfaces a 403 " +
+		"as the error \"Insufficient scope\" without authorizing again: configure Scopes with every scope the tools need"},
 	{client: matrixTasksLambda.client, feature: matrixTasksLambda.feature, check: nodeCell("ext-tasks", "tasks"),
 		integration: matrixTasksLambda.doors},
 	{client: "inspector-modern", feature: "tools", check: inspectorCell("modern")},
