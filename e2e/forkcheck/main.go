@@ -26,7 +26,7 @@ import (
 func main() {
 	root := flag.String("root", "..", "the repository to copy")
 	keep := flag.Bool("keep", false, "keep the copy afterwards (its path is printed)")
-	target := flag.String("target", "test", "the make target run in the copy after make regen")
+	target := flag.String("target", "fork-suite", "the make target run in the copy after make regen")
 	flag.Parse()
 	if err := run(*root, *target, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "forkcheck:", err)
@@ -60,15 +60,28 @@ func run(root, target string, keep bool) error {
 	if err != nil {
 		return fmt.Errorf("copying the repository: %w", err)
 	}
-	if err := fork(dir); err != nil {
-		return err
-	}
 	// A repository of its own, so that the copy's build stamps and the
-	// suite's git checks (the tree stays clean) see a checkout.
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=forkcheck", "-c", "user.email=forkcheck@localhost", "commit", "-qm", "fork"}} {
+	// suite's git checks (the tree stays clean) see a checkout: the copy
+	// as it came, then the fork's change.
+	commit := func(msg string) error {
+		return command(dir, "git", "-c", "user.name=forkcheck", "-c", "user.email=forkcheck@localhost", "commit", "-qam", msg, "--allow-empty")
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}} {
 		if err := command(dir, "git", args...); err != nil {
 			return err
 		}
+	}
+	if err := commit("copy"); err != nil {
+		return err
+	}
+	if err := fork(dir); err != nil {
+		return err
+	}
+	if err := command(dir, "git", "add", "-A"); err != nil {
+		return err
+	}
+	if err := commit("fork"); err != nil {
+		return err
 	}
 	fmt.Printf("forkcheck: %d files copied to %s; functions/mcp now serves a foreign tool\n", n, dir)
 	start := time.Now()
@@ -79,8 +92,20 @@ func run(root, target string, keep bool) error {
 	if b, err := os.ReadFile(filepath.Join(dir, "events", "tools-list.expected.json")); err != nil || !bytes.Contains(b, []byte(`"forecast"`)) || bytes.Contains(b, []byte(`"notes_`)) {
 		return fmt.Errorf("make regen did not rewrite events/tools-list.expected.json for the fork's tools (%v)", err)
 	}
-	if err := command(dir, "git", "-c", "user.name=forkcheck", "-c", "user.email=forkcheck@localhost", "commit", "-qam", "regenerated", "--allow-empty"); err != nil {
+	if err := commit("regenerated"); err != nil {
 		return err
+	}
+	// What the fork changed, against the repository as it was copied:
+	// functions/mcp and the function's events only. (make fork-suite
+	// leaves out the targets whose inputs are all elsewhere.)
+	out, err := exec.Command("git", "-C", dir, "diff", "--name-only", "HEAD~2", "HEAD").Output()
+	if err != nil {
+		return fmt.Errorf("listing the fork's change: %w", err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if !strings.HasPrefix(f, "functions/mcp/") && !strings.HasPrefix(f, "events/") {
+			return fmt.Errorf("the fork changed %s, outside functions/mcp and events/: make fork-suite would leave a target it affects out", f)
+		}
 	}
 	if err := command(dir, "make", target); err != nil {
 		return fmt.Errorf("the fork's make %s: %w", target, err)
