@@ -328,32 +328,22 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 	ep, setFront := tlsFront(t)
 	ep.start = func(env ...string) {
 		t.Helper()
-		issuer, scopes := "", []string(nil)
-		var facade, authz, token, prefix string
-		for _, kv := range env {
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_ISSUER="); ok {
-				issuer = v
+		// The template's parameters, as the function's environment says.
+		setting := func(key string) string {
+			for _, kv := range env {
+				if v, ok := strings.CutPrefix(kv, key+"="); ok {
+					return v
+				}
 			}
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_SCOPES_SUPPORTED="); ok {
-				scopes = strings.Fields(v)
-			}
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_REGISTRATION_CLIENT_ID="); ok {
-				facade = v
-			}
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_AUTHORIZATION_ENDPOINT="); ok {
-				authz = v
-			}
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_TOKEN_ENDPOINT="); ok {
-				token = v
-			}
-			if v, ok := strings.CutPrefix(kv, "MCP_AUTH_SCOPE_PREFIX="); ok {
-				prefix = v
-			}
+			return ""
 		}
+		issuer, prefix := setting("MCP_AUTH_ISSUER"), setting("MCP_AUTH_SCOPE_PREFIX")
+		facade, authz, token := setting("MCP_AUTH_REGISTRATION_CLIENT_ID"), setting("MCP_AUTH_AUTHORIZATION_ENDPOINT"), setting("MCP_AUTH_TOKEN_ENDPOINT")
+		scopes := strings.Fields(setting("MCP_AUTH_SCOPES_SUPPORTED"))
 		// The template's AuthScopesSupported and AuthStepUpScopes, as an
 		// operator sets them: the provider's names of the demo's scopes.
 		stepUp := []string{prefix + scopeRead, prefix + scopeWrite}
-		if scopes == nil {
+		if len(scopes) == 0 {
 			scopes = stepUp
 		}
 		rt, err := runtimeapi.Start(runtimeapi.Options{Bootstrap: bin, Timeout: testTimeout,

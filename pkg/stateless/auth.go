@@ -87,12 +87,17 @@ const MetadataPath = "/.well-known/oauth-protected-resource"
 // MetadataURL returns the RFC 9728 well-known URL of the metadata of the
 // resource whose canonical URL is endpoint: the well-known segment goes
 // between the origin and the endpoint's path.
-func MetadataURL(endpoint string) string {
+func MetadataURL(endpoint string) string { return wellKnownURL(endpoint, MetadataPath) }
+
+// wellKnownURL is the well-known URL wk for the resource or issuer whose
+// URL is endpoint (RFC 9728, RFC 8414): the well-known segment between
+// the origin and the path; "" for a URL without a host.
+func wellKnownURL(endpoint, wk string) string {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Host == "" {
 		return ""
 	}
-	return u.Scheme + "://" + u.Host + MetadataPath + strings.TrimSuffix(u.EscapedPath(), "/")
+	return u.Scheme + "://" + u.Host + wk + strings.TrimSuffix(u.EscapedPath(), "/")
 }
 
 // ProtectedResourceMetadata answers a GET for the protected-resource

@@ -63,11 +63,7 @@ const maxRegistration = 16 << 10
 // the facade's metadata for the endpoint whose canonical URL is
 // endpoint.
 func AuthorizationServerMetadataURL(endpoint string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + AuthorizationServerMetadataPath + strings.TrimSuffix(u.EscapedPath(), "/")
+	return wellKnownURL(endpoint, AuthorizationServerMetadataPath)
 }
 
 // authorizationServers are the issuers the protected-resource metadata of
@@ -206,7 +202,7 @@ func (reg *Registration) acceptsRedirect(raw string) bool {
 		return true
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Fragment != "" || u.RawFragment != "" || strings.Contains(raw, "#") || u.User != nil || u.Opaque != "" {
+	if err != nil || u.Scheme != "http" || strings.Contains(raw, "#") || u.User != nil || u.Opaque != "" {
 		return false
 	}
 	h := strings.ToLower(u.Hostname())
