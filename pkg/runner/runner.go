@@ -81,7 +81,7 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 			// aws-lambda-go would post a stream without the response
 			// mode header Lambda's streaming contract requires: this
 			// runtime keeps it (runtime.go).
-			return serveRuntime(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), h.streamInvoke)
+			return serveRuntime(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), h.streamInvoke, o.Logger)
 		}
 		lambda.StartWithOptions(h, lambda.WithContext(ctx))
 		return nil

@@ -11,6 +11,42 @@ package runner
 // header (aws/aws-lambda-go#565), so Lambda need not stream it; this
 // runtime keeps the contract for streamed answers and posts every other
 // answer whole, as aws-lambda-go would.
+//
+// Failures, set against aws-lambda-go v1.55.1's loop (lambda/invoke_loop.go
+// and lambda/runtime_api_client.go), and followed in this order by serve:
+//
+//  1. An invocation whose Lambda-Runtime-Deadline-Ms header is missing or
+//     no integer is failed without calling the handler: its failure is
+//     posted to its error path and the runtime serves the next invocation,
+//     as aws-lambda-go does (handleInvoke, parseDeadline). The error
+//     document differs: it names the header but not its value, which the
+//     peer chose, and its type is Runtime.InvalidDeadline where
+//     aws-lambda-go's is errorString.
+//  2. A handler's error is posted to the invocation's error path, and the
+//     runtime serves the next invocation; a panic is posted as
+//     Runtime.Panic, then the runtime returns so that Lambda ends the
+//     instance: as aws-lambda-go, whose type for a panic is the panic
+//     value's Go type.
+//  3. Each post (a response, a streamed response, an error) has until the
+//     invocation's deadline and postGrace, and at least postGrace from the
+//     handler's return: a stalled Runtime API holds the runtime no longer.
+//     aws-lambda-go's posts have no bound (no context, no client timeout),
+//     so a stalled API holds it for good. invocation/next has no bound
+//     here either, by design: it is a long poll, AWS asks for no timeout on
+//     it (the instance may be frozen while it waits), and when it fails
+//     the runtime returns, as aws-lambda-go does.
+//  4. A response whose post fails on the way (the connection cut in the
+//     middle of a stream, or reset, or the bound passed) fails the
+//     invocation: the failure is posted to the error path as
+//     Runtime.ResponseFailed with what is left of the bound, and the
+//     runtime serves the next invocation. aws-lambda-go returns instead,
+//     which ends the process. A post the API answers with a status other
+//     than 202 still ends the runtime, as in aws-lambda-go.
+//  5. Every failed invocation is logged once, at ERROR: its request id,
+//     error type and message, whether the Runtime API was told, and a
+//     panic's stack, as attributes, which the logger's handler escapes;
+//     never the payload. aws-lambda-go prints the error document with the
+//     standard log package.
 
 import (
 	"bytes"
@@ -20,10 +56,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -43,18 +82,27 @@ const (
 	headerErrorBody    = "Lambda-Runtime-Function-Error-Body"
 )
 
+// postGrace is how long past an invocation's deadline its posts may take,
+// and the least time they are given: the error of a handler that ran to
+// its deadline can still be posted.
+const postGrace = time.Second
+
 // invokeFunc answers one invocation's payload: a *streamed answer is a
 // response stream, anything else is posted whole.
 type invokeFunc func(ctx context.Context, payload []byte) (io.Reader, error)
 
 // serveRuntime serves the invocations of the Runtime API at api (the
-// host:port of AWS_LAMBDA_RUNTIME_API) with invoke, one at a time, until
-// the API fails or a handler panics; it returns why. Lambda then ends the
-// instance.
-func serveRuntime(ctx context.Context, api string, invoke invokeFunc) error {
-	rt := &runtimeClient{base: "http://" + api + "/2018-06-01/runtime/invocation/", http: &http.Client{}}
+// host:port of AWS_LAMBDA_RUNTIME_API) with invoke, one at a time, logging
+// each failed one to logger (slog.Default if nil), until the API cannot
+// be reached, answers a post with a status other than 202, or a handler
+// panics; it returns why. Lambda then ends the instance.
+func serveRuntime(ctx context.Context, api string, invoke invokeFunc, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	rt := &runtimeClient{base: "http://" + api + "/2018-06-01/runtime/invocation/", http: &http.Client{}, logger: logger}
 	for {
-		inv, err := rt.next(ctx)
+		inv, err := rt.next(ctx) // unbounded (3)
 		if err != nil {
 			return err
 		}
@@ -65,17 +113,21 @@ func serveRuntime(ctx context.Context, api string, invoke invokeFunc) error {
 }
 
 type runtimeClient struct {
-	base string
-	http *http.Client
+	base   string
+	http   *http.Client
+	logger *slog.Logger
 }
 
 // invocation is one event from invocation/next.
 type invocation struct {
 	id, arn, trace string
-	deadline       time.Time
+	header         http.Header
 	payload        []byte
 }
 
+// next waits for the next invocation. One without a request id cannot be
+// answered at all, so it ends the runtime (aws-lambda-go would post its
+// answer to a path without one).
 func (rt *runtimeClient) next(ctx context.Context) (*invocation, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rt.base+"next", nil)
 	if err != nil {
@@ -93,43 +145,71 @@ func (rt *runtimeClient) next(ctx context.Context) (*invocation, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("runner: the next invocation: status %d", resp.StatusCode)
 	}
-	inv := &invocation{id: resp.Header.Get(headerRequestID), arn: resp.Header.Get(headerFunctionARN), trace: resp.Header.Get(headerTraceID), payload: payload}
+	inv := &invocation{id: resp.Header.Get(headerRequestID), arn: resp.Header.Get(headerFunctionARN), trace: resp.Header.Get(headerTraceID),
+		header: resp.Header, payload: payload}
 	if inv.id == "" {
 		return nil, errors.New("runner: an invocation without a request id")
 	}
-	ms, err := strconv.ParseInt(resp.Header.Get(headerDeadline), 10, 64)
-	if err != nil {
-		return nil, fmt.Errorf("runner: invocation %s has no deadline: %w", inv.id, err)
-	}
-	inv.deadline = time.UnixMilli(ms)
 	return inv, nil
 }
 
-// serve runs one invocation and posts its answer. It returns an error
-// only when the Runtime API cannot be told, or the handler panicked.
+// deadline reads the invocation's Lambda-Runtime-Deadline-Ms, Unix time
+// in milliseconds. Its error does not repeat the value (1).
+func (inv *invocation) deadline() (time.Time, error) {
+	v := inv.header.Values(headerDeadline)
+	if len(v) == 0 {
+		return time.Time{}, &runtimeError{typ: "Runtime.InvalidDeadline", msg: "runner: the invocation has no " + headerDeadline + " header"}
+	}
+	ms, err := strconv.ParseInt(v[0], 10, 64)
+	if err != nil {
+		return time.Time{}, &runtimeError{typ: "Runtime.InvalidDeadline", msg: "runner: the invocation's " + headerDeadline + " header is no integer of milliseconds"}
+	}
+	return time.UnixMilli(ms), nil
+}
+
+// serve runs one invocation and posts its answer, following the numbered
+// points above. It returns an error only when the runtime must end: the
+// handler panicked, or the Runtime API answered a post with a status
+// other than 202.
 func (rt *runtimeClient) serve(ctx context.Context, inv *invocation, invoke invokeFunc) error {
-	ictx, cancel := context.WithDeadline(ctx, inv.deadline)
+	deadline, err := inv.deadline()
+	if err != nil { // 1
+		pctx, cancel := postContext(ctx, time.Time{})
+		defer cancel()
+		return rt.fail(pctx, inv.id, err)
+	}
+	ictx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: inv.id, InvokedFunctionArn: inv.arn})
 	//lint:ignore SA1029 the key aws-lambda-go uses, which package observe reads
 	ictx = context.WithValue(ictx, observe.LambdaTraceKey, inv.trace)
 	answer, panicked, err := call(ictx, invoke, inv.payload)
-	if err != nil {
-		if perr := rt.fail(ctx, inv.id, err); perr != nil {
-			return perr
-		}
+	pctx, pcancel := postContext(ctx, deadline) // 3
+	defer pcancel()
+	if err != nil { // 2
+		fatal := rt.fail(pctx, inv.id, err)
 		if panicked {
 			return fmt.Errorf("runner: the handler panicked: %w", err)
 		}
-		return nil
+		return fatal
 	}
 	if c, ok := answer.(io.Closer); ok {
 		defer c.Close()
 	}
 	if s, ok := answer.(*streamed); ok {
-		return rt.stream(ctx, inv.id, s)
+		return rt.stream(pctx, inv.id, s)
 	}
-	return rt.post(ctx, inv.id, answer)
+	return rt.post(pctx, inv.id, answer)
+}
+
+// postContext bounds an invocation's posts: its deadline and postGrace,
+// and at least postGrace from now (3).
+func postContext(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	bound := deadline.Add(postGrace)
+	if least := time.Now().Add(postGrace); bound.Before(least) {
+		bound = least
+	}
+	return context.WithDeadline(ctx, bound)
 }
 
 // call runs invoke, turning a panic into an error.
@@ -150,12 +230,23 @@ type panicError struct {
 
 func (p *panicError) Error() string { return fmt.Sprint(p.value) }
 
+// runtimeError is a failure of the runtime's own, not the handler's, with
+// the error type Lambda is told.
+type runtimeError struct{ typ, msg string }
+
+func (e *runtimeError) Error() string { return e.msg }
+
 // errorOf is Lambda's error shape for err (aws-lambda-go's own type):
-// its message, and its type's name or Runtime.Panic.
+// its message, and Runtime.Panic, the runtime's own type, or the name of
+// its Go type.
 func errorOf(err error) messages.InvokeResponse_Error {
 	var p *panicError
 	if errors.As(err, &p) {
 		return messages.InvokeResponse_Error{Message: err.Error(), Type: "Runtime.Panic"}
+	}
+	var re *runtimeError
+	if errors.As(err, &re) {
+		return messages.InvokeResponse_Error{Message: re.msg, Type: re.typ}
 	}
 	t := reflect.TypeOf(err)
 	for t.Kind() == reflect.Pointer {
@@ -174,25 +265,72 @@ func (rt *runtimeClient) post(ctx context.Context, id string, answer io.Reader) 
 	if c, ok := answer.(interface{ ContentType() string }); ok {
 		contentType = c.ContentType()
 	}
-	return rt.send(ctx, id, "response", contentType, bytes.NewReader(body), nil, nil)
-}
-
-// fail reports the invocation failed with err.
-func (rt *runtimeClient) fail(ctx context.Context, id string, err error) error {
-	fe := errorOf(err)
-	body, _ := json.Marshal(fe)
-	h := http.Header{headerErrorType: {fe.Type}}
-	return rt.send(ctx, id, "error", "application/json", bytes.NewReader(body), h, nil)
+	return rt.delivered(ctx, id, rt.send(ctx, id, "response", contentType, bytes.NewReader(body), nil, nil), nil)
 }
 
 // stream sends a response stream as AWS documents: the response mode
 // header, a chunked body, and the error trailers when the stream fails
-// after it started.
+// after it started. A stream that fails so is a failed invocation: it is
+// logged (5), and Lambda has its error from the trailers.
 func (rt *runtimeClient) stream(ctx context.Context, id string, s *streamed) error {
 	trailer := http.Header{headerErrorType: nil, headerErrorBody: nil}
 	body := &trailingBody{r: s, trailer: trailer}
 	h := http.Header{headerResponseMode: {"streaming"}}
-	return rt.send(ctx, id, "response", s.ContentType(), body, h, trailer)
+	return rt.delivered(ctx, id, rt.send(ctx, id, "response", s.ContentType(), body, h, trailer), body.failure)
+}
+
+// delivered settles a response's post (4): err is the post's error, and
+// failed, if set, reports how a stream that was posted failed.
+func (rt *runtimeClient) delivered(ctx context.Context, id string, err error, failed func() error) error {
+	var refused *statusError
+	switch {
+	case err == nil:
+		if failed != nil {
+			if ferr := failed(); ferr != nil {
+				rt.logFailure(id, errorOf(ferr), nil)
+			}
+		}
+		return nil
+	case errors.As(err, &refused):
+		rt.logFailure(id, messages.InvokeResponse_Error{Message: "runner: " + err.Error(), Type: "Runtime.ResponseFailed"}, errEnding)
+		return fmt.Errorf("runner: invocation %s: %w", id, err)
+	}
+	return rt.fail(ctx, id, &runtimeError{typ: "Runtime.ResponseFailed", msg: "runner: " + err.Error()})
+}
+
+// errEnding is why a refused response's failure is not posted: the
+// runtime ends.
+var errEnding = errors.New("not posted: the runtime ends")
+
+// fail posts err as the invocation's failure and logs it (5). It returns
+// an error only when the runtime must end: the Runtime API refused the
+// post.
+func (rt *runtimeClient) fail(ctx context.Context, id string, err error) error {
+	fe := errorOf(err)
+	body, _ := json.Marshal(fe)
+	perr := rt.send(ctx, id, "error", "application/json", bytes.NewReader(body), http.Header{headerErrorType: {fe.Type}}, nil)
+	var p *panicError
+	if errors.As(err, &p) {
+		rt.logFailure(id, fe, perr, slog.String("stack", string(p.stack)))
+	} else {
+		rt.logFailure(id, fe, perr)
+	}
+	var refused *statusError
+	if errors.As(perr, &refused) {
+		return fmt.Errorf("runner: invocation %s: %w", id, perr)
+	}
+	return nil
+}
+
+// logFailure writes the one line of a failed invocation (5); perr is why
+// the Runtime API was not told, if it was not.
+func (rt *runtimeClient) logFailure(id string, fe messages.InvokeResponse_Error, perr error, more ...slog.Attr) {
+	attrs := append([]slog.Attr{slog.String("request_id", id), slog.String("err_type", fe.Type), slog.String("err", fe.Message),
+		slog.Bool("reported", perr == nil)}, more...)
+	if perr != nil {
+		attrs = append(attrs, slog.String("report_err", perr.Error()))
+	}
+	rt.logger.LogAttrs(context.Background(), slog.LevelError, "invocation failed", attrs...)
 }
 
 // trailingBody reads a stream and, when it ends in an error, sets the
@@ -200,6 +338,9 @@ func (rt *runtimeClient) stream(ctx context.Context, id string, s *streamed) err
 type trailingBody struct {
 	r       io.Reader
 	trailer http.Header
+
+	mu  sync.Mutex // the transport reads the body on a goroutine of its own
+	err error
 }
 
 func (b *trailingBody) Read(p []byte) (int, error) {
@@ -209,13 +350,35 @@ func (b *trailingBody) Read(p []byte) (int, error) {
 		js, _ := json.Marshal(fe)
 		b.trailer.Set(headerErrorType, fe.Type)
 		b.trailer.Set(headerErrorBody, base64.StdEncoding.EncodeToString(js))
+		b.mu.Lock()
+		b.err = err
+		b.mu.Unlock()
 		return n, io.EOF
 	}
 	return n, err
 }
 
-// send posts body to invocation/{id}/{what}; a trailer makes the body
-// chunked with those trailers.
+// failure is the error the stream ended in, if any.
+func (b *trailingBody) failure() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+// statusError is a post the Runtime API answered with a status other than
+// 202.
+type statusError struct {
+	what   string
+	status int
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("posting the %s: the Runtime API answered status %d", e.what, e.status)
+}
+
+// send posts body to invocation/{id}/{what} within ctx; a trailer makes
+// the body chunked with those trailers. Its error is a *statusError when
+// the API answered other than 202.
 func (rt *runtimeClient) send(ctx context.Context, id, what, contentType string, body io.Reader, h, trailer http.Header) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, rt.base+id+"/"+what, body)
 	if err != nil {
@@ -232,12 +395,19 @@ func (rt *runtimeClient) send(ctx context.Context, id, what, contentType string,
 	}
 	resp, err := rt.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("runner: posting invocation %s's %s: %w", id, what, err)
+		var ue *url.Error // its URL repeats the request id
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("posting the %s: no answer by the invocation's deadline and %v: %w", what, postGrace, err)
+		}
+		return fmt.Errorf("posting the %s: %w", what, err)
 	}
 	defer resp.Body.Close()
 	io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("runner: posting invocation %s's %s: status %d", id, what, resp.StatusCode)
+		return &statusError{what: what, status: resp.StatusCode}
 	}
 	return nil
 }

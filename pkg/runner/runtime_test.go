@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -95,7 +96,9 @@ func runEvents(t *testing.T, invoke invokeFunc, events ...string) ([]posted, err
 	defer srv.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
-	go func() { errc <- serveRuntime(ctx, strings.TrimPrefix(srv.URL, "http://"), invoke) }()
+	go func() {
+		errc <- serveRuntime(ctx, strings.TrimPrefix(srv.URL, "http://"), invoke, slog.New(slog.DiscardHandler))
+	}()
 	var err error
 	select {
 	case <-api.done:
