@@ -71,8 +71,15 @@ func structured(r map[string]any) map[string]any {
 	return s
 }
 
-func newDemoServer(t *testing.T) *stateless.Server {
-	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
+func newDemoServer(t *testing.T, env ...string) *stateless.Server {
+	cfg, err := endpoint.LoadConfig(func(k string) string {
+		for i := 0; i+1 < len(env); i += 2 {
+			if env[i] == k {
+				return env[i+1]
+			}
+		}
+		return ""
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +329,8 @@ func TestSearchCursors(t *testing.T) {
 // that names the limit and is not retryable; another principal's book is
 // not affected, and a delete makes room.
 func TestNoteLimit(t *testing.T) {
-	srv := newDemoServer(t)
+	// The note limit, not the calls quota (600 a minute), is under test.
+	srv := newDemoServer(t, endpoint.EnvQuotas, "calls=off")
 	alice := &demoClient{t: t, srv: srv, principal: "alice", caps: `{"elicitation":{}}`}
 	bob := &demoClient{t: t, srv: srv, principal: "bob"}
 	var first string

@@ -112,13 +112,11 @@ type Config struct {
 	// TaskTTL is how long a task of the tasks extension is kept
 	// (MCP_TASK_TTL, a Go duration from 1s to 30 days; default one hour).
 	TaskTTL time.Duration
-	// RateLimit and RateWindow limit each principal to RateLimit requests
-	// per RateWindow (MCP_RATE_LIMIT, "<requests>/<window>", such as
-	// 600/1m), counted in the claims table when there is one (shared by
-	// every instance; one write per request) and in memory otherwise.
-	// Unset: no limit (package ratelimit).
-	RateLimit  int64
-	RateWindow time.Duration
+	// Quotas bound what one principal — or one anonymous caller's
+	// address — can make the endpoint do (MCP_QUOTAS; DefaultQuotas
+	// unless set): counted in the claims table when there is one (shared
+	// by every instance) and per instance otherwise (package ratelimit).
+	Quotas Quotas
 	// BreakerFailures and BreakerCooldown open a tool's circuit after
 	// that many consecutive failures of its dependencies, for that long
 	// (MCP_CIRCUIT_BREAKER, "<failures>/<cooldown>", such as 5/30s); each
@@ -156,7 +154,10 @@ const (
 	EnvDeadlineMargin               = "MCP_DEADLINE_MARGIN"
 	EnvTaskTTL                      = "MCP_TASK_TTL"
 	EnvKeepAlive                    = "MCP_STREAM_KEEPALIVE"
-	EnvRateLimit                    = "MCP_RATE_LIMIT"
+	EnvQuotas                       = "MCP_QUOTAS"
+	// EnvRateLimit is the calls quota alone, as MCP_QUOTAS' calls=
+	// (deprecated: it is read when MCP_QUOTAS does not set calls).
+	EnvRateLimit = "MCP_RATE_LIMIT"
 	EnvMetricsPerTool               = "MCP_METRICS_PER_TOOL"
 	EnvBreaker                      = "MCP_CIRCUIT_BREAKER"
 )
@@ -224,12 +225,8 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 		}
 		c.TaskTTL = d
 	}
-	if v := getenv(EnvRateLimit); v != "" {
-		n, d, ok := countPer(v)
-		if !ok || n < 1 || d < time.Second || d > 24*time.Hour {
-			return nil, fmt.Errorf("%s=%q: want <requests>/<window>, at least 1 request in a window of 1s to 24h, such as 600/1m", EnvRateLimit, v)
-		}
-		c.RateLimit, c.RateWindow = n, d
+	if c.Quotas, err = loadQuotas(getenv); err != nil {
+		return nil, err
 	}
 	if v := getenv(EnvBreaker); v != "" {
 		n, d, ok := countPer(v)
@@ -305,6 +302,95 @@ func countPer(v string) (int64, time.Duration, bool) {
 		return 0, 0, false
 	}
 	return n, d, true
+}
+
+// Quotas are the per-principal quotas: each bounds what one caller can
+// cost, set far above what an interactive client uses. 0 turns one off.
+type Quotas struct {
+	// Calls and CallWindow: at most Calls tools/call, prompts/get and
+	// resources/read in each CallWindow (calls=<n>/<window>). Discovery,
+	// the lists and the task methods are not counted.
+	Calls      int64
+	CallWindow time.Duration
+	// LiveTasks: tasks one caller holds working or waiting for input at
+	// once (tasks=<n>).
+	LiveTasks int
+	// Streams: calls one caller holds open on a stream at once — the
+	// local server, the REST streaming door, a function URL in stream
+	// mode, where each holds an invocation until it is answered
+	// (streams=<n>).
+	Streams int
+}
+
+// DefaultQuotas are the quotas of an endpoint whose MCP_QUOTAS is unset:
+// 600 calls a minute (10 a second, sustained), 10 live tasks and 10 open
+// streams per caller. docs/operations.md ("Quotas") gives what they let
+// one token cost at the template's defaults.
+var DefaultQuotas = Quotas{Calls: 600, CallWindow: time.Minute, LiveTasks: 10, Streams: 10}
+
+// loadQuotas reads MCP_QUOTAS: "off", or comma-separated settings over
+// DefaultQuotas, each "calls=<n>/<window>", "tasks=<n>" or "streams=<n>",
+// and "off" or 0 as a value turns that quota off. MCP_RATE_LIMIT, the
+// older setting of calls, is read when MCP_QUOTAS does not set calls.
+func loadQuotas(getenv func(string) string) (Quotas, error) {
+	q := DefaultQuotas
+	v := strings.TrimSpace(getenv(EnvQuotas))
+	bad := func(why string) (Quotas, error) {
+		return Quotas{}, fmt.Errorf("%s=%q: %s; want off, or settings such as calls=600/1m,tasks=10,streams=10", EnvQuotas, v, why)
+	}
+	setCalls := false
+	if v == "off" {
+		q = Quotas{}
+		setCalls = true
+	} else if v != "" {
+		for _, item := range strings.Split(v, ",") {
+			name, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+			name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+			if !ok {
+				return bad("a setting without =")
+			}
+			off := val == "off" || val == "0"
+			switch name {
+			case "calls":
+				setCalls = true
+				if off {
+					q.Calls, q.CallWindow = 0, 0
+					continue
+				}
+				n, d, ok := countPer(val)
+				if !ok || n < 1 || d < time.Second || d > 24*time.Hour {
+					return bad("calls wants <n>/<window>, at least 1 call in a window of 1s to 24h")
+				}
+				q.Calls, q.CallWindow = n, d
+			case "tasks", "streams":
+				n := 0
+				if !off {
+					var err error
+					if n, err = strconv.Atoi(val); err != nil || n < 1 || n > 10_000 {
+						return bad(name + " wants a number from 1 to 10000, or off")
+					}
+				}
+				if name == "tasks" {
+					q.LiveTasks = n
+				} else {
+					q.Streams = n
+				}
+			default:
+				return bad("an unknown setting")
+			}
+		}
+	}
+	if r := getenv(EnvRateLimit); r != "" {
+		if setCalls {
+			return Quotas{}, fmt.Errorf("%s and %s's calls are both set: keep %s", EnvRateLimit, EnvQuotas, EnvQuotas)
+		}
+		n, d, ok := countPer(r)
+		if !ok || n < 1 || d < time.Second || d > 24*time.Hour {
+			return Quotas{}, fmt.Errorf("%s=%q: want <requests>/<window>, at least 1 request in a window of 1s to 24h, such as 600/1m", EnvRateLimit, r)
+		}
+		q.Calls, q.CallWindow = n, d
+	}
+	return q, nil
 }
 
 // loadAuth reads the authorization settings. Without an issuer a Lambda

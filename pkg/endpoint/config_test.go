@@ -22,7 +22,7 @@ func TestLoadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.InLambda || c.Addr != "127.0.0.1:8080" || c.LogLevel != slog.LevelInfo || c.State.TTL != 10*time.Minute || c.State.Key != nil || c.DeadlineMargin != 500*time.Millisecond ||
-		c.StreamKeepAlive != time.Minute || c.RateLimit != 0 || c.BreakerFailures != 0 {
+		c.StreamKeepAlive != time.Minute || c.Quotas != DefaultQuotas || c.BreakerFailures != 0 {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = LoadConfig(env(EnvRuntimeAPI, "127.0.0.1:9001", EnvLogLevel, "debug", EnvAllowedOrigins, " https://a.example , http://localhost:3000/ ",
@@ -33,7 +33,7 @@ func TestLoadConfig(t *testing.T) {
 	}
 	if !c.InLambda || c.LogLevel != slog.LevelDebug || len(c.State.Key) != 32 || c.State.TTL != 90*time.Second || c.DeadlineMargin != 250*time.Millisecond ||
 		c.StreamKeepAlive != 2*time.Second || strings.Join(c.AllowedOrigins, " ") != "https://a.example http://localhost:3000" ||
-		c.RateLimit != 600 || c.RateWindow != time.Minute || c.BreakerFailures != 5 || c.BreakerCooldown != 30*time.Second {
+		c.Quotas != (Quotas{Calls: 600, CallWindow: time.Minute, LiveTasks: 10, Streams: 10}) || c.BreakerFailures != 5 || c.BreakerCooldown != 30*time.Second {
 		t.Errorf("parsed: %+v", c)
 	}
 	for _, bad := range [][2]string{
@@ -58,6 +58,14 @@ func TestLoadConfig(t *testing.T) {
 		{EnvRateLimit, "0/1m"},
 		{EnvRateLimit, "10/1ms"},
 		{EnvRateLimit, "ten/1m"},
+		{EnvQuotas, "calls=600"},
+		{EnvQuotas, "calls=0/1m"},
+		{EnvQuotas, "tasks=-1"},
+		{EnvQuotas, "tasks=ten"},
+		{EnvQuotas, "streams=10001"},
+		{EnvQuotas, "workers=3"},
+		{EnvQuotas, "tasks"},
+		{EnvQuotas, "on"},
 		{EnvBreaker, "5/1ms"},
 		{EnvBreaker, "0/30s"},
 		{EnvBreaker, "5/"},
@@ -66,6 +74,38 @@ func TestLoadConfig(t *testing.T) {
 		_, err := LoadConfig(env(bad[0], bad[1]))
 		if err == nil || !strings.Contains(err.Error(), bad[0]) {
 			t.Errorf("%s=%q: error %v does not name the variable", bad[0], bad[1], err)
+		}
+	}
+}
+
+// TestLoadQuotas: MCP_QUOTAS sets each quota over the defaults, turns one
+// or all off, and MCP_RATE_LIMIT still sets calls, never beside
+// MCP_QUOTAS' own.
+func TestLoadQuotas(t *testing.T) {
+	for _, tt := range []struct {
+		env  []string
+		want Quotas
+	}{
+		{nil, DefaultQuotas},
+		{[]string{EnvQuotas, "off"}, Quotas{}},
+		{[]string{EnvQuotas, " calls = 100/10s , tasks=3"}, Quotas{Calls: 100, CallWindow: 10 * time.Second, LiveTasks: 3, Streams: 10}},
+		{[]string{EnvQuotas, "tasks=off,streams=0"}, Quotas{Calls: 600, CallWindow: time.Minute}},
+		{[]string{EnvQuotas, "calls=off"}, Quotas{LiveTasks: 10, Streams: 10}},
+		{[]string{EnvRateLimit, "3/1h"}, Quotas{Calls: 3, CallWindow: time.Hour, LiveTasks: 10, Streams: 10}},
+		{[]string{EnvRateLimit, "3/1h", EnvQuotas, "tasks=2"}, Quotas{Calls: 3, CallWindow: time.Hour, LiveTasks: 2, Streams: 10}},
+	} {
+		c, err := LoadConfig(env(tt.env...))
+		if err != nil {
+			t.Errorf("%q: %v", tt.env, err)
+			continue
+		}
+		if c.Quotas != tt.want {
+			t.Errorf("%q: %+v, want %+v", tt.env, c.Quotas, tt.want)
+		}
+	}
+	for _, both := range [][]string{{EnvRateLimit, "3/1h", EnvQuotas, "calls=5/1m"}, {EnvRateLimit, "3/1h", EnvQuotas, "off"}} {
+		if _, err := LoadConfig(env(both...)); err == nil || !strings.Contains(err.Error(), EnvRateLimit) {
+			t.Errorf("%q: error %v", both, err)
 		}
 	}
 }

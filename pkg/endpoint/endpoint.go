@@ -72,10 +72,11 @@ type Options struct {
 	// configuration, on first use.
 	Clients *Clients
 	// Interceptors are the server's interceptors beyond the endpoint's
-	// own, which run first, in this order: the claims Guard's, the tasks
-	// extension's, the rate limit's (Config.RateLimit) and the circuit
-	// breaker's (Config.BreakerFailures), each of those two only when
-	// configured (see stateless.Interceptor). Tracing, auditing, quotas
+	// own, which run first, in this order: the open-streams quota's
+	// (Config.Quotas.Streams), the claims Guard's, the tasks extension's,
+	// the calls quota's (Config.Quotas.Calls) and the circuit breaker's
+	// (Config.BreakerFailures), the quotas' and the breaker's only when
+	// they are on (see stateless.Interceptor). Tracing, auditing, quotas
 	// go here. An Execute interceptor here runs inside the claim: what it
 	// answers is what a keyed retry replays.
 	Interceptors []stateless.Interceptor
@@ -137,19 +138,34 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	// Tasks run in this process locally; on Lambda each runs in an
 	// asynchronous invocation of the function itself.
-	taskOpts := tasks.Options{Store: taskStore, TTL: cfg.TaskTTL}
+	q := cfg.Quotas
+	slots := func(kind string) ratelimit.Slots {
+		if cfg.ClaimsTable != "" {
+			return &ratelimit.DynamoDBSlots{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey, Kind: kind}
+		}
+		return &ratelimit.MemorySlots{}
+	}
+	taskOpts := tasks.Options{Store: taskStore, TTL: cfg.TaskTTL, LiveTasks: q.LiveTasks}
+	if q.LiveTasks > 0 {
+		taskOpts.Slots = slots("tasks")
+	}
 	if cfg.InLambda {
 		taskOpts.Dispatch = (&tasks.Lambda{Client: e.Clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
 	}
 	guard := claims.New(e.Claims, nil)
 	e.Tasks = tasks.New(taskOpts)
-	ics := []stateless.Interceptor{guard.Interceptor(), e.Tasks.Interceptor()}
-	if cfg.RateLimit > 0 {
+	var ics []stateless.Interceptor
+	if q.Streams > 0 {
+		// Before the claim: a refused stream touches no claim.
+		ics = append(ics, (&ratelimit.StreamLimit{Slots: slots("streams"), Max: q.Streams}).Interceptor())
+	}
+	ics = append(ics, guard.Interceptor(), e.Tasks.Interceptor())
+	if q.Calls > 0 {
 		var counter ratelimit.Counter = &ratelimit.Memory{}
 		if cfg.ClaimsTable != "" {
 			counter = &ratelimit.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
 		}
-		ics = append(ics, (&ratelimit.Limiter{Counter: counter, Limit: cfg.RateLimit, Window: cfg.RateWindow}).Interceptor())
+		ics = append(ics, (&ratelimit.Limiter{Counter: counter, Limit: q.Calls, Window: q.CallWindow}).Interceptor())
 	}
 	if cfg.BreakerFailures > 0 {
 		ics = append(ics, (&breaker.Breaker{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown}).Interceptor())

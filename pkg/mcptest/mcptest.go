@@ -40,6 +40,9 @@ type Client struct {
 	// Principal is the caller as a transport established it (an
 	// authorizer's subject); "" is anonymous.
 	Principal string
+	// Address is the caller's network address as the transport verified
+	// it (stateless.Request.Address); "" is unknown.
+	Address string
 	// Token, if set, is sent as a bearer token (a server with
 	// Options.Auth validates it).
 	Token string
@@ -197,7 +200,7 @@ func (c *Client) Call(method string, params map[string]any, opts ...Option) *Ans
 		endpoint = DefaultEndpoint
 	}
 	resp := c.Server.Handle(cl.ctx, &stateless.Request{Method: http.MethodPost, Header: h, Body: body,
-		Principal: c.Principal, Endpoint: endpoint, Host: hostOf(endpoint)})
+		Principal: c.Principal, Address: c.Address, Endpoint: endpoint, Host: hostOf(endpoint)})
 	a := &Answer{Status: resp.Status, Header: resp.Header, Raw: resp.Body}
 	var rpc struct {
 		ID     json.RawMessage `json:"id"`

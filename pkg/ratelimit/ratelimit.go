@@ -1,23 +1,36 @@
-// Package ratelimit limits each caller's requests, as a
-// [stateless.Interceptor]: at most Limit requests in each Window per
-// principal, counted in a Counter every instance of the function shares,
-// so that a caller cannot multiply its allowance by the number of warm
-// instances. A request over the limit is refused with a retryable
-// RateLimited error whose retry-after is the time left in the window
-// (error.data.retryAfterMs, and the Retry-After header); it is answered
-// and reported as any refusal, and counts against the window like any
-// other attempt. It is off unless a function adds it to
-// [stateless.Options.Interceptors].
+// Package ratelimit bounds what one caller can make the endpoint do, as
+// per-principal quotas: a rate of calls (Limiter: at most Limit calls in
+// each Window) and a number of things held at once (Slots: live tasks,
+// open streams). Both are counted where every instance of the function
+// sees them (DynamoDB) when a table is configured, so that a caller
+// cannot multiply its allowance by the number of warm instances, and in
+// the process otherwise.
 //
-// A counter that cannot be reached fails the request closed, with a
+// Who is charged is [stateless.Call.QuotaKey]: the principal, or for an
+// anonymous caller the address the transport verified, so that anonymous
+// callers do not share one allowance.
+//
+// The Limiter counts only what costs: by default tools/call, prompts/get
+// and resources/read (CallMethods). Reading or cancelling one's own task,
+// server/discover, the lists and the metadata documents are not counted,
+// so a limited client can still discover the server and poll or cancel
+// the task it started. A call over the limit is refused with a retryable
+// RateLimited error whose retry-after is the time left in the window
+// (error.data.retryAfterMs, and the Retry-After header), and it costs no
+// write: the instance that saw the window exhausted remembers it and
+// refuses the principal locally until the window ends, so that a flood
+// of refused calls costs at most one table write per principal, window
+// and instance.
+//
+// A counter that cannot be reached fails the call closed, with a
 // retryable dependency failure: a limit that let everything through
 // when its store is down would be no limit.
 //
-// Cost: DynamoDB counts with one UpdateItem per limited request, one
-// write request unit (its item is under 1 KB): $0.625 per million
-// requests at us-east-1's on-demand price (docs/deploy.md, "What it
-// costs"). Each window's item expires by the table's TTL a window after
-// the window ends.
+// Cost: DynamoDB counts with one UpdateItem per admitted call, one
+// write request unit (its item is under 1 KB): $0.625 per million calls
+// at us-east-1's on-demand price (docs/operations.md, "Quotas"). Each
+// window's item expires by the table's TTL a window after the window
+// ends.
 package ratelimit
 
 import (
@@ -28,6 +41,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -41,17 +55,33 @@ type Counter interface {
 	Increment(ctx context.Context, key string, expires time.Time) (int64, error)
 }
 
+// CallMethods are the methods a Limiter counts when its Methods are nil:
+// the ones that run a handler of the server's (a tool, a prompt, a
+// resource), which is what a caller's flood costs.
+var CallMethods = []string{"tools/call", "prompts/get", "resources/read"}
+
 // Limiter is a fixed-window rate limit per principal.
 type Limiter struct {
 	Counter Counter
-	// Limit is how many requests a principal may make in one Window.
+	// Limit is how many calls a principal may make in one Window.
 	Limit  int64
 	Window time.Duration
-	// Methods are the JSON-RPC methods limited; nil limits every method.
+	// Methods are the JSON-RPC methods limited; nil is CallMethods.
 	Methods []string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// exhausted remembers, per counter key, the windows this instance saw
+	// used up: calls in them are refused without counting.
+	mu        sync.Mutex
+	exhausted map[string]time.Time // counter key -> its window's end
 }
+
+// maxExhausted bounds the windows a Limiter remembers as used up; past it
+// the expired ones are forgotten, and if none has expired a refusal
+// counts again (one write) rather than the memory growing with the
+// number of callers.
+const maxExhausted = 1 << 16
 
 // errLimited is the cause of a refusal over the limit.
 var errLimited = errors.New("ratelimit: over the limit for this window")
@@ -62,7 +92,11 @@ func (l *Limiter) Interceptor() stateless.Interceptor {
 }
 
 func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
-	if l.Methods != nil && !slices.Contains(l.Methods, r.Method) {
+	methods := l.Methods
+	if methods == nil {
+		methods = CallMethods
+	}
+	if !slices.Contains(methods, r.Method) {
 		return ctx, nil
 	}
 	now := time.Now()
@@ -71,20 +105,59 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 	}
 	start := now.Truncate(l.Window)
 	end := start.Add(l.Window)
-	n, err := l.Counter.Increment(ctx, Key(r.Call.Principal, start), end.Add(l.Window))
+	key := Key(r.Call.QuotaKey(), start)
+	if l.seenExhausted(key, now) {
+		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
+	}
+	n, err := l.Counter.Increment(ctx, key, end.Add(l.Window))
 	if err != nil {
 		return ctx, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
 	}
 	if n > l.Limit {
+		l.remember(key, end, now)
 		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
 	return ctx, nil
+}
+
+// seenExhausted reports whether this instance saw key's window used up.
+func (l *Limiter) seenExhausted(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	end, ok := l.exhausted[key]
+	return ok && now.Before(end)
+}
+
+// remember records that key's window, ending at end, is used up.
+func (l *Limiter) remember(key string, end, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.exhausted == nil {
+		l.exhausted = map[string]time.Time{}
+	}
+	if len(l.exhausted) >= maxExhausted {
+		for k, e := range l.exhausted {
+			if !now.Before(e) {
+				delete(l.exhausted, k)
+			}
+		}
+		if len(l.exhausted) >= maxExhausted {
+			return
+		}
+	}
+	l.exhausted[key] = end
 }
 
 // Key is the counter key of principal's window that starts at start: a
 // digest of the principal, so that the key's length is bounded and the
 // table names no caller.
 func Key(principal string, start time.Time) string {
+	return "rate#" + digest(principal) + "#" + strconv.FormatInt(start.Unix(), 10)
+}
+
+// digest names a principal in a key without naming it: 128 bits of its
+// SHA-256, hex.
+func digest(principal string) string {
 	sum := sha256.Sum256([]byte(principal))
-	return "rate#" + hex.EncodeToString(sum[:16]) + "#" + strconv.FormatInt(start.Unix(), 10)
+	return hex.EncodeToString(sum[:16])
 }

@@ -16,6 +16,9 @@ type Call struct {
 	// Principal identifies the caller, as established by the transport
 	// (an authorizer, a verified token). "anonymous" when nothing did.
 	Principal string
+	// Address is the caller's network address as the transport verified
+	// it (Request.Address); "" when unknown.
+	Address string
 	// ProtocolVersion is the negotiated revision.
 	ProtocolVersion string
 	// ClientInfo is the client's self-description, if it sent one. It is
@@ -38,6 +41,26 @@ type Call struct {
 	telemetry      *telemetry // the request's, for Logger
 	metrics        []Metric   // Metric's, reported with the outcome
 }
+
+// QuotaKey is who a per-principal quota charges for this call: the
+// principal, or for an anonymous caller the address the transport
+// verified ("anonymous@" and the address), so that anonymous callers do
+// not share one allowance and one of them cannot use up everyone's. An
+// anonymous call whose address is unknown is charged to Anonymous. It is
+// a key, not an identity: a task or a request state stays bound to the
+// principal.
+func (c *Call) QuotaKey() string {
+	if c.Principal == Anonymous && c.Address != "" {
+		return Anonymous + "@" + c.Address
+	}
+	return c.Principal
+}
+
+// Streamed reports whether the request is answered through a Stream
+// ([Server.HandleStream]: the local server, a Lambda response stream),
+// whose connection — on Lambda, whose invocation — it holds until it is
+// answered, however long its handler runs.
+func (c *Call) Streamed() bool { return c.live != nil }
 
 // Capabilities returns the client capabilities declared on this request.
 func (c *Call) Capabilities() *ClientCapabilities {

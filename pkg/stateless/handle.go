@@ -25,6 +25,12 @@ type Request struct {
 	// Principal identifies the caller, as the transport established it
 	// (an authorizer's subject, a verified token). "" means anonymous.
 	Principal string
+	// Address is the caller's network address as the transport verified
+	// it: the socket's peer in local mode, API Gateway's or the function
+	// URL's requestContext source IP on Lambda; never a header the client
+	// writes (X-Forwarded-For is the client's to forge). "" when unknown.
+	// Quotas key an anonymous caller by it ([Call.QuotaKey]).
+	Address string
 	// Endpoint is the canonical URL of the endpoint the request was
 	// addressed to, as the transport established it (configured, or API
 	// Gateway's domain name and path; never the client's Host header).

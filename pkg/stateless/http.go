@@ -3,6 +3,7 @@ package stateless
 import (
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 
@@ -25,7 +26,7 @@ type HTTPHandler struct {
 // ignored and never echoed: there are no sessions.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s := h.Server
-	req := &Request{Method: r.Method, Header: r.Header, Host: r.Host, Endpoint: h.Endpoint}
+	req := &Request{Method: r.Method, Header: r.Header, Host: r.Host, Endpoint: h.Endpoint, Address: peerAddress(r.RemoteAddr)}
 	if h.Principal != nil {
 		req.Principal = h.Principal(r)
 	}
@@ -43,6 +44,15 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Body = body
 	}
 	s.HandleStream(r.Context(), req, &httpStream{w: w})
+}
+
+// peerAddress is the host of a connection's remote address (net/http's
+// Request.RemoteAddr, the socket's peer: no header can set it).
+func peerAddress(remote string) string {
+	if host, _, err := net.SplitHostPort(remote); err == nil {
+		return host
+	}
+	return remote
 }
 
 // httpStream is a Stream onto a net/http response. Only an event stream

@@ -18,7 +18,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 	if d.metaErr != nil {
 		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedMeta, d.metaErr))
 	}
-	x.call.Principal = x.r.Principal
+	x.call.Principal, x.call.Address = x.r.Principal, x.r.Address
 	if x.principal != "" {
 		x.call.Principal = x.principal
 	}

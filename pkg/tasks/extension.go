@@ -7,6 +7,7 @@ import (
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -49,6 +50,17 @@ type Options struct {
 	// CancelCheck is how often a running worker reads its task, to see a
 	// tasks/cancel and stop the handler. Default 1s.
 	CancelCheck time.Duration
+
+	// LiveTasks bounds the tasks one caller (stateless.Call.QuotaKey: its
+	// principal, or an anonymous caller's address) may hold live —
+	// working or waiting for input — at once; a call that would start
+	// one more is refused RateLimited, retryably, and starts nothing.
+	// Each live task holds a slot in Slots until it ends or expires.
+	// 0 leaves the number unbounded.
+	LiveTasks int
+	// Slots keep the live tasks' slots: ratelimit.DynamoDBSlots to bound
+	// a caller across instances; nil keeps them in this process.
+	Slots ratelimit.Slots
 }
 
 func (o *Options) withDefaults() *Options {
@@ -99,7 +111,14 @@ func New(opts Options) *Extension {
 	if opts.Store == nil {
 		panic("tasks: Options needs a Store")
 	}
-	return &Extension{opts: opts.withDefaults()}
+	o := opts.withDefaults()
+	if o.LiveTasks > 0 {
+		if o.Slots == nil {
+			o.Slots = &ratelimit.MemorySlots{}
+		}
+		o.Store = &liveLimit{Store: o.Store, slots: o.Slots, max: o.LiveTasks}
+	}
+	return &Extension{opts: o}
 }
 
 // Interceptor is the extension's execution interceptor: put it in the
@@ -162,6 +181,7 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 	state, hasState := c.State()
 	rec := &Record{
 		ID: newID(), Version: 1, Principal: c.Principal, Tool: e.Tool.Name, Status: StatusWorking,
+		Quota:     quotaOf(c),
 		CreatedAt: now, UpdatedAt: now, ExpiresAt: now.Add(to.TTL),
 		Arguments: e.Arguments, ProtocolVersion: c.ProtocolVersion, Capabilities: c.CapabilitiesJSON(), IdempotencyKey: e.Key,
 		State: state, HasState: hasState, Responses: c.InputResponses(),
@@ -187,6 +207,8 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 		rec, dispatch, kind = found, found.Status == StatusWorking && found.Owner == "", "task_found"
 	case errors.Is(err, ErrTooLarge):
 		return stateless.Refusal(writeRefusal(err))
+	case errors.Is(err, ErrLiveTasks):
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindRateLimited, liveRetryAfter, err))
 	case err != nil:
 		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))
 	}
@@ -212,6 +234,15 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 		o.Kind = kind
 	}
 	return a
+}
+
+// quotaOf is the quota key a task of c records: none when it is the
+// principal.
+func quotaOf(c *stateless.Call) string {
+	if k := c.QuotaKey(); k != c.Principal {
+		return k
+	}
+	return ""
 }
 
 // dispatch hands the task to a worker: Options.Dispatch, or a goroutine

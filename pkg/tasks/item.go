@@ -30,6 +30,7 @@ const (
 	attrExpires      = "expires_ns"
 	attrStatus       = "status"
 	attrPrincipal    = "principal"
+	attrQuota        = "quota"
 	attrTool         = "tool"
 	attrMessage      = "message"
 	attrCreated      = "created_ns"
@@ -96,6 +97,7 @@ func encodeItem(key map[string]types.AttributeValue, rec *Record) (map[string]ty
 	}
 	str(attrStatus, string(rec.Status))
 	str(attrPrincipal, rec.Principal)
+	str(attrQuota, rec.Quota)
 	str(attrTool, rec.Tool)
 	str(attrMessage, rec.Message)
 	str(attrProtocol, rec.ProtocolVersion)
@@ -145,6 +147,7 @@ func decodeItem(it map[string]types.AttributeValue) (*Record, error) {
 		Version:         d.num(attrVersion),
 		Status:          Status(d.str(attrStatus)),
 		Principal:       d.str(attrPrincipal),
+		Quota:           d.str(attrQuota),
 		Tool:            d.str(attrTool),
 		Message:         d.str(attrMessage),
 		CreatedAt:       d.nanos(attrCreated),

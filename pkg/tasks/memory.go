@@ -25,14 +25,27 @@ import (
 // and then fails closed, as an unreachable store would: the error wraps
 // ErrFull, and the call is refused retryably. It never forgets a live
 // task to make room.
+//
+// No one caller can fill it: each caller (its quota key, Record.Quota or
+// the principal) may hold at most its share of each bound (1/Shares of
+// the tasks and of the bytes). A caller at its share is refused with
+// ErrShare — RateLimited, its own refusal — while the others go on. When
+// the store is full though the caller is under its share, ended tasks of
+// the caller that holds the most are forgotten first, oldest first, to
+// make room: an ended task is a result that caller left unread.
 type Memory struct {
 	mu      sync.Mutex
 	records map[string]memoryRecord
 	opts    MemoryOptions
 	// held is the bytes the live records hold (see Memory).
 	held int
-	now  func() time.Time
+	// shares are what each caller holds.
+	shares map[string]*share
+	now    func() time.Time
 }
+
+// share is what one caller holds of a Memory store.
+type share struct{ tasks, bytes int }
 
 type memoryRecord struct {
 	rec  *Record
@@ -46,6 +59,10 @@ type MemoryOptions struct {
 	MaxTasks int
 	// MaxBytes caps the bytes the tasks hold. Default DefaultMaxBytes.
 	MaxBytes int
+	// Shares is how many equal shares of each bound there are: one
+	// caller holds at most MaxTasks/Shares tasks and MaxBytes/Shares
+	// bytes. Default DefaultShares; 1 lets one caller fill the store.
+	Shares int
 }
 
 // The bounds of a Memory store made with NewMemory: 10,000 tasks and
@@ -53,11 +70,18 @@ type MemoryOptions struct {
 const (
 	DefaultMaxTasks = 10_000
 	DefaultMaxBytes = 256 << 20
+	// DefaultShares makes a caller's share 1,250 tasks and 32 MiB (85
+	// tasks running at once), far above a live-task quota's default.
+	DefaultShares = 8
 )
 
 // ErrFull is wrapped in the error of a Memory store's Create when the new
 // task does not fit in its bounds.
 var ErrFull = errors.New("tasks: the memory store is full")
+
+// ErrShare is wrapped in the error of a Memory store's Create when the
+// new task's caller holds its share of the store's bounds.
+var ErrShare = errors.New("tasks: the caller holds its share of the memory store")
 
 // NewMemory returns an empty store with the default bounds.
 func NewMemory() *Memory { return NewMemoryWith(MemoryOptions{}) }
@@ -70,7 +94,10 @@ func NewMemoryWith(opts MemoryOptions) *Memory {
 	if opts.MaxBytes <= 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	return &Memory{records: map[string]memoryRecord{}, opts: opts, now: time.Now}
+	if opts.Shares <= 0 {
+		opts.Shares = DefaultShares
+	}
+	return &Memory{records: map[string]memoryRecord{}, shares: map[string]*share{}, opts: opts, now: time.Now}
 }
 
 var _ Store = (*Memory)(nil)
@@ -98,20 +125,100 @@ func (m *Memory) Create(ctx context.Context, rec *Record) error {
 		}
 		m.forget(rec.ID)
 	}
+	key := quotaKey(rec)
+	if !m.withinShare(key, r.held) {
+		m.sweep(now)
+		if !m.withinShare(key, r.held) {
+			tasks, bytes := m.shareBounds()
+			return fmt.Errorf("tasks: the caller holds %d of its %d tasks and %d of its %d bytes: %w",
+				m.shareOf(key).tasks, tasks, m.shareOf(key).bytes, bytes, ErrShare)
+		}
+	}
 	if !m.fits(r.held) {
 		m.sweep(now)
+		for !m.fits(r.held) {
+			if !m.forgetHoggedEnded(key) {
+				break
+			}
+		}
 		if !m.fits(r.held) {
 			return fmt.Errorf("tasks: %d live tasks hold %d bytes of at most %d tasks and %d bytes: %w",
 				len(m.records), m.held, m.opts.MaxTasks, m.opts.MaxBytes, ErrFull)
 		}
 	}
 	m.records[rec.ID] = r
-	m.held += r.held
+	m.add(key, 1, r.held)
 	return nil
 }
 
 func (m *Memory) fits(held int) bool {
 	return len(m.records) < m.opts.MaxTasks && m.held+held <= m.opts.MaxBytes
+}
+
+// shareBounds are the tasks and bytes one caller may hold: its share of
+// each bound, and room for at least one task of the largest size.
+func (m *Memory) shareBounds() (tasks, bytes int) {
+	return max(1, m.opts.MaxTasks/m.opts.Shares), max(MaxRecordBytes, m.opts.MaxBytes/m.opts.Shares)
+}
+
+// withinShare reports whether key may hold one more task of held bytes.
+// With one share, the caller's share is the store, whose bounds Create
+// checks as such.
+func (m *Memory) withinShare(key string, held int) bool {
+	if m.opts.Shares == 1 {
+		return true
+	}
+	sh := m.shareOf(key)
+	tasks, bytes := m.shareBounds()
+	return sh.tasks < tasks && sh.bytes+held <= bytes
+}
+
+func (m *Memory) shareOf(key string) share {
+	if sh := m.shares[key]; sh != nil {
+		return *sh
+	}
+	return share{}
+}
+
+// add counts tasks and bytes to key's share and to the store's bytes.
+func (m *Memory) add(key string, tasks, bytes int) {
+	m.held += bytes
+	sh := m.shares[key]
+	if sh == nil {
+		sh = &share{}
+		m.shares[key] = sh
+	}
+	sh.tasks += tasks
+	sh.bytes += bytes
+	if sh.tasks <= 0 {
+		delete(m.shares, key)
+	}
+}
+
+// forgetHoggedEnded forgets the oldest ended task of the caller, other
+// than key, that holds the most tasks; it reports whether it forgot one.
+func (m *Memory) forgetHoggedEnded(key string) bool {
+	hog, most, found := "", 0, false
+	for k, sh := range m.shares {
+		if k != key && (!found || sh.tasks > most || sh.tasks == most && k < hog) {
+			hog, most, found = k, sh.tasks, true
+		}
+	}
+	if !found {
+		return false
+	}
+	oldest := ""
+	var at time.Time
+	for id, r := range m.records {
+		if quotaKey(r.rec) == hog && r.rec.Status.Terminal() && (oldest == "" || r.rec.UpdatedAt.Before(at)) {
+			oldest, at = id, r.rec.UpdatedAt
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	m.forget(oldest)
+	return true
 }
 
 // Load implements Store.
@@ -144,14 +251,15 @@ func (m *Memory) Replace(ctx context.Context, rec *Record, prev int64) error {
 	case next.held > r.held && m.held-r.held+next.held > m.opts.MaxBytes:
 		return fmt.Errorf("tasks: an ended task cannot grow in a full store: %w", ErrFull)
 	}
-	m.held += next.held - r.held
+	m.add(quotaKey(r.rec), 0, next.held-r.held)
 	m.records[rec.ID] = next
 	return nil
 }
 
 // forget drops the record with id.
 func (m *Memory) forget(id string) {
-	m.held -= m.records[id].held
+	r := m.records[id]
+	m.add(quotaKey(r.rec), -1, -r.held)
 	delete(m.records, id)
 }
 

@@ -17,10 +17,11 @@ func TestMemoryContract(t *testing.T) {
 }
 
 // TestMemoryBounded: a full store forgets expired tasks to make room, and
-// refuses a new task rather than forget a live one.
+// refuses a new task rather than forget a live one (one share: the
+// caller may fill it).
 func TestMemoryBounded(t *testing.T) {
 	ctx := context.Background()
-	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxTasks: 2})
+	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxTasks: 2, Shares: 1})
 	now := time.Now()
 	rec := func(id string, ttl time.Duration) *tasks.Record {
 		return &tasks.Record{ID: id, Version: 1, CreatedAt: now, ExpiresAt: now.Add(ttl)}
@@ -48,7 +49,7 @@ func TestMemoryBounded(t *testing.T) {
 // expired ones to make room, and never a live one.
 func TestMemoryBoundedByBytes(t *testing.T) {
 	ctx := context.Background()
-	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: 2 * tasks.MaxRecordBytes})
+	m := tasks.NewMemoryWith(tasks.MemoryOptions{MaxBytes: 2 * tasks.MaxRecordBytes, Shares: 1})
 	now := time.Now()
 	rec := func(id string, ttl time.Duration) *tasks.Record {
 		return &tasks.Record{ID: id, Version: 1, Status: tasks.StatusWorking, CreatedAt: now, ExpiresAt: now.Add(ttl),

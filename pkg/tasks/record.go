@@ -48,8 +48,11 @@ type Record struct {
 	ID string `json:"id"`
 	// Version increases by one with every write; a store replaces a record
 	// only if its stored version is the one the writer read.
-	Version   int64     `json:"version"`
-	Principal string    `json:"principal"`
+	Version   int64  `json:"version"`
+	Principal string `json:"principal"`
+	// Quota is who the task's live-task slot is charged to, when that is
+	// not Principal: an anonymous caller's address (stateless.Call.QuotaKey).
+	Quota     string    `json:"quota,omitempty"`
 	Tool      string    `json:"tool"`
 	Status    Status    `json:"status"`
 	Message   string    `json:"statusMessage,omitempty"`
@@ -158,7 +161,7 @@ const entryBytes = 4
 // its maps and lists. Fixed-size members (numbers, times, flags) are not
 // counted: a store's item adds at most a fixed amount for them.
 func (r *Record) StoredSize() int {
-	n := len(r.ID) + len(r.Principal) + len(r.Tool) + len(r.Status) + len(r.Message) +
+	n := len(r.ID) + len(r.Principal) + len(r.Quota) + len(r.Tool) + len(r.Status) + len(r.Message) +
 		len(r.ProtocolVersion) + len(r.IdempotencyKey) + len(r.Owner) +
 		len(r.Arguments) + len(r.Capabilities) + len(r.State) + len(r.Result) + len(r.Error)
 	for k, v := range r.Responses {

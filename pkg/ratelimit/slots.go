@@ -1,0 +1,274 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Slots count what a principal holds at once: its live tasks, its open
+// streams. A slot is named by the thing it is for (a task's id), so that
+// taking or giving one twice — a retry after a lost acknowledgement —
+// is the same as doing it once: a count kept as a set of names cannot
+// drift by a lost or repeated write, as a number added to and taken from
+// could. Each slot also carries the time it lapses by itself (the
+// task's expiry, the stream's deadline), so a holder that died without
+// giving it back holds it no longer than that.
+type Slots interface {
+	// Take holds the slot id for key until until. It fails with ErrFull
+	// when key already holds max other slots that have not lapsed, and
+	// succeeds without a change when key holds id already.
+	Take(ctx context.Context, key, id string, until time.Time, max int) error
+	// Give gives key's slot id back; giving one not held does nothing.
+	Give(ctx context.Context, key, id string) error
+	// Held returns key's slots that have not lapsed, and when each lapses.
+	Held(ctx context.Context, key string) (map[string]time.Time, error)
+}
+
+// ErrFull is the error of Take when every slot is held.
+var ErrFull = errors.New("ratelimit: every slot is held")
+
+// MemorySlots keeps slots in this process: for one instance, and tests.
+type MemorySlots struct {
+	mu   sync.Mutex
+	held map[string]map[string]time.Time
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+var _ Slots = (*MemorySlots)(nil)
+
+func (m *MemorySlots) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// live returns key's slots with the lapsed ones dropped; m.mu is held.
+func (m *MemorySlots) live(key string) map[string]time.Time {
+	h := m.held[key]
+	now := m.now()
+	for id, until := range h {
+		if !now.Before(until) {
+			delete(h, id)
+		}
+	}
+	if len(h) == 0 {
+		delete(m.held, key)
+		return nil
+	}
+	return h
+}
+
+// Take implements Slots.
+func (m *MemorySlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.live(key)
+	if _, ok := h[id]; ok {
+		return nil
+	}
+	if len(h) >= max {
+		return ErrFull
+	}
+	if h == nil {
+		if m.held == nil {
+			m.held = map[string]map[string]time.Time{}
+		}
+		h = map[string]time.Time{}
+		m.held[key] = h
+	}
+	h[id] = until
+	return nil
+}
+
+// Give implements Slots.
+func (m *MemorySlots) Give(ctx context.Context, key, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if h := m.held[key]; h != nil {
+		delete(h, id)
+		if len(h) == 0 {
+			delete(m.held, key)
+		}
+	}
+	return nil
+}
+
+// Held implements Slots.
+func (m *MemorySlots) Held(ctx context.Context, key string) (map[string]time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]time.Time{}
+	for id, until := range m.live(key) {
+		out[id] = until
+	}
+	return out, nil
+}
+
+// DynamoDBSlotsAPI is the part of the DynamoDB client DynamoDBSlots uses.
+type DynamoDBSlotsAPI interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// DynamoDBSlots keeps slots in a DynamoDB table every instance shares:
+// one item per key and Kind, its partition key "pk" "slots#<Kind>#" and a
+// digest of the key, holding a map "held" of slot names to the
+// milliseconds when each lapses, a version "v", and the table's TTL
+// "expires_at" at the last slot's lapse (template.yaml's claims table
+// has them all; give SortKey "sk" for it, whose value is then "slots").
+//
+// Take reads the item strongly consistently and writes it back only when
+// there is room, conditioned on the version it read (a writer that lost
+// the race reads again): a refusal costs one read and no write. Give is
+// one conditional UpdateItem that removes the slot's name. The item is
+// small (under 1 KB for tens of slots): a write is one write request
+// unit, a read one read unit.
+type DynamoDBSlots struct {
+	Client  DynamoDBSlotsAPI
+	Table   string
+	SortKey string
+	// Kind tells this key's slots from another quota's (tasks, streams).
+	Kind string
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+}
+
+var _ Slots = (*DynamoDBSlots)(nil)
+
+// maxSlotRaces bounds the rounds of one Take that lose to another
+// writer of the same key.
+const maxSlotRaces = 8
+
+func (d *DynamoDBSlots) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *DynamoDBSlots) key(key string) map[string]types.AttributeValue {
+	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "slots#" + d.Kind + "#" + digest(key)}}
+	if d.SortKey != "" {
+		k[d.SortKey] = &types.AttributeValueMemberS{Value: "slots"}
+	}
+	return k
+}
+
+// read returns key's slots that have not lapsed and the item's version
+// (0: no item).
+func (d *DynamoDBSlots) read(ctx context.Context, key string) (map[string]time.Time, int64, error) {
+	out, err := d.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Table), Key: d.key(key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return nil, 0, err
+	}
+	held := map[string]time.Time{}
+	if out.Item == nil {
+		return held, 0, nil
+	}
+	v, err := number(out.Item["v"])
+	if err != nil {
+		return nil, 0, fmt.Errorf("ratelimit: the slots' version: %w", err)
+	}
+	m, _ := out.Item["held"].(*types.AttributeValueMemberM)
+	if m == nil {
+		return held, v, nil
+	}
+	now := d.now()
+	for id, av := range m.Value {
+		ms, err := number(av)
+		if err != nil {
+			return nil, 0, fmt.Errorf("ratelimit: a slot's lapse: %w", err)
+		}
+		if until := time.UnixMilli(ms); now.Before(until) {
+			held[id] = until
+		}
+	}
+	return held, v, nil
+}
+
+func number(av types.AttributeValue) (int64, error) {
+	n, ok := av.(*types.AttributeValueMemberN)
+	if !ok {
+		return 0, fmt.Errorf("a %T, not a number", av)
+	}
+	return strconv.ParseInt(n.Value, 10, 64)
+}
+
+// Take implements Slots.
+func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
+	for range maxSlotRaces {
+		held, v, err := d.read(ctx, key)
+		if err != nil {
+			return err
+		}
+		if _, ok := held[id]; ok {
+			return nil
+		}
+		if len(held) >= max {
+			return ErrFull
+		}
+		held[id] = until
+		m := make(map[string]types.AttributeValue, len(held))
+		last := until
+		for name, u := range held {
+			m[name] = &types.AttributeValueMemberN{Value: strconv.FormatInt(u.UnixMilli(), 10)}
+			if u.After(last) {
+				last = u
+			}
+		}
+		item := d.key(key)
+		item["held"] = &types.AttributeValueMemberM{Value: m}
+		item["v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(v+1, 10)}
+		item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.Unix()+1, 10)}
+		in := &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
+		if v != 0 {
+			in.ConditionExpression = aws.String("#v = :v")
+			in.ExpressionAttributeNames = map[string]string{"#v": "v"}
+			in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}}
+		}
+		_, err = d.Client.PutItem(ctx, in)
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case errors.As(err, &ccf):
+			continue // another writer came between: read again
+		case err != nil:
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("ratelimit: taking a slot lost %d races in a row", maxSlotRaces)
+}
+
+// Give implements Slots.
+func (d *DynamoDBSlots) Give(ctx context.Context, key, id string) error {
+	_, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(d.Table),
+		Key:                       d.key(key),
+		UpdateExpression:          aws.String("REMOVE #held.#id SET #v = #v + :one"),
+		ConditionExpression:       aws.String("attribute_exists(#held.#id)"),
+		ExpressionAttributeNames:  map[string]string{"#held": "held", "#id": id, "#v": "v"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // not held: given back already, or lapsed and swept
+	}
+	return err
+}
+
+// Held implements Slots.
+func (d *DynamoDBSlots) Held(ctx context.Context, key string) (map[string]time.Time, error) {
+	held, _, err := d.read(ctx, key)
+	return held, err
+}

@@ -1,0 +1,69 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+)
+
+// StreamLimit bounds the streamed calls one principal holds open at once:
+// a tools/call, prompts/get or resources/read answered through a stream
+// ([stateless.Call.Streamed]) holds its connection, and on Lambda its
+// invocation, until it is answered — up to the function's timeout — so
+// that how many run at once, not how many start, is what such a caller
+// costs. Each such call holds a slot, named at random, until it is
+// answered or its deadline passes; a call past Max is refused RateLimited,
+// retryably, before anything runs. Calls answered whole (the buffered
+// doors) are bounded by the Limiter and the gateway's own timeout, and
+// hold no slot.
+type StreamLimit struct {
+	Slots Slots
+	// Max is how many streamed calls a principal may hold open at once.
+	Max int
+}
+
+// streamRetryAfter is the retry-after of a refused stream: a slot frees
+// when another of the caller's calls is answered, which is not known.
+const streamRetryAfter = 5 * time.Second
+
+var errStreams = errors.New("ratelimit: the caller holds its quota of open streams")
+
+// Interceptor returns the limit as an execution interceptor; put it
+// before the claims Guard's, so that a refused call touches no claim.
+func (s *StreamLimit) Interceptor() stateless.Interceptor {
+	return stateless.Interceptor{Execute: s.execute}
+}
+
+func (s *StreamLimit) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
+	if !e.Call.Streamed() {
+		return next(ctx)
+	}
+	key, id := e.Call.QuotaKey(), newSlotName()
+	switch err := s.Slots.Take(ctx, key, id, e.Deadline, s.Max); {
+	case errors.Is(err, ErrFull):
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindRateLimited, streamRetryAfter, fmt.Errorf("%w (%d)", errStreams, s.Max)))
+	case err != nil:
+		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting open streams: %w", err)))
+	}
+	// Given back however next ends, a panic included; a slot that could
+	// not be given back lapses at the call's deadline.
+	defer func() {
+		sctx, cancel := e.SettleContext(ctx)
+		defer cancel()
+		_ = s.Slots.Give(sctx, key, id)
+	}()
+	return next(ctx)
+}
+
+// newSlotName is a slot's name: 96 bits from crypto/rand, hex.
+func newSlotName() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
