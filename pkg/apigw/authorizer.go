@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/textproto"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // A REST API's Lambda REQUEST authorizer (API Gateway developer guide,
@@ -31,7 +31,16 @@ import (
 //     gateway response's body;
 //   - the token could not be checked: the invocation fails with another
 //     message, which API Gateway answers 500
-//     (AUTHORIZER_CONFIGURATION_ERROR); the request fails closed.
+//     (AUTHORIZER_CONFIGURATION_ERROR; the template's gateway response
+//     makes it a 503); the request fails closed.
+//
+// Lambda counts each failed invocation, the routine "Unauthorized" among
+// them, in the function's Errors: the template deploys the authorizer as
+// a function of its own (the same binary), so that those are not the MCP
+// function's. Each decision is reported as an answer is
+// ([stateless.Server.Admit]: a request line and its metrics, Outcome
+// unauthorized, forbidden or unavailable), which is what tells an
+// issuer's outage from expiring tokens.
 //
 // With caching off (a TTL of 0, as the template deploys it), each request
 // is judged on its own headers: the decision depends on Mcp-Name, which
@@ -42,17 +51,27 @@ import (
 var ErrUnauthorized = errors.New("Unauthorized")
 
 // authorizerEvent is the part of a REQUEST authorizer's event Authorize
-// reads.
+// reads. Its headers are kept raw, to be read as Decode reads a proxy
+// event's (headerObject), so that the authorizer decides on the values the
+// function will read: a header under two spellings has the same value
+// for both.
 type authorizerEvent struct {
-	Type              string              `json:"type"`
-	MethodArn         string              `json:"methodArn"`
-	Headers           map[string]string   `json:"headers"`
-	MultiValueHeaders map[string][]string `json:"multiValueHeaders"`
+	Type              string         `json:"type"`
+	MethodArn         string         `json:"methodArn"`
+	Headers           jsontext.Value `json:"headers"`
+	MultiValueHeaders jsontext.Value `json:"multiValueHeaders"`
 	RequestContext    struct {
+		RequestID  string `json:"requestId"`
 		DomainName string `json:"domainName"`
 		Path       string `json:"path"`
 	} `json:"requestContext"`
 }
+
+// authorizerOptions read an authorizer's event as Decode reads a proxy
+// event's strings (invalid UTF-8 accepted), but a name twice at one level
+// refused: API Gateway sends none, and a decision on one of two would be
+// a guess.
+var authorizerOptions = jsontext.AllowInvalidUTF8(true)
 
 // IsAuthorizerEvent reports whether payload is a Lambda REQUEST
 // authorizer's event: top-level members "type", REQUEST, and "methodArn"
@@ -67,7 +86,7 @@ func IsAuthorizerEvent(payload []byte) bool {
 		Type      string `json:"type"`
 		MethodArn string `json:"methodArn"`
 	}
-	return jsonv2.Unmarshal(payload, &top) == nil && top.Type == "REQUEST" && top.MethodArn != ""
+	return jsonv2.Unmarshal(payload, &top, authorizerOptions) == nil && top.Type == "REQUEST" && top.MethodArn != ""
 }
 
 // policy is an authorizer's answer.
@@ -91,35 +110,38 @@ type statement struct {
 // domain name and path API Gateway reports).
 func (h *Handler) Authorize(ctx context.Context, payload []byte) ([]byte, error) {
 	var ev authorizerEvent
-	if err := jsonv2.Unmarshal(payload, &ev); err != nil || ev.Type != "REQUEST" || ev.MethodArn == "" {
+	if err := jsonv2.Unmarshal(payload, &ev, authorizerOptions); err != nil || ev.Type != "REQUEST" || ev.MethodArn == "" {
 		return nil, fmt.Errorf("%w: not a REQUEST authorizer event", ErrNotHTTP)
 	}
-	header := http.Header{}
-	for k, v := range ev.Headers {
-		header[textproto.CanonicalMIMEHeaderKey(k)] = []string{v}
-	}
-	// multiValueHeaders holds every value; headers only the last.
-	for k, vs := range ev.MultiValueHeaders {
-		header[textproto.CanonicalMIMEHeaderKey(k)] = vs
+	// multiValueHeaders holds every value and wins; headers only the
+	// last, each name's first spelling (as Decode keeps them).
+	header := make(http.Header, 8)
+	for _, o := range [...]struct {
+		obj *headerObject
+		raw jsontext.Value
+	}{{&headerObject{h: header, multi: true}, ev.MultiValueHeaders}, {&headerObject{h: header}, ev.Headers}} {
+		if err := o.obj.UnmarshalJSON(o.raw); err != nil {
+			return nil, fmt.Errorf("%w: an authorizer event's headers: %v", ErrNotHTTP, err)
+		}
 	}
 	endpoint := h.Endpoint
 	if endpoint == "" {
 		endpoint = endpointURL(ev.RequestContext.DomainName, ev.RequestContext.Path)
 	}
-	adm := h.Server.Admit(ctx, endpoint, header)
+	adm := h.Server.Admit(WithRequestID(ctx, ev.RequestContext.RequestID), endpoint, header)
 	effect := "Allow"
 	var facts map[string]string
-	switch refusal := adm.Refusal; {
-	case refusal == nil:
-	case refusal.Kind() == mcperr.KindUnauthorized:
+	switch adm.Decision() {
+	case stateless.DecisionAllow:
+	case stateless.DecisionUnauthorized:
 		return nil, ErrUnauthorized
-	case refusal.Kind() == mcperr.KindInsufficientScope:
+	case stateless.DecisionForbidden:
 		effect = "Deny"
 		facts = map[string]string{"requiredScopes": strings.Join(adm.RequiredScopes, " ")}
 	default:
 		// The message reaches only the function's log and API Gateway's;
 		// it names the kind, never the token or what the issuer said.
-		return nil, fmt.Errorf("apigw: the authorizer could not check the token: %s", refusal.Kind())
+		return nil, fmt.Errorf("apigw: the authorizer could not check the token: %s", adm.Refusal.Kind())
 	}
 	var p policy
 	p.PrincipalID = adm.Principal

@@ -151,6 +151,7 @@ func FuzzAuthorize(f *testing.F) {
 	f.Add([]byte(authorizerEventFor("Bearer reader", "tools/call", "add")))
 	f.Add([]byte(authorizerEventFor("", "tools/list", "")))
 	f.Add([]byte(`{"type":"REQUEST","methodArn":"a","multiValueHeaders":{"authorization":["Bearer reader","Bearer writer"]}}`))
+	f.Add([]byte(`{"type":"REQUEST","methodArn":"a","headers":{"authorization":"Bearer reader","Authorization":"Bearer x"},"multiValueHeaders":{"AUTHORIZATION":["Bearer reader"],"Authorization":["Bearer x"]}}`))
 	f.Add([]byte(`{"type":"REQUEST","methodArn":"a","type":"TOKEN"}`))
 	f.Add([]byte(`{"version":"2.0","headers":{"methodArn":"REQUEST"}}`))
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
@@ -186,4 +187,105 @@ func FuzzAuthorize(f *testing.F) {
 			t.Fatalf("answer %s", out)
 		}
 	})
+}
+
+// decisionReport is what an Observe hook saw of one authorizer decision.
+type decisionReport struct {
+	method, kind, gatewayID string
+	own, fault, cause       bool
+	status                  int
+}
+
+// TestAuthorizeReportsEveryDecision: each decision of the authorizer is
+// reported as any answer is, through Options.Observe, once: its Method the
+// server's own "authorize", its Outcome kind the decision ("" for one let
+// through, "unauthorized", "forbidden", "unavailable"), the status the
+// door answers, a fault only when the token could not be checked, and the
+// gateway's request id in the context. A payload that is no authorizer's
+// event is no decision, and is not reported.
+func TestAuthorizeReportsEveryDecision(t *testing.T) {
+	var seen []decisionReport
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Observe: func(ctx context.Context, o *stateless.Outcome) {
+			seen = append(seen, decisionReport{method: o.Method, kind: o.Kind, gatewayID: RequestID(ctx), own: o.OwnMethod,
+				fault: o.Fault, cause: o.Err != nil, status: o.Status})
+		},
+		Auth: &stateless.AuthOptions{Authenticator: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}}})
+	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
+		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
+			return nil, struct{}{}, nil
+		})
+	h := &Handler{Server: s, Endpoint: "https://mcp.example.com/mcp"}
+	for _, tt := range []struct {
+		name, authz, method, tool string
+		want                      decisionReport
+	}{
+		{"let through", "Bearer reader", "tools/list", "", decisionReport{status: 200}},
+		{"a scope missing", "Bearer reader", "tools/call", "add", decisionReport{kind: "forbidden", status: 403}},
+		{"no token", "", "tools/list", "", decisionReport{kind: "unauthorized", status: 401, cause: true}},
+		{"a refused token", "Bearer expired", "tools/list", "", decisionReport{kind: "unauthorized", status: 401, cause: true}},
+		{"the keys out of reach", "Bearer down", "tools/list", "", decisionReport{kind: "unavailable", status: 503, fault: true, cause: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			seen = nil
+			h.Authorize(context.Background(), []byte(authorizerEventFor(tt.authz, tt.method, tt.tool)))
+			want := tt.want
+			want.method, want.own, want.gatewayID = "authorize", true, "r-1"
+			if len(seen) != 1 || seen[0] != want {
+				t.Fatalf("reported %+v, want once %+v", seen, want)
+			}
+		})
+	}
+	seen = nil
+	for _, bad := range []string{`{}`, `{"type":"TOKEN","methodArn":"arn"}`, `not json`} {
+		h.Authorize(context.Background(), []byte(bad))
+	}
+	if len(seen) != 0 {
+		t.Errorf("payloads that are no authorizer's event reported: %+v", seen)
+	}
+}
+
+// TestAuthorizeHeaderSelection: when the headers hold one header under
+// two spellings, the authorizer decides on the value the function's own
+// decoder keeps (Decode: multiValueHeaders win over headers), every time,
+// whatever the order Go iterates a map in.
+func TestAuthorizeHeaderSelection(t *testing.T) {
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
+		Authenticator: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}},
+	}})
+	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
+		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
+			return nil, struct{}{}, nil
+		})
+	h := &Handler{Server: s, Endpoint: "https://mcp.example.com/mcp"}
+	const call = `"Mcp-Method":"tools/call","Mcp-Name":"add"`
+	const callMulti = `"Mcp-Method":["tools/call"],"Mcp-Name":["add"]`
+	for _, tt := range []struct{ name, headers, multi string }{
+		{"multiValueHeaders", `{` + call + `}`, `{"authorization":["Bearer reader"],"Authorization":["Bearer writer"],` + callMulti + `}`},
+		{"multiValueHeaders, the other order", `{` + call + `}`, `{"Authorization":["Bearer writer"],"authorization":["Bearer reader"],` + callMulti + `}`},
+		{"headers", `{"authorization":"Bearer reader","Authorization":"Bearer writer",` + call + `}`, `null`},
+		{"headers, the other order", `{"Authorization":"Bearer writer","authorization":"Bearer reader",` + call + `}`, `null`},
+		{"both", `{"authorization":"Bearer writer","Authorization":"Bearer writer",` + call + `}`, `{"AUTHORIZATION":["Bearer reader"],` + callMulti + `}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctxJSON := `"requestContext":{"domainName":"mcp.example.com","path":"/mcp","httpMethod":"POST","requestId":"r-1"}`
+			proxy := `{"resource":"/mcp","httpMethod":"POST","headers":` + tt.headers + `,"multiValueHeaders":` + tt.multi + `,` + ctxJSON + `}`
+			r, err := Decode([]byte(proxy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			effect := map[string]string{"Bearer reader": "Deny", "Bearer writer": "Allow"}[r.Header.Get("Authorization")]
+			if effect == "" {
+				t.Fatalf("the decoder kept Authorization %q", r.Header["Authorization"])
+			}
+			payload := `{"type":"REQUEST","methodArn":"arn:aws:execute-api:us-east-1:123456789012:abcdef123/v1/POST/mcp","headers":` + tt.headers +
+				`,"multiValueHeaders":` + tt.multi + `,` + ctxJSON + `}`
+			for i := 0; i < 64; i++ {
+				out, err := h.Authorize(context.Background(), []byte(payload))
+				if err != nil || !strings.Contains(string(out), `"Effect":"`+effect+`"`) {
+					t.Fatalf("attempt %d: %s, %v; the decoder kept %q, whose decision is %s", i, out, err, r.Header.Get("Authorization"), effect)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package stateless
 import (
 	"context"
 	"net/http"
+	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -36,6 +37,64 @@ type Admission struct {
 	RequiredScopes []string
 }
 
+// Decision is what an authorizer does with a request
+// ([Admission.Decision]). Its name is the Outcome its report carries: a
+// closed set, which alarms tell apart.
+type Decision uint8
+
+// The decisions.
+const (
+	// DecisionAllow lets the request go on ("ok").
+	DecisionAllow Decision = iota
+	// DecisionUnauthorized refuses it 401: no token, a malformed one, or
+	// one that fails validation, an expired one say ("unauthorized"). A
+	// routine refusal.
+	DecisionUnauthorized
+	// DecisionForbidden refuses it 403: the token lacks a scope the tool
+	// needs ("forbidden"). A routine refusal.
+	DecisionForbidden
+	// DecisionUnavailable fails it closed: the token could not be checked
+	// (the issuer's keys out of reach), which holds for every request
+	// while it lasts ("unavailable"). A server fault.
+	DecisionUnavailable
+)
+
+// decisions are each decision's name and the status the door answers
+// with: the request's own when it goes on, the template's gateway
+// responses' otherwise (its 503 for an authorizer that failed; API
+// Gateway's default is 500).
+var decisions = [...]struct {
+	name   string
+	status int
+}{
+	DecisionAllow:        {"ok", http.StatusOK},
+	DecisionUnauthorized: {"unauthorized", http.StatusUnauthorized},
+	DecisionForbidden:    {"forbidden", http.StatusForbidden},
+	DecisionUnavailable:  {"unavailable", http.StatusServiceUnavailable},
+}
+
+func (d Decision) String() string { return decisions[d].name }
+
+// Decision is the decision a refusal comes to: Unauthorized and
+// InsufficientScope are the two routine refusals, any other kind a
+// token that could not be checked.
+func (a Admission) Decision() Decision {
+	switch {
+	case a.Refusal == nil:
+		return DecisionAllow
+	case a.Refusal.Kind() == mcperr.KindUnauthorized:
+		return DecisionUnauthorized
+	case a.Refusal.Kind() == mcperr.KindInsufficientScope:
+		return DecisionForbidden
+	}
+	return DecisionUnavailable
+}
+
+// MethodAuthorize is the Method of the Outcome an authorizer's decision is
+// reported with: a name of the server's own (Outcome.OwnMethod), which no
+// request carries.
+const MethodAuthorize = "authorize"
+
 // Admit decides whether a request to the endpoint whose canonical URL is
 // endpoint may go on, by its headers alone: the bearer token in
 // Authorization, validated for endpoint as the server validates it, and,
@@ -49,7 +108,37 @@ type Admission struct {
 // judged here: the request goes on, and the server answers it exactly as
 // it answers a call of a tool that does not exist, or checks the scopes
 // of a tool the caller can see.
+//
+// Every decision is reported as an answer is (Options.Observe, and the
+// log line of a refusal): Method MethodAuthorize, Kind the decision's name
+// ("" when the request goes on), Status the door's, the refusal's cause,
+// and Fault for DecisionUnavailable alone.
 func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header) Admission {
+	start := time.Now()
+	o := &Outcome{Method: MethodAuthorize, OwnMethod: true}
+	if s.opts.Observe != nil {
+		ctx = context.WithValue(ctx, outcomeKey{}, o)
+		o.TraceParent = traceParent(header.Get(headerTraceParent))
+	}
+	adm := s.admit(ctx, endpoint, header)
+	d := adm.Decision()
+	o.Status = decisions[d].status
+	if e := adm.Refusal; e != nil {
+		o.Kind, o.Code, o.Err = d.String(), e.Code(), e.Unwrap()
+		if d == DecisionUnavailable {
+			o.Fault = true
+			if o.Err == nil {
+				o.Err = e
+			}
+		}
+	}
+	o.Duration = time.Since(start)
+	s.report(ctx, o)
+	return adm
+}
+
+// admit is Admit's decision.
+func (s *Server) admit(ctx context.Context, endpoint string, header http.Header) Admission {
 	a := s.opts.Auth
 	if a == nil {
 		return Admission{Principal: Anonymous}
