@@ -432,9 +432,10 @@ func wellKnownPath(r *Request, wk string) (string, bool) {
 // endpoint's OAuth documents: a GET of the protected-resource metadata
 // (RFC 9728) or of the registration facade's authorization server
 // metadata (RFC 8414), or a POST to the facade's registration endpoint
-// (RFC 7591). The endpoint they describe is h.Endpoint when configured,
-// else the one the gateway's domain and the path name.
-func (h *Handler) oauthResponse(r *Request) (*stateless.Response, bool) {
+// (RFC 7591), or that POST's CORS preflight. The endpoint they describe
+// is h.Endpoint when configured, else the one the gateway's domain and
+// the path name.
+func (h *Handler) oauthResponse(ctx context.Context, r *Request) (*stateless.Response, bool) {
 	endpoint := func(found string) string {
 		if h.Endpoint != "" {
 			return h.Endpoint
@@ -450,11 +451,23 @@ func (h *Handler) oauthResponse(r *Request) (*stateless.Response, bool) {
 			return h.Server.AuthorizationServerMetadata(endpoint(issuer)), true
 		}
 	case http.MethodPost:
-		if path, ok := strings.CutSuffix(r.Path, stateless.RegistrationSuffix); ok && strings.HasSuffix(path, DefaultEndpointPath) {
+		if path, ok := registrationPath(r); ok {
 			return h.Server.Register(endpoint(endpointURL(r.Domain, path)), r.Body), true
+		}
+	case http.MethodOptions:
+		if _, ok := registrationPath(r); ok {
+			return h.Server.RegistrationPreflight(ctx, r.Request), true
 		}
 	}
 	return nil, false
+}
+
+// registrationPath reports whether r is addressed to the facade's
+// registration endpoint, and returns the endpoint's path (the stage's
+// prefix and DefaultEndpointPath) it follows.
+func registrationPath(r *Request) (string, bool) {
+	path, ok := strings.CutSuffix(r.Path, stateless.RegistrationSuffix)
+	return path, ok && strings.HasSuffix(path, DefaultEndpointPath)
 }
 
 // Encode turns a response into the response payload for an event of kind
@@ -560,7 +573,7 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 		return Encode(r.Kind, h.reject(ctx, r, err))
 	}
 	ctx = withRequest(ctx, r)
-	if resp, ok := h.oauthResponse(r); ok {
+	if resp, ok := h.oauthResponse(ctx, r); ok {
 		return Encode(r.Kind, resp)
 	}
 	if h.Endpoint != "" {
@@ -601,7 +614,7 @@ func (h *Handler) RespondStream(ctx context.Context, r *Request, err error, st s
 		return nil
 	}
 	ctx = withRequest(ctx, r)
-	if resp, ok := h.oauthResponse(r); ok {
+	if resp, ok := h.oauthResponse(ctx, r); ok {
 		writeWhole(st, resp)
 		return nil
 	}

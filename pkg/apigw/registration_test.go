@@ -185,3 +185,73 @@ func (w *wholeStream) Write(p []byte) error {
 	w.body.Write(p)
 	return nil
 }
+
+// TestRegistrationPreflight: a CORS preflight of the facade's
+// registration endpoint is answered by the endpoint's Origin rule
+// (AllowedOrigins), with POST the one method, on an HTTP API's, a
+// function URL's and the streaming door's events, and reported once; a
+// page on another origin is refused it without Access-Control-* headers;
+// an OPTIONS that is no preflight is 405, and without a facade 404.
+func TestRegistrationPreflight(t *testing.T) {
+	reported := 0
+	server := func(reg *stateless.Registration) *stateless.Server {
+		return stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+			AllowedOrigins: []string{"https://app.example.com"},
+			Observe:        func(context.Context, *stateless.Outcome) { reported++ },
+			Auth:           &stateless.AuthOptions{AuthorizationServers: []string{"https://issuer.example.com"}, Registration: reg}})
+	}
+	facade := &Handler{Server: server(&stateless.Registration{ClientID: "c",
+		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})}
+	plain := &Handler{Server: server(nil)}
+	v2 := func(domain, path string, h map[string]string) []byte {
+		b, _ := json.Marshal(map[string]any{"version": "2.0", "headers": h,
+			"requestContext": map[string]any{"requestId": "r1", "domainName": domain, "http": map[string]string{"method": "OPTIONS", "path": path}}})
+		return b
+	}
+	rest := func(path string, h map[string]string) []byte {
+		b, _ := json.Marshal(map[string]any{"resource": "/mcp/register", "path": "/mcp/register", "httpMethod": "OPTIONS", "headers": h,
+			"requestContext": map[string]any{"requestId": "r1", "domainName": "mcp.example.com", "path": path, "httpMethod": "OPTIONS"}})
+		return b
+	}
+	preflight := map[string]string{"origin": "https://app.example.com", "access-control-request-method": "POST", "access-control-request-headers": "content-type"}
+	type answer struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	invoke := func(h *Handler, payload []byte) answer {
+		t.Helper()
+		out, err := h.Invoke(context.Background(), payload)
+		var a answer
+		if err != nil || json.Unmarshal(out, &a) != nil {
+			t.Fatalf("%s: %v", out, err)
+		}
+		return a
+	}
+	for name, payload := range map[string][]byte{
+		"HTTP API":              v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", preflight),
+		"function URL":          v2("a1.lambda-url.eu-west-1.on.aws", "/mcp/register", preflight),
+		"streaming door":        rest("/mcp/register", preflight),
+		"streaming door, stage": rest("/v1/mcp/register", preflight),
+	} {
+		reported = 0
+		a := invoke(facade, payload)
+		if a.StatusCode != 204 || a.Headers["Access-Control-Allow-Origin"] != "https://app.example.com" || a.Headers["Access-Control-Allow-Methods"] != "POST" ||
+			a.Headers["Access-Control-Allow-Headers"] != "content-type" || reported != 1 {
+			t.Errorf("%s: %d %v, reported %d times", name, a.StatusCode, a.Headers, reported)
+		}
+	}
+	other := map[string]string{"origin": "https://evil.example", "access-control-request-method": "POST"}
+	if a := invoke(facade, v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", other)); a.StatusCode != 403 || a.Headers["Access-Control-Allow-Origin"] != "" {
+		t.Errorf("another origin: %d %v", a.StatusCode, a.Headers)
+	}
+	get := map[string]string{"origin": "https://app.example.com", "access-control-request-method": "GET"}
+	if a := invoke(facade, v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", get)); a.StatusCode != 403 || a.Headers["Access-Control-Allow-Origin"] != "" {
+		t.Errorf("a GET's preflight: %d %v", a.StatusCode, a.Headers)
+	}
+	if a := invoke(facade, v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", nil)); a.StatusCode != 405 {
+		t.Errorf("an OPTIONS that is no preflight: %d %v", a.StatusCode, a.Headers)
+	}
+	if a := invoke(plain, v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", preflight)); a.StatusCode != 404 {
+		t.Errorf("without a facade: %d %v", a.StatusCode, a.Headers)
+	}
+}

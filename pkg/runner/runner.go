@@ -102,6 +102,7 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	mux.HandleFunc("GET "+stateless.MetadataPath+"/mcp", h.ServeMetadata)
 	mux.HandleFunc("GET "+stateless.AuthorizationServerMetadataPath+"/mcp", h.ServeAuthorizationServerMetadata)
 	mux.HandleFunc("POST /mcp"+stateless.RegistrationSuffix, h.ServeRegister)
+	mux.HandleFunc("OPTIONS /mcp"+stateless.RegistrationSuffix, h.ServeRegistrationPreflight)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.Stdout, "MCP endpoint: %s\n", url)
 	logger := o.Logger

@@ -1,6 +1,7 @@
 package stateless
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
 // Registration is the endpoint's registration facade, for clients that
@@ -147,6 +151,58 @@ func (s *Server) Register(endpoint string, body []byte) *Response {
 		ResponseTypes           []string `json:"response_types"`
 	}{reg.ClientID, md.RedirectURIs, "none", md.GrantTypes, md.ResponseTypes})
 	return &Response{Status: http.StatusCreated, Header: registrationHeader(), Body: b}
+}
+
+// RegistrationPreflight answers a CORS preflight of the facade's
+// registration endpoint (OPTIONS, with Origin and
+// Access-Control-Request-Method) by the endpoint's own Origin rule
+// (Options.AllowedOrigins and the loopback rule): an allowed origin is
+// echoed, with POST, the one method the endpoint takes, and the requested
+// headers the endpoint admits; a refused origin or another method gets
+// the forbidden-origin refusal without Access-Control-* headers, so the
+// browser never sends the registration. Another OPTIONS is answered 405,
+// and an endpoint without a facade 404. It is reported as every answer
+// is.
+func (s *Server) RegistrationPreflight(ctx context.Context, r *Request) *Response {
+	start := time.Now()
+	o := &Outcome{}
+	if s.opts.Observe != nil {
+		ctx = context.WithValue(ctx, outcomeKey{}, o)
+		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
+	}
+	var resp *Response
+	origin := corsOrigin(s, r)
+	switch {
+	case s.registration() == nil:
+		resp = oauthNotFound()
+	case !isPreflight(r):
+		resp = &Response{Status: http.StatusMethodNotAllowed, Header: http.Header{"Content-Type": {"application/json"}, "Allow": {"OPTIONS, POST"}},
+			Body: []byte(`{"error":"method_not_allowed"}`)}
+	case origin == "" || r.Header.Get(headerACRMethod) != http.MethodPost:
+		resp = (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.KindForbiddenOrigin))
+	default:
+		h := http.Header{
+			"Access-Control-Allow-Origin":  {origin},
+			"Access-Control-Allow-Methods": {http.MethodPost},
+			"Access-Control-Max-Age":       {cors.maxAge},
+			"Vary":                         {cors.preflightVary},
+		}
+		if allowed := allowedRequestHeaders(r.Header.Values(headerACRHeaders)); allowed != "" {
+			h["Access-Control-Allow-Headers"] = []string{allowed}
+		}
+		resp = &Response{Status: http.StatusNoContent, Header: h}
+	}
+	o.Status = resp.Status
+	o.Duration = time.Since(start)
+	s.report(ctx, o)
+	return resp
+}
+
+// ServeRegistrationPreflight serves the CORS preflight of the facade's
+// registration endpoint (Server.RegistrationPreflight); mount it where
+// ServeRegister is, for OPTIONS.
+func (h *HTTPHandler) ServeRegistrationPreflight(w http.ResponseWriter, r *http.Request) {
+	writeResponse(w, h.Server.RegistrationPreflight(r.Context(), &Request{Method: r.Method, Header: r.Header, Host: r.Host, Endpoint: h.Endpoint}))
 }
 
 // check reads and validates a registration request.
