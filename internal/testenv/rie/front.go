@@ -167,6 +167,9 @@ func (d Door) event(ctx context.Context, w http.ResponseWriter, r *http.Request,
 			return nil, false
 		}
 		if rest.Authorizer != nil && to != routeRegister {
+			if rest.AuthorizerFunction != nil {
+				invoke = rest.AuthorizerFunction.Invoke
+			}
 			principal, ok := rest.authorize(ctx, w, r, path, invoke)
 			if !ok {
 				return nil, false

@@ -28,13 +28,19 @@ type REST struct {
 	// ASMetadata, if set, is the registration facade's authorization
 	// server metadata that a mock integration answers at
 	// /.well-known/oauth-authorization-server/mcp
-	// (TemplateAuthorizationServerMetadata), and POST /mcp/register goes
-	// to the function outside the authorizer (StreamRegisterMethod).
+	// (TemplateAuthorizationServerMetadata), and POST /mcp/register and
+	// its CORS preflight go to the function outside the authorizer
+	// (StreamRegisterMethod, StreamRegisterPreflightMethod).
 	ASMetadata []byte
-	// Authorizer, if set, puts the function in front of /mcp as a Lambda
-	// REQUEST authorizer with caching off, and answers its refusals with
-	// these gateway responses (TemplateGatewayResponses).
+	// Authorizer, if set, puts a Lambda REQUEST authorizer with caching
+	// off in front of /mcp, and answers its refusals with these gateway
+	// responses (TemplateGatewayResponses).
 	Authorizer GatewayResponses
+	// AuthorizerFunction, if set, is the function the authorizer invokes:
+	// the template's StreamAuthorizerFunction, the same binary as a
+	// function of its own, whose failed invocations (every refused token)
+	// are its own. Unset: the door's function itself.
+	AuthorizerFunction Invoker
 }
 
 // GatewayResponse is a REST API's gateway response (API Gateway developer
@@ -118,7 +124,7 @@ const (
 	routeFunction                    // /mcp, the function's integration
 	routeMetadata                    // a well-known URL's mock integration
 	routeASMetadata                  // the facade's metadata, a mock integration
-	routeRegister                    // /mcp/register, the function outside the authorizer
+	routeRegister                    // POST and OPTIONS /mcp/register, the function outside the authorizer
 )
 
 // route finds the resource of a request path: with the stage first on an
@@ -139,7 +145,7 @@ func (rest REST) route(r *http.Request) (path string, to restRoute) {
 		return path, routeMetadata
 	case rest.ASMetadata != nil && r.Method == http.MethodGet && path == stateless.AuthorizationServerMetadataPath+restResource:
 		return path, routeASMetadata
-	case rest.ASMetadata != nil && r.Method == http.MethodPost && path == restResource+stateless.RegistrationSuffix:
+	case rest.ASMetadata != nil && (r.Method == http.MethodPost || r.Method == http.MethodOptions) && path == restResource+stateless.RegistrationSuffix:
 		return path, routeRegister
 	}
 	return "", routeNone
