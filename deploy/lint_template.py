@@ -39,9 +39,10 @@ admit together, a COVERED one included), and every combination of the
 other parameters' sides appears.
 
 Also: cfn-lint's own run on template.yaml as it stands, a few rule probes
-(throttling, an audience that differs from EndpointUrl), and values each
-AllowedPattern must refuse. Any error or warning fails the check; a
-circular dependency (E3004) is named as such.
+(throttling, an audience that differs from EndpointUrl), values each
+AllowedPattern must refuse, and what the alarms must and must not see of
+the streaming door's authorizer (check_authorizer). Any error or warning
+fails the check; a circular dependency (E3004) is named as such.
 
 Usage: python3 deploy/lint_template.py [template.yaml]
 """
@@ -169,6 +170,77 @@ INVALID = {
     "AuthTokenEndpoint": ["http://example.com/token", "https://example.com/token?x=1"],
     "AuthRegistrationRedirectUris": ["https://a.example/cb#f", "https://a.example/cb, https://b.example/cb", ","],
 }
+
+
+# The authorizer's report, as the function writes it (pkg/stateless:
+# MethodAuthorize, and the Decision names; pkg/observe's
+# TestAuthorizerLines holds the function's lines to them).
+AUTHORIZER_METHOD = "authorize"
+AUTHORIZER_UNAVAILABLE = "unavailable"
+AUTHORIZER_ROUTINE = ["unauthorized", "forbidden"]
+# What the authorizer validates tokens with: the MCP function's settings.
+AUTHORIZER_SETTINGS = re.compile(r"MCP_AUTH_.*|MCP_AUDIENCE|MCP_ALLOW_ANONYMOUS")
+
+
+def check_authorizer(sam):
+    """What the alarms must see of the streaming door's authorizer, and
+    what they must not. A refused token is a failed invocation of the
+    authorizer (the contract's "Unauthorized"), which Lambda counts in the
+    function's Errors: so the authorizer is a function of its own, the MCP
+    function's binary with its token settings, and no alarm watches its
+    Errors or its routine refusals. An issuer's or key set's outage fails
+    every request through the door closed, each a decision "unavailable",
+    which an alarm watches; the door's own 5xx (the integration failing)
+    another. The problems found."""
+    res = sam["Resources"]
+    problems = []
+    fn = "StreamAuthorizerFunction"
+    authorizer = res.get("StreamAuthorizer", {})
+    if "${%s.Arn}" % fn not in json.dumps(authorizer.get("Properties", {}).get("AuthorizerUri")):
+        problems.append(f"StreamAuthorizer does not invoke {fn}: each refused token would be a failed invocation of the function it invokes")
+    own, mcp = res.get(fn, {}), res["McpFunction"]
+    if own.get("Type") != "AWS::Serverless::Function":
+        problems.append(f"no {fn}: the streaming door's authorizer is a function of its own")
+    if own.get("Condition") != authorizer.get("Condition"):
+        problems.append(f"{fn} has Condition {own.get('Condition')}, StreamAuthorizer {authorizer.get('Condition')}")
+    if own.get("Metadata") != mcp.get("Metadata") or own.get("Properties", {}).get("CodeUri") != mcp["Properties"].get("CodeUri"):
+        problems.append(f"{fn} is not built as McpFunction is: the authorizer is the same binary")
+    mine = own.get("Properties", {}).get("Environment", {}).get("Variables", {})
+    # The authorizer exists only with an issuer: where McpFunction's value
+    # depends on one, the authorizer's is that branch.
+    theirs = {n: v["Fn::If"][1] if isinstance(v, dict) and v.get("Fn::If", [None])[0] == "HasAuthIssuer" else v
+              for n, v in mcp["Properties"].get("Environment", {}).get("Variables", {}).items()}
+    for name in sorted(set(mine) | {n for n in theirs if AUTHORIZER_SETTINGS.fullmatch(n)}):
+        if not AUTHORIZER_SETTINGS.fullmatch(name) or mine.get(name) != theirs.get(name):
+            problems.append(f"{fn} {name} = {mine.get(name)!r}, McpFunction's {theirs.get(name)!r}: the authorizer takes the token settings and nothing else")
+    permission = res.get("StreamAuthorizerPermission", {}).get("Properties", {})
+    if permission.get("FunctionName") != {"Fn::GetAtt": [fn, "Arn"]}:
+        problems.append(f"StreamAuthorizerPermission lets API Gateway invoke {permission.get('FunctionName')}, not {fn}")
+
+    alarms = {n: r for n, r in res.items() if r.get("Type") == "AWS::CloudWatch::Alarm"}
+
+    def dims(alarm):
+        return {d["Name"]: d["Value"] for d in alarm["Properties"].get("Dimensions", [])}
+
+    for name, alarm in alarms.items():
+        p = alarm["Properties"]
+        if p.get("MetricName") in ("Errors", "4XXError") and fn in json.dumps(dims(alarm)) + json.dumps(p.get("Dimensions")):
+            problems.append(f"{name} watches {fn}'s {p['MetricName']}, which every refused token adds to")
+        if p.get("MetricName") == "4XXError":
+            problems.append(f"{name} watches 4XXError: the door's routine refusals (401, 403)")
+        if dims(alarm).get("Outcome") in AUTHORIZER_ROUTINE:
+            problems.append(f"{name} watches the authorizer's routine refusals ({dims(alarm)['Outcome']})")
+    unavailable = [n for n, a in alarms.items() if a["Properties"].get("Namespace") == {"Ref": "AWS::StackName"}
+                   and a["Properties"].get("MetricName") == "Requests"
+                   and dims(a) == {"Function": {"Ref": fn}, "Method": AUTHORIZER_METHOD, "Outcome": AUTHORIZER_UNAVAILABLE}]
+    if [alarms[n].get("Condition") for n in unavailable] != [authorizer.get("Condition")]:
+        problems.append(f"alarms on the authorizer's {AUTHORIZER_UNAVAILABLE!r} decisions: {unavailable}, want one, with StreamAuthorizer's Condition")
+    api = res.get("StreamApi", {})
+    door = [n for n, a in alarms.items() if a["Properties"].get("Namespace") == "AWS/ApiGateway" and a["Properties"].get("MetricName") == "5XXError"
+            and dims(a) == {"ApiName": api.get("Properties", {}).get("Name"), "Stage": {"Ref": "StreamStage"}}]
+    if [alarms[n].get("Condition") for n in door] != [api.get("Condition")]:
+        problems.append(f"alarms on the streaming door's 5XXError by its ApiName and stage: {door}, want one, with StreamApi's Condition")
+    return problems
 
 
 def plain(node):
@@ -330,6 +402,7 @@ def main():
             problems.append(f"COVERED names {name}, which the template does not declare")
     if set(INTENT) != set(rules):
         problems.append(f"Rules {sorted(rules)} and the intent table {sorted(INTENT)} differ")
+    problems += check_authorizer(sam)
     if problems:
         print("\n".join(f"template: {p}" for p in problems))
         return 1
