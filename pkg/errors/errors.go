@@ -23,7 +23,9 @@
 package mcperr
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -98,6 +100,7 @@ const (
 	KindDependencyFailure // an upstream the handler needs failed
 	KindCircuitOpen       // a tool's dependencies have been failing: not called until its breaker closes {retryAfter}
 	KindInternal          // a bug; never the peer's fault
+	KindCancelled         // the caller went away (hung up, cancelled) before the answer: its doing, never a fault
 
 	numKinds
 )
@@ -115,7 +118,8 @@ type spec struct {
 	// serverFault says the server, not the request, is at fault: an
 	// operator should see it (logged at ERROR, counted as a fault). It is
 	// decided by kind, not by HTTP status, because server faults travel
-	// in-band with 200.
+	// in-band with 200 — save that a refusal whose cause is the caller's
+	// cancellation is never one ([CallerCancelled]).
 	serverFault bool
 }
 
@@ -162,13 +166,34 @@ var specs = [numKinds]spec{
 	KindDependencyFailure: {name: "dependency_failure", code: CodeInternalError, status: http.StatusOK, message: "A dependency failed", retryable: true, dataType: "dependency_failure", serverFault: true},
 	KindCircuitOpen:       {name: "circuit_open", code: CodeInternalError, status: http.StatusOK, message: "This tool's dependencies are failing; it was not run, retry later", retryable: true, dataType: "circuit_open"},
 	KindInternal:          {name: "internal", code: CodeInternalError, status: http.StatusOK, message: "Internal error", serverFault: true},
+	KindCancelled:         {name: "cancelled", code: CodeInternalError, status: http.StatusOK, message: "Request cancelled", retryable: true, dataType: "cancelled"},
 }
 
 // TripsBreaker reports whether the refusal says a dependency is failing
 // (a timeout, a failed upstream), which a circuit breaker counts; the
-// caller's mistakes and the server's bugs do not.
+// caller's mistakes, its cancellation ([CallerCancelled]) and the server's
+// bugs do not.
 func (e *Error) TripsBreaker() bool {
-	return e != nil && (e.kind == KindTimeout || e.kind == KindDependencyFailure)
+	return e != nil && (e.kind == KindTimeout || e.kind == KindDependencyFailure) && !CallerCancelled(e.cause)
+}
+
+// CallerCancelled reports whether err says the call's caller went away:
+// its context was cancelled (a client that closed its connection, a
+// cancelled task), which err carries as context.Canceled or as an SDK's
+// cancellation error around it (the AWS SDK's, which has a CanceledError
+// method). It is the caller's doing, not a dependency's: a failure it
+// caused is never a server fault and never trips a breaker. An SDK's
+// cancellation around context.DeadlineExceeded is a deadline, the
+// server's: it is not the caller's.
+func CallerCancelled(err error) bool {
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errors.Is(err, context.Canceled) {
+		return true
+	}
+	var c interface{ CanceledError() bool }
+	return errors.As(err, &c) && c.CanceledError()
 }
 
 // Kinds returns every Kind, in declaration order.
@@ -373,8 +398,9 @@ func (e *Error) Retryable() bool { return e.kind.spec().retryable }
 func (k Kind) ServerFault() bool { return k.spec().serverFault }
 
 // ServerFault reports whether the server, not the request, is at fault:
-// operators are alerted on these, never on a peer's mistakes.
-func (e *Error) ServerFault() bool { return e.kind.spec().serverFault }
+// operators are alerted on these, never on a peer's mistakes nor on a
+// failure its cancellation caused ([CallerCancelled]).
+func (e *Error) ServerFault() bool { return e.kind.spec().serverFault && !CallerCancelled(e.cause) }
 
 // RetryAfter is the hint for when to retry, or zero.
 func (e *Error) RetryAfter() time.Duration { return e.retryAfter }

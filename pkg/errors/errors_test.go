@@ -1,6 +1,7 @@
 package mcperr_test
 
 import (
+	"context"
 	"encoding/json"
 	stderrors "errors"
 	"fmt"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -62,6 +66,7 @@ func TestMapping(t *testing.T) {
 		mcperr.KindRateLimited:          {-32603, 200, 200, true, "Rate limited", `{"retryable":true,"type":"rate_limited"}`, false},
 		mcperr.KindDependencyFailure:    {-32603, 200, 200, true, "A dependency failed", `{"retryable":true,"type":"dependency_failure"}`, true},
 		mcperr.KindCircuitOpen:          {-32603, 200, 200, true, "This tool's dependencies are failing; it was not run, retry later", `{"retryable":true,"type":"circuit_open"}`, false},
+		mcperr.KindCancelled:            {-32603, 200, 200, true, "Request cancelled", `{"retryable":true,"type":"cancelled"}`, false},
 		mcperr.KindInternal:             {-32603, 200, 200, false, "Internal error", "", true},
 	}
 	for _, k := range mcperr.Kinds() {
@@ -280,5 +285,46 @@ func TestTripsBreaker(t *testing.T) {
 	var nilTool *mcperr.ToolError
 	if nilErr.TripsBreaker() || nilTool.TripsBreaker() {
 		t.Error("a nil error trips the breaker")
+	}
+}
+
+// TestCallerCancellation: a failure whose cause is the caller's
+// cancellation — the context's Canceled, or the AWS SDK's cancellation
+// errors around it — is the caller's doing: not a server fault, and it
+// does not trip a breaker, whatever kind the tool or the server gave it.
+// A deadline is the server's: an SDK cancellation around one counts.
+func TestCallerCancellation(t *testing.T) {
+	causes := []struct {
+		name   string
+		err    error
+		caller bool
+	}{
+		{"canceled", context.Canceled, true},
+		{"wrapped canceled", fmt.Errorf("listing notes: %w", context.Canceled), true},
+		{"smithy canceled", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &smithy.CanceledError{Err: context.Canceled}}, true},
+		{"aws request canceled", fmt.Errorf("listing notes: %w", &aws.RequestCanceledError{Err: context.Canceled}), true},
+		{"smithy canceled by a deadline", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &smithy.CanceledError{Err: context.DeadlineExceeded}}, false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"a failed upstream", stderrors.New("connection refused"), false},
+	}
+	for _, c := range causes {
+		t.Run(c.name, func(t *testing.T) {
+			if got := mcperr.CallerCancelled(c.err); got != c.caller {
+				t.Errorf("CallerCancelled %v, want %v", got, c.caller)
+			}
+			errs := map[string]interface {
+				ServerFault() bool
+				TripsBreaker() bool
+			}{
+				"retry later":        mcperr.NewRetryLater(0, c.err),
+				"dependency failure": mcperr.Wrap(mcperr.KindDependencyFailure, c.err),
+				"timeout":            mcperr.Wrap(mcperr.KindTimeout, c.err),
+			}
+			for name, e := range errs {
+				if e.ServerFault() == c.caller || e.TripsBreaker() == c.caller {
+					t.Errorf("%s: ServerFault %v, TripsBreaker %v; want %v", name, e.ServerFault(), e.TripsBreaker(), !c.caller)
+				}
+			}
+		})
 	}
 }

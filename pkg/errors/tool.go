@@ -101,12 +101,17 @@ func (t *ToolError) Kind() ToolKind { return t.kind }
 // ServerFault reports whether the failure is the server's rather than the
 // call's: RetryLater means something behind the tool (a table, an API) is
 // down or slow, which an operator must see even though the model is told
-// in-band. The other kinds describe the call or the data.
-func (t *ToolError) ServerFault() bool { return t.kind == ToolKindRetryLater }
+// in-band — unless its cause is the caller's cancellation
+// ([CallerCancelled]): the dependency was cut off, not down. The other
+// kinds describe the call or the data.
+func (t *ToolError) ServerFault() bool {
+	return t.kind == ToolKindRetryLater && !CallerCancelled(t.cause)
+}
 
 // TripsBreaker reports whether the failure says something behind the
-// tool is failing (RetryLater), which a circuit breaker counts.
-func (t *ToolError) TripsBreaker() bool { return t != nil && t.kind == ToolKindRetryLater }
+// tool is failing, which a circuit breaker counts: a RetryLater whose
+// cause is not the caller's cancellation.
+func (t *ToolError) TripsBreaker() bool { return t != nil && t.ServerFault() }
 
 // RetryAfter is the hint for RetryLater, or zero.
 func (t *ToolError) RetryAfter() time.Duration { return t.retryAfter }

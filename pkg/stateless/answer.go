@@ -84,6 +84,8 @@ func handlerError(ctx context.Context, err error) *mcperr.Error {
 	var me *mcperr.Error
 	var te *mcperr.ToolError
 	switch {
+	case ctx.Err() == context.Canceled: // the caller went away
+		return mcperr.Wrap(mcperr.KindCancelled, err)
 	case errors.As(err, &me):
 		return me
 	case errors.As(err, &te):

@@ -9,6 +9,8 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
+// toolOutcome answers what a tool's handler returned, under ctx, the
+// request's context (or, for Invoke, the handler's).
 func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKey, res *CallToolResult, err error) *Response {
 	if err != nil {
 		var ir *InputRequired
@@ -25,6 +27,8 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 			}
 			x.inputRequired = true
 			return x.result(out, &resultFields{resultTyp: "input_required"})
+		case ctx.Err() == context.Canceled:
+			return x.cancelled(ctx, err)
 		case errors.As(err, &me):
 			x.o.ErrFromTool = true
 			return x.refuse(x.d.id, me)
@@ -71,8 +75,23 @@ func (x *exchange) toolOutcome(ctx context.Context, t *registeredTool, b stateKe
 // handler returned as its error. The error is the handler's, so its text
 // is kept out of the logs (see Outcome.ErrFromTool).
 func (x *exchange) handlerFailure(ctx context.Context, err error) *Response {
+	if ctx.Err() == context.Canceled {
+		return x.cancelled(ctx, err)
+	}
 	x.o.Err, x.o.ErrFromTool = err, true
 	return x.refuse(x.d.id, handlerError(ctx, err))
+}
+
+// cancelled answers a request whose caller went away (hung up, cancelled
+// its task) before its handler answered, with err: whatever the handler
+// made of it, the request ends as the caller's doing — cancelled, not a
+// fault, its line at INFO with the context's cause rather than err, whose
+// text is the handler's.
+func (x *exchange) cancelled(ctx context.Context, err error) *Response {
+	if x.o.Err == nil {
+		x.o.Err = context.Cause(ctx)
+	}
+	return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindCancelled, err))
 }
 
 // toolFailure answers with an isError result describing te.
