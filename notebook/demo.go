@@ -33,6 +33,28 @@ func (d *demo) register(srv *stateless.Server) {
 
 func boolPtr(b bool) *bool { return &b }
 
+// storeFailed is a tool's answer to its note store's failure: the
+// context's error when the call's context has ended — its caller went
+// away, or its deadline passed, which the server answers for (cancelled,
+// timeout) — else a RetryLater, something behind the tool being down,
+// which the model may retry and the operator sees.
+func storeFailed(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	return mcperr.NewRetryLater(0, err)
+}
+
+// storeRefused is storeFailed for a resource, a prompt or a completion,
+// which refuse a request rather than show the model a failure: the
+// context's error, or a DependencyFailure.
+func storeRefused(ctx context.Context, err error) error {
+	if e := ctx.Err(); e != nil {
+		return e
+	}
+	return mcperr.Wrap(mcperr.KindDependencyFailure, err)
+}
+
 // The demo's OAuth scopes, when the endpoint is protected: reading notes
 // needs notes:read, changing them notes:write, which implies notes:read.
 var (
@@ -87,7 +109,7 @@ func (d *demo) search(ctx context.Context, req *stateless.ToolRequest, in search
 	for examined := 0; ; {
 		batch, more, err := d.notes.List(ctx, req.Principal, after, min(storePage, searchScan-examined))
 		if err != nil {
-			return nil, searchOut{}, mcperr.NewRetryLater(0, err)
+			return nil, searchOut{}, storeFailed(ctx, err)
 		}
 		for i, n := range batch {
 			examined++
@@ -154,7 +176,7 @@ func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*
 	case err != nil:
 		// The store failed: retryable, and its cause is in the request's
 		// log line (by type and AWS error code).
-		return nil, addOut{}, mcperr.NewRetryLater(0, err)
+		return nil, addOut{}, storeFailed(ctx, err)
 	}
 	// The operator's view of the call (its id is the store's, never the
 	// note's text): a record with the request's fields, and a metric.
@@ -215,7 +237,7 @@ func (d *demo) delete(ctx context.Context, req *stateless.ToolRequest, in delete
 	if err := d.notes.Delete(ctx, req.Principal, in.ID); errors.Is(err, ErrNoNote) {
 		return nil, deleteOut{}, mcperr.NewNotFound("no note with that id")
 	} else if err != nil {
-		return nil, deleteOut{}, mcperr.NewRetryLater(0, err)
+		return nil, deleteOut{}, storeFailed(ctx, err)
 	}
 	return nil, deleteOut{Deleted: true}, nil
 }
@@ -265,7 +287,7 @@ func (d *demo) digest(ctx context.Context, req *stateless.ToolRequest, in digest
 		var err error
 		batch, more, err = d.notes.List(ctx, req.Principal, after, storePage)
 		if err != nil {
-			return nil, digestOut{}, mcperr.NewRetryLater(0, err)
+			return nil, digestOut{}, storeFailed(ctx, err)
 		}
 		for _, n := range batch {
 			out.Words += len(strings.Fields(n.Text))
@@ -336,7 +358,7 @@ func (d *demo) readNote(ctx context.Context, req *stateless.ResourceRequest) (*s
 	if errors.Is(err, ErrNoNote) {
 		return nil, mcperr.NewUnknownResource(req.URI)
 	} else if err != nil {
-		return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
+		return nil, storeRefused(ctx, err)
 	}
 	return &stateless.ReadResourceResult{Contents: []stateless.ResourceContents{{URI: req.URI, MIMEType: "text/plain", Text: n.Text}}}, nil
 }
@@ -356,7 +378,7 @@ const promptNotes = 50
 func (d *demo) summarize(ctx context.Context, req *stateless.PromptRequest) (*stateless.GetPromptResult, error) {
 	all, more, err := d.notes.List(ctx, req.Principal, "", promptNotes)
 	if err != nil {
-		return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
+		return nil, storeRefused(ctx, err)
 	}
 	var b strings.Builder
 	b.WriteString("Summarize these notes")
@@ -397,7 +419,7 @@ func (d *demo) complete(ctx context.Context, req *stateless.CompleteRequest) (*s
 	case req.RefType == "ref/resource" && req.RefName == noteTemplate.URITemplate && req.Argument == "id":
 		values, more, err := d.completeID(ctx, req.Principal, req.Value)
 		if err != nil {
-			return nil, mcperr.Wrap(mcperr.KindDependencyFailure, err)
+			return nil, storeRefused(ctx, err)
 		}
 		res.Completion.Values, res.Completion.HasMore = values, more
 	}

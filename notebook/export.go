@@ -104,7 +104,7 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 			return err
 		})
 		if err != nil {
-			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
+			return nil, exportOut{}, storeFailed(ctx, err)
 		}
 		for _, note := range page {
 			fmt.Fprintf(&b, "\n## %s (%s)\n\n%s\n", note.ID, note.Created.UTC().Format(time.RFC3339), note.Text)
@@ -128,7 +128,7 @@ func (d *demo) export(ctx context.Context, req *stateless.ToolRequest, in export
 	if req.Task != nil {
 		run := runName(req.Task.Attempt)
 		if err := outlast(ctx, func() error { return d.notes.RecordExport(ctx, req.Principal, req.Task.ID, run) }); err != nil {
-			return nil, exportOut{}, mcperr.NewRetryLater(0, err)
+			return nil, exportOut{}, storeFailed(ctx, err)
 		}
 	}
 	return nil, exportOut{Notes: n, Markdown: b.String()}, nil
