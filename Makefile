@@ -31,7 +31,7 @@ ENV ?=
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy examples e2e
 
-.PHONY: all run build build-McpFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: all run build build-McpFunction build-StreamAuthorizerFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -56,6 +56,11 @@ sizes:
 ## build-McpFunction: what `sam build` runs (BuildMethod: makefile)
 build-McpFunction:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o $(ARTIFACTS_DIR)/bootstrap ./functions/mcp
+
+## build-StreamAuthorizerFunction: the streaming door's authorizer, the
+## same binary as the function (a function of its own so that its refused
+## tokens are not the function's Errors), for `sam build`
+build-StreamAuthorizerFunction: build-McpFunction
 
 ## build-ConformanceFunction: the optional conformance fixture, for `sam build`
 build-ConformanceFunction:

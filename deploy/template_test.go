@@ -619,7 +619,7 @@ func TestLogGroups(t *testing.T) {
 	if !slices.Contains(scalars(at(t, days, "AllowedValues")), at(t, days, "Default").Value) {
 		t.Errorf("LogRetentionDays default %s is not among its AllowedValues", at(t, days, "Default").Value)
 	}
-	groups := map[string]string{"McpFunction": "McpLogGroup", "ConformanceFunction": "ConformanceLogGroup"}
+	groups := map[string]string{"McpFunction": "McpLogGroup", "ConformanceFunction": "ConformanceLogGroup", "StreamAuthorizerFunction": "StreamAuthorizerLogGroup"}
 	fns := resourcesOfType(t, r, "AWS::Serverless::Function")
 	if len(fns) != len(groups) {
 		t.Errorf("functions %v, want log groups for %d", fns, len(groups))
@@ -640,7 +640,10 @@ func TestLogGroups(t *testing.T) {
 }
 
 // TestAlarms: the function's own fault metric, Lambda's throttles and
-// errors, and the API's 5xx, each notifying AlarmTopicArn when it is set.
+// errors, the API's 5xx, the streaming door's 5xx and its authorizer's
+// "unavailable" decisions, each notifying AlarmTopicArn when it is set.
+// Lambda's Errors are the MCP function's alone: the authorizer's count
+// every refused token.
 func TestAlarms(t *testing.T) {
 	r := raw(t)
 	type alarm struct{ namespace, dims string }
@@ -649,6 +652,11 @@ func TestAlarms(t *testing.T) {
 		"Throttles": {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
 		"Errors":    {"AWS/Lambda", "[{Name: FunctionName, Value: !Ref McpFunction}]"},
 		"5xx":       {"AWS/ApiGateway", "[{Name: ApiId, Value: !Ref McpApi}, {Name: Stage, Value: $default}]"},
+		// REST API metrics are by the API's name.
+		"5XXError": {"AWS/ApiGateway", "[{Name: ApiName, Value: " + show(at(t, r, "Resources", "StreamApi", "Properties", "Name")) + "}, {Name: Stage, Value: !Ref StreamStage}]"},
+		// The authorizer's decisions, as the function reports them.
+		"Requests": {"!Ref AWS::StackName", "[{Name: Function, Value: !Ref StreamAuthorizerFunction}, {Name: Method, Value: " + stateless.MethodAuthorize +
+			"}, {Name: Outcome, Value: " + stateless.DecisionUnavailable.String() + "}]"},
 		// Task workers' invocations Lambda gave up on.
 		"ApproximateNumberOfMessagesVisible": {"AWS/SQS", "[{Name: QueueName, Value: !GetAtt TaskFailuresQueue.QueueName}]"},
 	}
@@ -728,7 +736,7 @@ func TestParametersAndOutputs(t *testing.T) {
 			t.Errorf("rule %s: no assertion with a description", name)
 		}
 	}
-	for _, o := range []string{"EndpointUrl", "ApiId", "ClaimsTableName", "StateKeyArn", "StateKeyAliasName", "McpLogGroupName", "ConformanceLogGroupName", "ConformanceUrl"} {
+	for _, o := range []string{"EndpointUrl", "ApiId", "ClaimsTableName", "StateKeyArn", "StateKeyAliasName", "McpLogGroupName", "ConformanceLogGroupName", "ConformanceUrl", "StreamAuthorizerLogGroupName"} {
 		if _, ok := tmpl.Outputs[o]; !ok {
 			t.Errorf("output %s missing", o)
 		}
@@ -1149,6 +1157,19 @@ func TestStreamingDoor(t *testing.T) {
 	want(t, at(t, res, "StreamRegisterMethod", "Properties", "Integration", "Uri"), show(at(t, res, "StreamMcpMethod", "Properties", "Integration", "Uri")), "registration integration")
 	want(t, at(t, res, "StreamRegisterInvokePermission", "Properties", "SourceArn"),
 		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/*/POST/mcp/register", "registration permission")
+	// Its CORS preflight, answered by the function by AllowedOrigins.
+	for _, name := range []string{"StreamRegisterPreflightMethod", "StreamRegisterPreflightPermission"} {
+		want(t, find(res, name, "Condition"), "StreamingRegistration", name+" Condition")
+	}
+	want(t, at(t, res, "StreamRegisterPreflightMethod", "Properties", "HttpMethod"), "OPTIONS", "registration preflight method")
+	want(t, at(t, res, "StreamRegisterPreflightMethod", "Properties", "ResourceId"), "!Ref StreamRegisterResource", "registration preflight resource")
+	want(t, at(t, res, "StreamRegisterPreflightMethod", "Properties", "AuthorizationType"), "NONE", "registration preflight outside the authorizer")
+	want(t, at(t, res, "StreamRegisterPreflightMethod", "Properties", "Integration", "Uri"), show(at(t, res, "StreamMcpMethod", "Properties", "Integration", "Uri")), "registration preflight integration")
+	want(t, at(t, res, "StreamRegisterPreflightPermission", "Properties", "SourceArn"),
+		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/*/OPTIONS/mcp/register", "registration preflight permission")
+	if deps := scalars(at(t, res, "StreamDeploymentWithRegistration", "DependsOn")); !slices.Contains(deps, "StreamRegisterPreflightMethod") {
+		t.Errorf("the deployment with the facade does not depend on its preflight's method: %v", deps)
+	}
 	asDoc := string(rie.TemplateAuthorizationServerMetadata("${EndpointUrl}", "${AuthAuthorizationEndpoint}", "${AuthTokenEndpoint}", []string{"${Scopes}"}))
 	sub := at(t, res, "StreamASMetadataMcpMethod", "Properties", "Integration", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
 	if sub.Tag != "!Sub" || at(t, sub, "0").Value != asDoc {
@@ -1180,7 +1201,32 @@ func TestStreamingDoorOAuth(t *testing.T) {
 	want(t, at(t, authz, "Type"), "REQUEST", "authorizer Type")
 	want(t, at(t, authz, "IdentitySource"), "method.request.header.Authorization", "authorizer IdentitySource")
 	want(t, at(t, authz, "AuthorizerResultTtlInSeconds"), "0", "authorizer TTL")
-	want(t, at(t, authz, "AuthorizerUri"), "!Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${McpFunction.Arn}/invocations", "authorizer URI")
+	want(t, at(t, authz, "AuthorizerUri"), "!Sub arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/${StreamAuthorizerFunction.Arn}/invocations", "authorizer URI")
+	want(t, at(t, res, "StreamAuthorizerPermission", "Properties", "FunctionName"), "!GetAtt StreamAuthorizerFunction.Arn", "authorizer permission FunctionName")
+	// The authorizer is the MCP function's binary, a function of its own
+	// (its failed invocations, every refused token, are its own Errors),
+	// with the token settings the MCP function validates with, and no
+	// response stream (its answer is a policy).
+	for _, name := range []string{"StreamAuthorizerFunction", "StreamAuthorizerLogGroup", "StreamAuthorizerUnavailableAlarm"} {
+		want(t, find(res, name, "Condition"), "StreamingMetadata", name+" Condition")
+	}
+	want(t, at(t, res, "StreamAuthorizerFunction", "Metadata", "BuildMethod"), "makefile", "authorizer BuildMethod")
+	want(t, at(t, res, "StreamAuthorizerFunction", "Properties", "CodeUri"), ".", "authorizer CodeUri")
+	mcpEnv, authzEnv := env(t, r, "McpFunction"), env(t, r, "StreamAuthorizerFunction")
+	for name, v := range mcpEnv {
+		if strings.HasPrefix(name, "MCP_AUTH_") || name == "MCP_AUDIENCE" || name == "MCP_ALLOW_ANONYMOUS" {
+			// The authorizer exists only with an issuer: where the MCP
+			// function's value depends on one, the authorizer's is that
+			// branch.
+			if v.Tag == "!If" && v.Content[0].Value == "HasAuthIssuer" {
+				v = v.Content[1]
+			}
+			want(t, authzEnv[name], show(v), "StreamAuthorizerFunction "+name)
+		}
+	}
+	if v, ok := authzEnv["MCP_STREAM_EVENTS"]; ok {
+		t.Errorf("the authorizer streams %s", show(v))
+	}
 	want(t, at(t, res, "StreamAuthorizerPermission", "Properties", "SourceArn"),
 		"!Sub arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${StreamApi}/authorizers/${StreamAuthorizer}", "authorizer permission")
 	want(t, at(t, res, "StreamDomainName", "Properties", "DomainName"), `!Select [2, !Split [/, !Ref EndpointUrl]]`, "domain name")

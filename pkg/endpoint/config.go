@@ -157,9 +157,9 @@ const (
 	EnvQuotas                       = "MCP_QUOTAS"
 	// EnvRateLimit is the calls quota alone, as MCP_QUOTAS' calls=
 	// (deprecated: it is read when MCP_QUOTAS does not set calls).
-	EnvRateLimit = "MCP_RATE_LIMIT"
-	EnvMetricsPerTool               = "MCP_METRICS_PER_TOOL"
-	EnvBreaker                      = "MCP_CIRCUIT_BREAKER"
+	EnvRateLimit      = "MCP_RATE_LIMIT"
+	EnvMetricsPerTool = "MCP_METRICS_PER_TOOL"
+	EnvBreaker        = "MCP_CIRCUIT_BREAKER"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in

@@ -4,7 +4,11 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/opcount"
 	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 )
@@ -28,7 +33,8 @@ func TestMain(m *testing.M) {
 
 // TestSharedAcrossInstances: two instances, each with its own limiter
 // and client on one DynamoDB table, share a principal's allowance: of
-// ten calls alternating between them, five are admitted, and the count's
+// ten calls alternating between them, five are admitted, each instance
+// counts one refusal and refuses the rest itself, and the count's
 // item expires by the table's TTL a window after its window.
 func TestSharedAcrossInstances(t *testing.T) {
 	now := time.Now()
@@ -63,7 +69,58 @@ func TestSharedAcrossInstances(t *testing.T) {
 	}
 	n, _ := out.Item["n"].(*types.AttributeValueMemberN)
 	exp, _ := out.Item["expires_at"].(*types.AttributeValueMemberN)
-	if n == nil || n.Value != "10" || exp == nil || exp.Value != strconv.FormatInt(start.Add(2*time.Hour).Unix(), 10) {
+	// 5 admitted, and one write per instance that found the window used
+	// up: the other three refusals cost nothing.
+	if n == nil || n.Value != "7" || exp == nil || exp.Value != strconv.FormatInt(start.Add(2*time.Hour).Unix(), 10) {
 		t.Errorf("the item: %v", out.Item)
+	}
+}
+
+// TestDynamoDBSlots: the slots contract on DynamoDB Local, and across
+// instances: of 24 takes racing from two clients for a quota of 3,
+// exactly 3 succeed; a refusal writes nothing (one read); the item
+// expires by the table's TTL after its last slot lapses.
+func TestDynamoDBSlots(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	s := &ratelimit.DynamoDBSlots{Client: local.Client(), Table: table, SortKey: "sk", Kind: "test", Now: func() time.Time { return now }}
+	exerciseSlots(t, ctx, s, func(d time.Duration) { now = now.Add(d) }, func() time.Time { return now })
+
+	instances := []*ratelimit.DynamoDBSlots{
+		{Client: local.Client(), Table: table, SortKey: "sk", Kind: "race"},
+		{Client: local.Client(), Table: table, SortKey: "sk", Kind: "race"},
+	}
+	var wg sync.WaitGroup
+	var took, full atomic.Int32
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			switch err := instances[i%2].Take(ctx, "mallory", fmt.Sprint("task-", i), time.Now().Add(time.Hour), 3); {
+			case err == nil:
+				took.Add(1)
+			case errors.Is(err, ratelimit.ErrFull):
+				full.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if took.Load() != 3 || full.Load() != 21 {
+		t.Fatalf("%d taken, %d refused; want 3 and 21", took.Load(), full.Load())
+	}
+	held, err := instances[1].Held(ctx, "mallory")
+	if err != nil || len(held) != 3 {
+		t.Fatalf("held %v %v", held, err)
+	}
+	// A refusal reads and does not write.
+	counted := &opcount.Counter{}
+	refuser := &ratelimit.DynamoDBSlots{Client: local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, counted.Middleware) }), Table: table, SortKey: "sk", Kind: "race"}
+	if err := refuser.Take(ctx, "mallory", "one-more", time.Now().Add(time.Hour), 3); !errors.Is(err, ratelimit.ErrFull) {
+		t.Fatal(err)
+	}
+	if got := counted.Take(); got["PutItem"]+got["UpdateItem"] != 0 || got["GetItem"] != 1 {
+		t.Fatalf("a refusal cost %v", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/opcount"
+	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks/taskstest"
@@ -183,5 +184,41 @@ func TestTaskCost(t *testing.T) {
 		Body: []byte(`{"jsonrpc":"2.0","id":2,"method":"tasks/get","params":{"taskId":"` + ids[0] + `",` + meta + `}}`)})
 	if ops := c.Take(); ops["GetItem"] != 1 || len(ops) != 1 || !strings.Contains(string(resp.Body), `"status":"completed"`) {
 		t.Fatalf("tasks/get: %v %s", ops, resp.Body)
+	}
+}
+
+// TestLiveTaskQuotaAcrossInstances: on DynamoDB, a caller's live tasks
+// are counted for every instance: of tasks started alternately through
+// two, three start and the rest are refused; one that ends on either
+// instance gives its slot back to both.
+func TestLiveTaskQuotaAcrossInstances(t *testing.T) {
+	newInstance := func() *taskRig {
+		store := &tasks.DynamoDB{Client: local.Client(), Table: sortedTable, SortKey: "sk"}
+		return limited(t, store, &ratelimit.DynamoDBSlots{Client: local.Client(), Table: sortedTable, SortKey: "sk", Kind: "tasks"}, 3, nil)
+	}
+	a, b := newInstance(), newInstance()
+	principal := fmt.Sprint("mallory-", time.Now().UnixNano())
+	started := 0
+	for i := range 8 {
+		r := []*taskRig{a, b}[i%2]
+		out := r.callTool(t, principal, "quick", fmt.Sprintf(`{"text":"%d"}`, i), tasksCaps)
+		switch {
+		case out.Error == nil:
+			started++
+		case !refusedForLiveTasks(out):
+			t.Fatalf("call %d: %+v", i, out.Error)
+		}
+	}
+	if started != 3 {
+		t.Fatalf("%d tasks started through two instances, want 3", started)
+	}
+	if err := b.work(t); err != nil {
+		t.Fatal(err)
+	}
+	if out := a.callTool(t, principal, "quick", `{"text":"after"}`, tasksCaps); out.Error != nil {
+		t.Fatalf("a slot given back on another instance: %+v", out.Error)
+	}
+	if out := a.callTool(t, principal, "quick", `{"text":"one too many"}`, tasksCaps); !refusedForLiveTasks(out) {
+		t.Fatalf("past the quota: %+v", out.Error)
 	}
 }

@@ -207,7 +207,8 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 		rec, dispatch, kind = found, found.Status == StatusWorking && found.Owner == "", "task_found"
 	case errors.Is(err, ErrTooLarge):
 		return stateless.Refusal(writeRefusal(err))
-	case errors.Is(err, ErrLiveTasks):
+	case errors.Is(err, ErrLiveTasks), errors.Is(err, ErrShare):
+		// The caller's own limit: its refusal, not a fault of the server's.
 		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindRateLimited, liveRetryAfter, err))
 	case err != nil:
 		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("creating the task: %w", err)))

@@ -196,28 +196,29 @@ func (m *Memory) add(key string, tasks, bytes int) {
 }
 
 // forgetHoggedEnded forgets the oldest ended task of the caller, other
-// than key, that holds the most tasks; it reports whether it forgot one.
+// than key, that holds the most tasks among those that hold an ended one;
+// it reports whether it forgot one.
 func (m *Memory) forgetHoggedEnded(key string) bool {
-	hog, most, found := "", 0, false
-	for k, sh := range m.shares {
-		if k != key && (!found || sh.tasks > most || sh.tasks == most && k < hog) {
-			hog, most, found = k, sh.tasks, true
+	oldest := map[string]*Record{} // caller -> its oldest ended task
+	for _, r := range m.records {
+		k := quotaKey(r.rec)
+		if k == key || !r.rec.Status.Terminal() {
+			continue
+		}
+		if o := oldest[k]; o == nil || r.rec.UpdatedAt.Before(o.UpdatedAt) || r.rec.UpdatedAt.Equal(o.UpdatedAt) && r.rec.ID < o.ID {
+			oldest[k] = r.rec
 		}
 	}
-	if !found {
-		return false
-	}
-	oldest := ""
-	var at time.Time
-	for id, r := range m.records {
-		if quotaKey(r.rec) == hog && r.rec.Status.Terminal() && (oldest == "" || r.rec.UpdatedAt.Before(at)) {
-			oldest, at = id, r.rec.UpdatedAt
+	hog, most := "", -1
+	for k := range oldest {
+		if n := m.shareOf(k).tasks; n > most || n == most && k < hog {
+			hog, most = k, n
 		}
 	}
-	if oldest == "" {
+	if most < 0 {
 		return false
 	}
-	m.forget(oldest)
+	m.forget(oldest[hog].ID)
 	return true
 }
 
