@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -85,8 +86,9 @@ type requestContext struct {
 	HTTPMethod string // 1.0
 	Path       string // 1.0, with the stage
 	HTTP       struct {
-		Method string
-		Path   string
+		Method   string
+		Path     string
+		SourceIP string // the address the gateway saw the request from
 	} // 2.0
 	// The members the principal is read from (see principal); nil when
 	// absent or null.
@@ -132,6 +134,8 @@ func (c *requestContext) UnmarshalJSON(b []byte) error {
 					err = setString(&c.HTTP.Method, value)
 				case "path":
 					err = setString(&c.HTTP.Path, value)
+				case "sourceIp":
+					err = setString(&c.HTTP.SourceIP, value)
 				}
 				return err == nil
 			}) && err == nil {
@@ -361,12 +365,39 @@ func Decode(payload []byte) (*Request, error) {
 		}
 		r.Body = dec[:n]
 	}
+	r.Address = sourceAddress(r.Kind, &ev.RequestContext)
 	if ev.RequestContext.ambiguous {
 		r.Unidentified = true
 	} else {
 		r.Principal, r.Unidentified = principal(r.Kind, ev.RequestContext.Authorizer, ev.RequestContext.Identity)
 	}
 	return r, nil
+}
+
+// sourceAddress is the address the gateway saw the request come from —
+// requestContext.http.sourceIp (HTTP API, function URL) or
+// requestContext.identity.sourceIp (REST API) — as API Gateway and Lambda
+// report it: the peer of the connection they accepted, which no header of
+// the client's sets (X-Forwarded-For is the client's to write). "" when
+// absent or not an IP address.
+func sourceAddress(k Kind, c *requestContext) string {
+	v := c.HTTP.SourceIP
+	if k == KindREST {
+		v = ""
+		if len(c.Identity) > 0 && isObject(c.Identity) {
+			jsonscan.Members(c.Identity, func(name, value []byte) bool {
+				if string(name) == "sourceIp" {
+					_ = setString(&v, value)
+				}
+				return true
+			})
+		}
+	}
+	ip := net.ParseIP(v)
+	if ip == nil {
+		return ""
+	}
+	return ip.String()
 }
 
 // endpointURL is the canonical URL of the endpoint an event was addressed
