@@ -409,3 +409,30 @@ func TestLateInlineResultIsReplayed(t *testing.T) {
 		t.Errorf("ran %d times, want 1", n)
 	}
 }
+
+// TestHangUpOnAStubbornHandler: a caller that goes away while a handler
+// that ignores its context runs is answered cancelled, its outcome not a
+// fault: the handler is abandoned for the caller's doing, not for an
+// overrun of the server's (which stays a fault, TestStubborn*).
+func TestHangUpOnAStubbornHandler(t *testing.T) {
+	var outcomes []*stateless.Outcome
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Observe: func(_ context.Context, o *stateless.Outcome) { outcomes = append(outcomes, o) }})
+	release := make(chan struct{})
+	defer close(release)
+	srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			<-release
+			return &stateless.CallToolResult{}, nil
+		})
+	ctx, hangUp := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, hangUp)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stubborn","_meta":` + wire.MetaJSON(`{}`) + `}}`
+	resp := srv.Handle(ctx, &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", "stubborn"), Body: []byte(body), Host: "api.example.com"})
+	if !bytes.Contains(resp.Body, []byte(`"type":"cancelled"`)) {
+		t.Fatalf("a hang-up on a stubborn handler: %s", resp.Body)
+	}
+	if len(outcomes) != 1 || outcomes[0].Fault || outcomes[0].Kind != "cancelled" {
+		t.Fatalf("outcome %+v", outcomes)
+	}
+}

@@ -103,6 +103,11 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, b stateKey, a
 	x.o.Steps.Handler = time.Since(handlerStart)
 	if !returned {
 		x.abandoned = true
+		if err := ctx.Err(); mcperr.CallerCancelled(err) {
+			// The caller went away and the handler did not stop: the
+			// caller's doing, not an overrun of the server's.
+			return x.refuse(id, mcperr.Wrap(mcperr.KindCancelled, err))
+		}
 		return x.refuse(id, tooLong(x, t, mcperr.NewRetryable(mcperr.KindTimeout, time.Second,
 			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
 	}
