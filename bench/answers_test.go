@@ -43,6 +43,9 @@ func testAnswers(t *testing.T, name string) {
 // TestAnswersOurs verifies this project's stateless server.
 func TestAnswersOurs(t *testing.T) { testAnswers(t, "ours") }
 
+// TestAnswersOursQuota verifies our server behind the default quotas.
+func TestAnswersOursQuota(t *testing.T) { testAnswers(t, "ours-quota") }
+
 // TestAnswersGoSDK verifies the official Go SDK.
 func TestAnswersGoSDK(t *testing.T) { testAnswers(t, "gosdk") }
 

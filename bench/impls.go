@@ -42,6 +42,7 @@ type Impl struct {
 var Impls = []Impl{
 	{"ours", NewOurs},
 	{"ours-inline", NewOursInline},
+	{"ours-quota", NewOursQuota},
 	{"gosdk", NewGoSDK},
 	{"mcpgo", NewMCPGo},
 	{"floor", NewFloor},
@@ -54,6 +55,10 @@ func NewOurs() http.Handler { return ours.New() }
 // (stateless.Tool.Inline): handlers on the request's goroutine, as the
 // peers run theirs.
 func NewOursInline() http.Handler { return ours.NewInline() }
+
+// NewOursQuota returns our server behind the default quotas on their
+// memory counters (bench/impl/ours.NewQuotaServer).
+func NewOursQuota() http.Handler { return ours.NewQuota() }
 
 // NewGoSDK returns the official Go SDK's server, served statelessly with
 // JSON responses (bench/impl/gosdk).

@@ -49,6 +49,7 @@ const (
 	targetMCPGo    = 4.0  // mcpgo/ours time, at least
 	targetMaxAlloc = 71   // ours allocs/op in process, at most
 	targetMaxBytes = 7373 // ours B/op in process, at most (7.2 KB)
+	targetQuota    = 1.10 // ours-quota/ours time, at most: the default quotas on their memory counters
 	// On the Lambda event path (pkg/apigw).
 	targetLambdaAlloc = 80  // ours allocs/op, at most
 	targetLambdaMCPGo = 4.0 // mcpgo/ours time, at least
@@ -512,6 +513,7 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 		fmt.Fprintf(w, " %s |\n", verdictOf(measured, all))
 	}
 	writeInlineRow(w, med, "", fmt.Sprintf("time mcpgo/ours-inline ≥ %.0fx (tools declared Inline, handlers on the request's goroutine as the peers run theirs)", targetMCPGo), targetMCPGo, true)
+	writeQuotaRow(w, med)
 	if cs == nil {
 		fmt.Fprintf(w, "| cold start added over bare ≤ gosdk's | not measured | | not measured |\n")
 	} else {
@@ -567,6 +569,25 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 		fmt.Fprintf(w, " %s |\n", yesNo(measured, all))
 	}
 	writeInlineRow(w, med, "Lambda", "time mcpgo/ours-inline (tools declared Inline)", targetLambdaMCPGo, false)
+}
+
+// writeQuotaRow prints ours-quota's time over ours' for both tool calls:
+// what the default quotas (on their memory counters) add to a call.
+func writeQuotaRow(w io.Writer, med medians) {
+	fmt.Fprintf(w, "| time ours-quota/ours ≤ %.2fx (the default quotas, memory counters) |", targetQuota)
+	all, measured := true, true
+	for _, c := range toolCalls {
+		q, ok1 := med.get(c.Name, "ours-quota")
+		o, ok2 := med.get(c.Name, "ours")
+		if !ok1 || !ok2 {
+			fmt.Fprintf(w, " not measured |")
+			measured = false
+			continue
+		}
+		fmt.Fprintf(w, " %s |", times(q.ns, o.ns))
+		all = all && q.ns/o.ns <= targetQuota
+	}
+	fmt.Fprintf(w, " %s |\n", verdictOf(measured, all))
 }
 
 // writeInlineRow prints mcp-go's time over ours-inline's for both tool
@@ -631,7 +652,7 @@ func writeInProcess(w io.Writer, med medians) {
 		fmt.Fprintf(w, "\nThe harness alone (fresh request and recorder, no server) costs %s ns/op, %s B/op, %s allocs/op; every row includes it.\n",
 			num(h.ns), num(h.bytes), num(h.allocs))
 	}
-	writeRatios(w, med, "", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours", "floor"}, {"mcpgo", "ours-inline"}, {"ours", "ours-inline"}})
+	writeRatios(w, med, "", [][2]string{{"gosdk", "ours"}, {"mcpgo", "ours"}, {"ours", "floor"}, {"mcpgo", "ours-inline"}, {"ours", "ours-inline"}, {"ours-quota", "ours"}})
 
 	fmt.Fprintf(w, "\n### Construction\n\nBuilding the handler with its two tools (BenchmarkNew), which every cold start pays once:\n\n"+
 		"| impl | ns/op | B/op | allocs/op |\n|---|---:|---:|---:|\n")

@@ -39,9 +39,15 @@ var ErrFull = errors.New("ratelimit: every slot is held")
 type MemorySlots struct {
 	mu   sync.Mutex
 	held map[string]map[string]time.Time
+	ops  int // for sweeping callers that hold nothing now and then
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 }
+
+// memorySlotsSweep is how many Takes go by between sweeps of the callers
+// that hold no slot: a caller's set is kept between its calls, not made
+// anew for each.
+const memorySlotsSweep = 1024
 
 var _ Slots = (*MemorySlots)(nil)
 
@@ -55,23 +61,44 @@ func (m *MemorySlots) now() time.Time {
 // live returns key's slots with the lapsed ones dropped; m.mu is held.
 func (m *MemorySlots) live(key string) map[string]time.Time {
 	h := m.held[key]
+	if len(h) == 0 {
+		return h
+	}
 	now := m.now()
 	for id, until := range h {
 		if !now.Before(until) {
 			delete(h, id)
 		}
 	}
-	if len(h) == 0 {
-		delete(m.held, key)
-		return nil
-	}
 	return h
 }
+
+// sweep forgets the callers that hold no slot; m.mu is held.
+func (m *MemorySlots) sweep() {
+	now := m.now()
+	for key, h := range m.held {
+		for id, until := range h {
+			if !now.Before(until) {
+				delete(h, id)
+			}
+		}
+		if len(h) == 0 {
+			delete(m.held, key)
+		}
+	}
+}
+
+// inProcess marks slots that never wait on anything: giving one back
+// needs no bounded context.
+func (m *MemorySlots) inProcess() {}
 
 // Take implements Slots.
 func (m *MemorySlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.ops++; m.ops%memorySlotsSweep == 0 {
+		m.sweep()
+	}
 	h := m.live(key)
 	if _, ok := h[id]; ok {
 		return nil
@@ -94,12 +121,7 @@ func (m *MemorySlots) Take(ctx context.Context, key, id string, until time.Time,
 func (m *MemorySlots) Give(ctx context.Context, key, id string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if h := m.held[key]; h != nil {
-		delete(h, id)
-		if len(h) == 0 {
-			delete(m.held, key)
-		}
-	}
+	delete(m.held[key], id)
 	return nil
 }
 
@@ -158,7 +180,7 @@ func (d *DynamoDBSlots) now() time.Time {
 }
 
 func (d *DynamoDBSlots) key(key string) map[string]types.AttributeValue {
-	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "slots#" + d.Kind + "#" + digest(key)}}
+	k := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: string(appendDigest([]byte("slots#"+d.Kind+"#"), key))}}
 	if d.SortKey != "" {
 		k[d.SortKey] = &types.AttributeValueMemberS{Value: "slots"}
 	}

@@ -6,6 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -26,6 +29,30 @@ type StreamLimit struct {
 	Slots Slots
 	// Max is how many streamed calls a principal may hold open at once.
 	Max int
+
+	names slotNames
+}
+
+// slotNames names the slots of one StreamLimit: a random prefix, made
+// once, and a count, so that a name is unique across instances and costs
+// one allocation.
+type slotNames struct {
+	once   sync.Once
+	prefix [16]byte // hex of 64 random bits
+	n      atomic.Uint64
+}
+
+func (s *slotNames) next() string {
+	s.once.Do(func() {
+		var r [8]byte
+		rand.Read(r[:])
+		hex.Encode(s.prefix[:], r[:])
+	})
+	var b [40]byte
+	k := append(b[:0], s.prefix[:]...)
+	k = append(k, '.')
+	k = strconv.AppendUint(k, s.n.Add(1), 10)
+	return string(k)
 }
 
 // streamRetryAfter is the retry-after of a refused stream: a slot frees
@@ -44,7 +71,7 @@ func (s *StreamLimit) execute(ctx context.Context, e *stateless.Execution, next 
 	if !e.Call.Streamed() {
 		return next(ctx)
 	}
-	key, id := e.Call.QuotaKey(), newSlotName()
+	key, id := e.Call.QuotaKey(), s.names.next()
 	switch err := s.Slots.Take(ctx, key, id, e.Deadline, s.Max); {
 	case errors.Is(err, ErrFull):
 		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindRateLimited, streamRetryAfter, fmt.Errorf("%w (%d)", errStreams, s.Max)))
@@ -53,17 +80,19 @@ func (s *StreamLimit) execute(ctx context.Context, e *stateless.Execution, next 
 	}
 	// Given back however next ends, a panic included; a slot that could
 	// not be given back lapses at the call's deadline.
-	defer func() {
-		sctx, cancel := e.SettleContext(ctx)
-		defer cancel()
-		_ = s.Slots.Give(sctx, key, id)
-	}()
+	defer s.give(ctx, e, key, id)
 	return next(ctx)
 }
 
-// newSlotName is a slot's name: 96 bits from crypto/rand, hex.
-func newSlotName() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// give gives a call's slot back once it is answered: in a context that
+// the caller's hang-up does not end and the settle bound does, unless the
+// slots are in this process and wait on nothing.
+func (s *StreamLimit) give(ctx context.Context, e *stateless.Execution, key, id string) {
+	if _, ok := s.Slots.(interface{ inProcess() }); ok {
+		_ = s.Slots.Give(ctx, key, id)
+		return
+	}
+	sctx, cancel := e.SettleContext(ctx)
+	defer cancel()
+	_ = s.Slots.Give(sctx, key, id)
 }

@@ -28,6 +28,7 @@ type Call struct {
 	// params.idempotencyKey or the Idempotency-Key header; "" if none.
 	IdempotencyKey string
 
+	quotaKey       string              // an anonymous caller's, made on first use
 	caps           *ClientCapabilities // decoded from capsRaw on first use
 	capsRaw        json.RawMessage
 	inputResponses map[string]json.RawMessage
@@ -50,10 +51,13 @@ type Call struct {
 // a key, not an identity: a task or a request state stays bound to the
 // principal.
 func (c *Call) QuotaKey() string {
-	if c.Principal == Anonymous && c.Address != "" {
-		return Anonymous + "@" + c.Address
+	if c.Principal != Anonymous || c.Address == "" {
+		return c.Principal
 	}
-	return c.Principal
+	if c.quotaKey == "" {
+		c.quotaKey = Anonymous + "@" + c.Address
+	}
+	return c.quotaKey
 }
 
 // Streamed reports whether the request is answered through a Stream

@@ -141,7 +141,11 @@ func Refusal(e *mcperr.Error) *Answer { return &Answer{refusal: e, retryable: e.
 // answered. (A server without them calls run itself, sparing the
 // request the allocations.)
 func (x *exchange) execute(ctx context.Context, e *Execution, run func(ctx context.Context) *Response) *Response {
-	next := func(ctx context.Context) *Answer { return x.answer(run(ctx)) }
+	next := func(ctx context.Context) *Answer {
+		// The handler runs once per request: its answer is the exchange's.
+		x.answered = x.answerOf(run(ctx))
+		return &x.answered
+	}
 	ics := x.s.opts.Interceptors
 	for i := len(ics) - 1; i >= 0; i-- {
 		if ic := ics[i].Execute; ic != nil {
@@ -154,10 +158,15 @@ func (x *exchange) execute(ctx context.Context, e *Execution, run func(ctx conte
 
 // answer makes the Answer of a response the exchange produced.
 func (x *exchange) answer(resp *Response) *Answer {
+	a := x.answerOf(resp)
+	return &a
+}
+
+func (x *exchange) answerOf(resp *Response) Answer {
 	if x.startsTask {
-		return &Answer{startsTask: true}
+		return Answer{startsTask: true}
 	}
-	return &Answer{resp: resp, res: x.res, retryable: x.retryable, abandoned: x.abandoned,
+	return Answer{resp: resp, res: x.res, retryable: x.retryable, abandoned: x.abandoned,
 		keep: x.res.obj != nil && !x.inputRequired && !x.retryable}
 }
 

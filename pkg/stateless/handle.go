@@ -194,6 +194,12 @@ type exchange struct {
 	// refusal is the refusal last answered (Server.Invoke reports it).
 	refusal *mcperr.Error
 
+	// intercepted and answered are what the request interceptors see and
+	// the handler's answer, kept here so that neither costs an allocation
+	// of its own: each is made once per request.
+	intercepted InterceptedRequest
+	answered    Answer
+
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,
 	// and stop cancels it when the request is answered.

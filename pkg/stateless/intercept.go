@@ -70,7 +70,8 @@ func (x *exchange) intercept(ctx context.Context) (context.Context, *mcperr.Erro
 	if len(ics) == 0 {
 		return ctx, nil
 	}
-	r := &InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header}
+	r := &x.intercepted
+	*r = InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header}
 	if t := x.d.target(); t != nil {
 		r.Target = *t
 	}

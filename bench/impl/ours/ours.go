@@ -12,9 +12,12 @@ package ours
 import (
 	"context"
 	_ "embed"
+	"math"
 	"net/http"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/tools"
+	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -28,16 +31,35 @@ func NewServer() *stateless.Server { return build(false, nil) }
 // handlers.
 func NewInlineServer() *stateless.Server { return build(true, nil) }
 
+// NewQuotaServer is NewServer behind the endpoint's default quotas as
+// they run without a table (package ratelimit's memory counter and slots):
+// the calls quota on every call and the streams quota on every call
+// served through net/http, which streams. Its calls limit is the
+// largest there is, so that a benchmark's flood from one caller measures
+// admitted calls, which cost what they cost under 600 a minute.
+func NewQuotaServer() *stateless.Server {
+	return buildWith(false, nil, []stateless.Interceptor{
+		(&ratelimit.StreamLimit{Slots: &ratelimit.MemorySlots{}, Max: 10}).Interceptor(),
+		(&ratelimit.Limiter{Counter: &ratelimit.Memory{}, Limit: math.MaxInt64, Window: time.Minute}).Interceptor(),
+	})
+}
+
 //go:embed toolschemas.json
 var toolSchemas []byte
 
 // build makes the server; engine, for generating the schemas, infers
 // them instead of taking them from toolschemas.json.
 func build(inline bool, engine stateless.SchemaEngine) *stateless.Server {
+	return buildWith(inline, engine, nil)
+}
+
+// buildWith is build with interceptors.
+func buildWith(inline bool, engine stateless.SchemaEngine, ics []stateless.Interceptor) *stateless.Server {
 	opts := &stateless.Options{ToolSchemas: toolSchemas}
 	if engine != nil {
 		opts = &stateless.Options{SchemaEngine: engine}
 	}
+	opts.Interceptors = ics
 	s := stateless.NewServer(stateless.Implementation{Name: tools.ServerName, Version: tools.ServerVersion}, opts)
 	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: tools.EchoDesc, Inline: inline},
 		func(_ context.Context, _ *stateless.ToolRequest, in tools.EchoIn) (*stateless.CallToolResult, tools.EchoOut, error) {
@@ -52,6 +74,9 @@ func build(inline bool, engine stateless.SchemaEngine) *stateless.Server {
 
 // New returns the server as an http.Handler.
 func New() http.Handler { return NewServer() }
+
+// NewQuota returns the quota server as an http.Handler.
+func NewQuota() http.Handler { return NewQuotaServer() }
 
 // NewInline returns the inline server as an http.Handler.
 func NewInline() http.Handler { return NewInlineServer() }
