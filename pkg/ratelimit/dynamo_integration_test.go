@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -114,13 +115,39 @@ func TestDynamoDBSlots(t *testing.T) {
 	if err != nil || len(held) != 3 {
 		t.Fatalf("held %v %v", held, err)
 	}
-	// A refusal reads and does not write.
+	// A refusal changes nothing: the first on an instance tries the
+	// conditional UpdateItem (its condition fails) and reads; the next
+	// ones, for the hint's while, only read.
 	counted := &opcount.Counter{}
 	refuser := &ratelimit.DynamoDBSlots{Client: local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, counted.Middleware) }), Table: table, SortKey: "sk", Kind: "race"}
-	if err := refuser.Take(ctx, "mallory", "one-more", time.Now().Add(time.Hour), 3); !errors.Is(err, ratelimit.ErrFull) {
+	for i := range 10 {
+		if err := refuser.Take(ctx, "mallory", "one-more", time.Now().Add(time.Hour), 3); !errors.Is(err, ratelimit.ErrFull) {
+			t.Fatal(err)
+		}
+		got := counted.Take()
+		if want := map[string]int{"GetItem": 1}; i == 0 {
+			want["UpdateItem"] = 1
+			if !maps.Equal(got, want) {
+				t.Fatalf("the first refusal cost %v, want %v", got, want)
+			}
+		} else if !maps.Equal(got, want) {
+			t.Fatalf("refusal %d cost %v, want %v", i, got, want)
+		}
+	}
+	if held2, _ := refuser.Held(ctx, "mallory"); !maps.Equal(held2, held) {
+		t.Fatalf("refusals changed the slots: %v, was %v", held2, held)
+	}
+	// Where there is room, a take is one UpdateItem.
+	counted.Take()
+	taker := &ratelimit.DynamoDBSlots{Client: refuser.Client, Table: table, SortKey: "sk", Kind: "race"}
+	if err := taker.Take(ctx, "alice", "first", time.Now().Add(time.Hour), 3); err != nil {
 		t.Fatal(err)
 	}
-	if got := counted.Take(); got["PutItem"]+got["UpdateItem"] != 0 || got["GetItem"] != 1 {
-		t.Fatalf("a refusal cost %v", got)
+	counted.Take() // the first of a caller: no map yet, read and put
+	if err := taker.Take(ctx, "alice", "second", time.Now().Add(time.Hour), 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := counted.Take(); !maps.Equal(got, map[string]int{"UpdateItem": 1}) {
+		t.Fatalf("a take with room cost %v", got)
 	}
 }

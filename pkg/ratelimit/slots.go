@@ -147,15 +147,21 @@ type DynamoDBSlotsAPI interface {
 // one item per key and Kind, its partition key "pk" "slots#<Kind>#" and a
 // digest of the key, holding a map "held" of slot names to the
 // milliseconds when each lapses, a version "v", and the table's TTL
-// "expires_at" at the last slot's lapse (template.yaml's claims table
-// has them all; give SortKey "sk" for it, whose value is then "slots").
+// "expires_at" an hour past the newest slot's lapse (template.yaml's
+// claims table has them all; give SortKey "sk" for it, whose value is
+// then "slots").
 //
-// Take reads the item strongly consistently and writes it back only when
-// there is room, conditioned on the version it read (a writer that lost
-// the race reads again): a refusal costs one read and no write. Give is
-// one conditional UpdateItem that removes the slot's name. The item is
-// small (under 1 KB for tens of slots): a write is one write request
-// unit, a read one read unit.
+// Take is one conditional UpdateItem where the map has room; where it
+// has none (or holds lapsed slots that take it), Take reads the item
+// strongly consistently and writes it back only when there is room once
+// the lapsed slots are dropped, conditioned on the version it read (a
+// writer that lost the race reads again). A refusal writes nothing: the
+// first of a caller's refusals on an instance also tried the UpdateItem,
+// whose condition failed (DynamoDB bills it one write unit, and changes
+// nothing), and for five seconds after it the instance reads first. Give is one
+// conditional UpdateItem that removes the slot's name. The item is small
+// (under 1 KB for tens of slots): a write is one write request unit, a
+// read one read unit.
 type DynamoDBSlots struct {
 	Client  DynamoDBSlotsAPI
 	Table   string
@@ -164,9 +170,30 @@ type DynamoDBSlots struct {
 	Kind string
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+
+	// full remembers the keys this instance last found without room, and
+	// until when to take their slots by reading first: a flood of
+	// refused takes then costs reads, never a write.
+	mu   sync.Mutex
+	full map[string]time.Time
 }
 
+// fullHint is how long a key found without room is taken by reading
+// first; maxFullHints bounds the keys remembered.
+const (
+	fullHint     = 5 * time.Second
+	maxFullHints = 1 << 14
+)
+
 var _ Slots = (*DynamoDBSlots)(nil)
+
+// slotItemGrace is how long past the lapse of the slot last taken the
+// item may be forgotten by the table's TTL. One write cannot take the
+// larger of two times, so the newest slot sets it; with this grace it
+// still outlasts every slot of its kind: a task's lapse is its creation
+// plus the one TTL of all tasks, a stream's within the function's
+// 15 minutes.
+const slotItemGrace = time.Hour
 
 // maxSlotRaces bounds the rounds of one Take that lose to another
 // writer of the same key.
@@ -227,8 +254,73 @@ func number(av types.AttributeValue) (int64, error) {
 	return strconv.ParseInt(n.Value, 10, 64)
 }
 
-// Take implements Slots.
+// Take implements Slots. Where the caller's slots have room, it is one
+// conditional UpdateItem that adds the slot (its condition: fewer than
+// max names in the map, lapsed ones included); otherwise — the first slot
+// of a caller, a full map, one whose lapsed slots take the room — it
+// reads the item, drops the lapsed slots, and writes it back conditioned
+// on the version it read. A key this instance found full within fullHint
+// is read first, so that its refusals write nothing.
 func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
+	if d.seenFull(key) {
+		return d.takeRead(ctx, key, id, until, max)
+	}
+	_, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(d.Table),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET #held.#id = :until, #v = #v + :one, #exp = if_not_exists(#exp, :exp)"),
+		ConditionExpression:      aws.String("attribute_exists(#held) AND (size(#held) < :max OR attribute_exists(#held.#id))"),
+		ExpressionAttributeNames: map[string]string{"#held": "held", "#id": id, "#v": "v", "#exp": "expires_at"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":until": &types.AttributeValueMemberN{Value: strconv.FormatInt(until.UnixMilli(), 10)},
+			":one":   &types.AttributeValueMemberN{Value: "1"},
+			":max":   &types.AttributeValueMemberN{Value: strconv.Itoa(max)},
+			":exp":   &types.AttributeValueMemberN{Value: strconv.FormatInt(until.Add(slotItemGrace).Unix(), 10)},
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return err
+	}
+	return d.takeRead(ctx, key, id, until, max)
+}
+
+// seenFull reports whether this instance found key without room within
+// fullHint.
+func (d *DynamoDBSlots) seenFull(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t, ok := d.full[key]
+	return ok && d.now().Before(t)
+}
+
+// remember notes whether key had room just now.
+func (d *DynamoDBSlots) remember(key string, full bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !full {
+		delete(d.full, key)
+		return
+	}
+	now := d.now()
+	if d.full == nil {
+		d.full = map[string]time.Time{}
+	}
+	if len(d.full) >= maxFullHints {
+		for k, t := range d.full {
+			if !now.Before(t) {
+				delete(d.full, k)
+			}
+		}
+		if len(d.full) >= maxFullHints {
+			return
+		}
+	}
+	d.full[key] = now.Add(fullHint)
+}
+
+// takeRead is Take by a read and a conditional write of the whole item.
+func (d *DynamoDBSlots) takeRead(ctx context.Context, key, id string, until time.Time, max int) error {
 	for range maxSlotRaces {
 		held, v, err := d.read(ctx, key)
 		if err != nil {
@@ -238,8 +330,10 @@ func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Tim
 			return nil
 		}
 		if len(held) >= max {
+			d.remember(key, true)
 			return ErrFull
 		}
+		d.remember(key, false)
 		held[id] = until
 		m := make(map[string]types.AttributeValue, len(held))
 		last := until
@@ -252,7 +346,7 @@ func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Tim
 		item := d.key(key)
 		item["held"] = &types.AttributeValueMemberM{Value: m}
 		item["v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(v+1, 10)}
-		item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.Unix()+1, 10)}
+		item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.Add(slotItemGrace).Unix(), 10)}
 		in := &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
 		if v != 0 {
 			in.ConditionExpression = aws.String("#v = :v")
