@@ -6,7 +6,7 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 8,192 (below). For every combination:
+by 16,384 (below). For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -21,16 +21,17 @@ by 8,192 (below). For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The thirteen COVERED parameters have 8,192
-settings (ROWS); the Rules admit few of them (385: anonymous with nothing
+The covering selection. The fourteen COVERED parameters have 16,384
+settings (ROWS); the Rules admit few of them (770: anonymous with nothing
 else set, or an issuer with any of audience, key set, client ids, scopes,
 step-up scopes, scope prefix and accepted audiences, each without the
-registration facade, with it, and with it and redirect URIs). Each combination
+registration facade, with it, and with it and redirect URIs; each with
+the quotas at their defaults and set). Each combination
 of the grid gets one admitted row, in turn (and, where that row lacks the
 scopes a protected streaming door needs, once more with them; and a pairing
 the turns miss gets a combination of its own), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 8,192 rows is also tried with every other parameter at its default, so
+the 16,384 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -100,12 +101,16 @@ SET_VALUES = {
     "AuthAuthorizationEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/authorize",
     "AuthTokenEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/token",
     "AuthRegistrationRedirectUris": "https://app.example.com/callback,vscode://callback",
+    "Quotas": "calls=120/1m,tasks=3,streams=off",
 }
 
-# The authorization parameters, combined by a covering selection (above).
+# The authorization parameters, and Quotas (a value the function reads,
+# which no Condition or Rule names: the covering selection pairs it with
+# every other parameter's sides without doubling the grid), combined by a
+# covering selection (above).
 COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
            "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris",
-           "AuthScopePrefix", "AuthAcceptedAudiences"]
+           "AuthScopePrefix", "AuthAcceptedAudiences", "Quotas"]
 
 
 # What each Rule is meant to refuse, said independently of the template.
@@ -169,6 +174,7 @@ INVALID = {
     "AuthAuthorizationEndpoint": ["http://example.com/authorize", "https://example.com/authorize?x=1", "https://example.com/a#f"],
     "AuthTokenEndpoint": ["http://example.com/token", "https://example.com/token?x=1"],
     "AuthRegistrationRedirectUris": ["https://a.example/cb#f", "https://a.example/cb, https://b.example/cb", ","],
+    "Quotas": ["calls=600", "calls=0/1m", "tasks=-1", "tasks=ten", "workers=3", "calls=600/1m, tasks=3", "on", ",", "tasks=10001"],
 }
 
 
@@ -178,8 +184,11 @@ INVALID = {
 AUTHORIZER_METHOD = "authorize"
 AUTHORIZER_UNAVAILABLE = "unavailable"
 AUTHORIZER_ROUTINE = ["unauthorized", "forbidden"]
-# What the authorizer validates tokens with: the MCP function's settings.
-AUTHORIZER_SETTINGS = re.compile(r"MCP_AUTH_.*|MCP_AUDIENCE|MCP_ALLOW_ANONYMOUS")
+# What the authorizer validates tokens with: the MCP function's settings;
+# and the claims table's name, which it never uses (its role reaches no
+# table) but which keeps it from warning at each cold start that its
+# claims are per instance.
+AUTHORIZER_SETTINGS = re.compile(r"MCP_AUTH_.*|MCP_AUDIENCE|MCP_ALLOW_ANONYMOUS|MCP_CLAIMS_TABLE")
 
 
 def check_authorizer(sam):

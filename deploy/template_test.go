@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -1276,4 +1277,37 @@ func TestStreamingDoorOAuth(t *testing.T) {
 		"!If [HasStepUpScopes, !Ref AuthStepUpScopes, !Ref AuthScopesSupported]", "step-up scopes")
 	want(t, find(r, "Outputs", "StreamingUrl", "Value"),
 		"!If [HasStreamingDomain, !Ref EndpointUrl, !Sub https://${StreamApi}.execute-api.${AWS::Region}.${AWS::URLSuffix}/v1/mcp]", "StreamingUrl")
+}
+
+// TestQuotasParameter: every value the Quotas parameter's pattern admits
+// is one the function starts with (endpoint.LoadConfig's MCP_QUOTAS), so a
+// value CloudFormation takes never stops the function at its cold start;
+// the pattern refuses what the function refuses, and a little more (the
+// spaces the function trims); the function's environment names it.
+func TestQuotasParameter(t *testing.T) {
+	r := raw(t)
+	pat := regexp.MustCompile(at(t, r, "Parameters", "Quotas", "AllowedPattern").Value)
+	starts := func(v string) error {
+		_, err := endpoint.LoadConfig(func(k string) string {
+			if k == endpoint.EnvQuotas {
+				return v
+			}
+			return ""
+		})
+		return err
+	}
+	for _, v := range []string{"", "off", "calls=600/1m", "calls=120/1m,tasks=3,streams=off", "tasks=0", "streams=10000", "calls=off,tasks=off", "calls=1/1s", "calls=100000/24h", "calls=1/9999s", "calls=1/999m"} {
+		if !pat.MatchString(v) {
+			t.Errorf("Quotas=%q: refused by the pattern", v)
+		}
+		if err := starts(v); err != nil {
+			t.Errorf("Quotas=%q: admitted by the pattern, and the function does not start: %v", v, err)
+		}
+	}
+	for _, v := range []string{"calls=600", "tasks=-1", "tasks=10001", "workers=3", "calls=600/1m, tasks=3", "on", ",", "calls=0/1m", "streams=ten", "calls=5/0s", "calls=1/25h", "calls=1/1000m", "calls=1/10000s"} {
+		if pat.MatchString(v) {
+			t.Errorf("Quotas=%q: admitted by the pattern (the function: %v)", v, starts(v))
+		}
+	}
+	want(t, env(t, r, "McpFunction")[endpoint.EnvQuotas], "!Ref Quotas", "McpFunction "+endpoint.EnvQuotas)
 }
