@@ -68,10 +68,6 @@ func TestDefaultQuotas(t *testing.T) {
 	if started != endpoint.DefaultQuotas.LiveTasks {
 		t.Fatalf("one principal started %d live tasks, want %d", started, endpoint.DefaultQuotas.LiveTasks)
 	}
-	if a := mallory.Call("tasks/get", map[string]any{"taskId": first}); a.Error != nil {
-		t.Fatalf("tasks/get at the quota: %s", a.Raw)
-	}
-
 	// 40 calls so far; the rest of the 600 are served, then refused.
 	served := 0
 	for range 700 {
@@ -87,6 +83,12 @@ func TestDefaultQuotas(t *testing.T) {
 	for _, m := range []string{"server/discover", "tools/list"} {
 		if a := mallory.Call(m, nil); a.Error != nil {
 			t.Errorf("%s refused for the calls quota: %s", m, a.Raw)
+		}
+	}
+	// Past both quotas, its own task is still polled and cancelled.
+	for _, m := range []string{"tasks/get", "tasks/cancel", "tasks/get"} {
+		if a := mallory.Call(m, map[string]any{"taskId": first}); a.Error != nil {
+			t.Fatalf("%s past the quotas: %s", m, a.Raw)
 		}
 	}
 	alice := mcptest.New(t, ep.Server)
