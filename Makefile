@@ -182,6 +182,32 @@ chaos-short: $(CHAOS_NEEDS)
 	cd e2e && $(GO) test -tags integration -c -o $(CHAOS_TEST) ./chaos
 	cd e2e/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
 
+# The abuse run needs what the chaos run needs but local-kms, and the
+# fixture as a local server too; each run keeps its logs and report under
+# .tools/abuse.
+.PHONY: abuse abuse-short
+ABUSE_NEEDS := $(RIE) tools/node_modules/.installed java build/fixture/$(HOSTARCH)/bootstrap
+ABUSE_TEST := $(TOOLS)/abuse.integration.test
+ABUSE_LOCAL := $(TOOLS)/mcp-abuse-local
+
+## abuse: the abuse run (docs/abuse.md), about four minutes: honest
+## callers and a hostile one against the function as a fleet under the
+## runtime emulator on DynamoDB Local and as local servers; the hostile
+## one floods calls, starts tasks, hangs up mid-call, fills the memory
+## store and floods anonymously; the table, and the checks (no honest
+## call refused, no refusal that wrote, no breaker opened by a caller, no
+## hostile task over its quota)
+abuse: $(ABUSE_NEEDS)
+	$(GO) build -o $(ABUSE_LOCAL) ./functions/fixture
+	cd e2e && $(GO) test -tags integration -c -o $(ABUSE_TEST) ./abuse
+	cd e2e/abuse && MCP_ABUSE_LOCAL_BIN=$(ABUSE_LOCAL) unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestAbuse -test.timeout=20m -abuse.full -abuse.logdir=$(TOOLS)/abuse' $(ABUSE_TEST)
+
+## abuse-short: the same run in about a minute
+abuse-short: $(ABUSE_NEEDS)
+	$(GO) build -o $(ABUSE_LOCAL) ./functions/fixture
+	cd e2e && $(GO) test -tags integration -c -o $(ABUSE_TEST) ./abuse
+	cd e2e/abuse && MCP_ABUSE_LOCAL_BIN=$(ABUSE_LOCAL) unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestAbuse -test.timeout=10m -test.short -abuse.logdir=$(TOOLS)/abuse' $(ABUSE_TEST)
+
 ## soak: SOAK_DURATION (default 10m, at most about 1h45m; SOAK_DURATION=1m
 ## for a smoke test) of steady load on the function as a local server and
 ## under the emulator, each beside one that served only the warm-up:
