@@ -107,7 +107,7 @@ const (
 	honestTaskSec  = 1
 	hangUps        = 5
 	// hangUpAfter is when the hostile hangs up; the proxy holds its reads
-	// back longer (Plan.SlowRead) while it does.
+	// back longer (the run's slowRead) while it does.
 	hangUpAfter   = 120 * time.Millisecond
 	floodWorkers  = 2
 	floodInterval = 40 * time.Millisecond // per worker: 50 calls a second
