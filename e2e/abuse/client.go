@@ -112,8 +112,8 @@ type Exchange struct {
 	// Abandoned is a request whose client hung up before the answer
 	// (Call.HangUp).
 	Abandoned bool
-	Result map[string]any
-	Error  *RPCError
+	Result    map[string]any
+	Error     *RPCError
 }
 
 // RPCError is a JSON-RPC error object.
