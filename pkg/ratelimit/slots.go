@@ -262,13 +262,45 @@ func number(av types.AttributeValue) (int64, error) {
 // on the version it read. A key this instance found full within fullHint
 // is read first, so that its refusals write nothing.
 func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
-	if d.seenFull(key) {
-		return d.takeRead(ctx, key, id, until, max)
+	for range maxSlotRaces {
+		if !d.seenFull(key) {
+			switch err := d.add(ctx, key, id, until, max); {
+			case err == nil:
+				return nil
+			case !errors.Is(err, errNoRoom):
+				return err
+			}
+		}
+		switch err := d.putWhole(ctx, key, id, until, max); {
+		case errors.Is(err, errRaced):
+			// Another writer came between the read and the write: most
+			// often a caller's first slots, taken at once, each of which
+			// found no item; the item is there now, and the next round
+			// adds to it.
+			continue
+		default:
+			return err
+		}
 	}
+	// A caller whose own takes keep racing each other is holding its
+	// slots as fast as they free: refused as full, its doing.
+	return fmt.Errorf("%w: %d takes raced in a row", ErrFull, maxSlotRaces)
+}
+
+// errNoRoom and errRaced are how add and putWhole fail short of an answer.
+var (
+	errNoRoom = errors.New("ratelimit: no room for an added slot")
+	errRaced  = errors.New("ratelimit: the slots changed since they were read")
+)
+
+// add adds the slot with one conditional UpdateItem, which DynamoDB
+// applies in turn with any other: errNoRoom when the map is absent or
+// holds max names, lapsed ones included.
+func (d *DynamoDBSlots) add(ctx context.Context, key, id string, until time.Time, max int) error {
 	_, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                aws.String(d.Table),
 		Key:                      d.key(key),
-		UpdateExpression:         aws.String("SET #held.#id = :until, #v = #v + :one, #exp = if_not_exists(#exp, :exp)"),
+		UpdateExpression:         aws.String("SET #held.#id = :until, #v = #v + :one, #exp = :exp"),
 		ConditionExpression:      aws.String("attribute_exists(#held) AND (size(#held) < :max OR attribute_exists(#held.#id))"),
 		ExpressionAttributeNames: map[string]string{"#held": "held", "#id": id, "#v": "v", "#exp": "expires_at"},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
@@ -279,10 +311,54 @@ func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Tim
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
+	if errors.As(err, &ccf) {
+		return errNoRoom
+	}
+	return err
+}
+
+// putWhole reads the slots strongly consistently, drops the lapsed ones
+// and, when there is room, writes them back with the slot, conditioned on
+// the version read: ErrFull when there is no room, errRaced when another
+// writer came between.
+func (d *DynamoDBSlots) putWhole(ctx context.Context, key, id string, until time.Time, max int) error {
+	held, v, err := d.read(ctx, key)
+	if err != nil {
 		return err
 	}
-	return d.takeRead(ctx, key, id, until, max)
+	if _, ok := held[id]; ok {
+		return nil
+	}
+	if len(held) >= max {
+		d.remember(key, true)
+		return ErrFull
+	}
+	d.remember(key, false)
+	held[id] = until
+	m := make(map[string]types.AttributeValue, len(held))
+	last := until
+	for name, u := range held {
+		m[name] = &types.AttributeValueMemberN{Value: strconv.FormatInt(u.UnixMilli(), 10)}
+		if u.After(last) {
+			last = u
+		}
+	}
+	item := d.key(key)
+	item["held"] = &types.AttributeValueMemberM{Value: m}
+	item["v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(v+1, 10)}
+	item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.Add(slotItemGrace).Unix(), 10)}
+	in := &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
+	if v != 0 {
+		in.ConditionExpression = aws.String("#v = :v")
+		in.ExpressionAttributeNames = map[string]string{"#v": "v"}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}}
+	}
+	_, err = d.Client.PutItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return errRaced
+	}
+	return err
 }
 
 // seenFull reports whether this instance found key without room within
@@ -317,53 +393,6 @@ func (d *DynamoDBSlots) remember(key string, full bool) {
 		}
 	}
 	d.full[key] = now.Add(fullHint)
-}
-
-// takeRead is Take by a read and a conditional write of the whole item.
-func (d *DynamoDBSlots) takeRead(ctx context.Context, key, id string, until time.Time, max int) error {
-	for range maxSlotRaces {
-		held, v, err := d.read(ctx, key)
-		if err != nil {
-			return err
-		}
-		if _, ok := held[id]; ok {
-			return nil
-		}
-		if len(held) >= max {
-			d.remember(key, true)
-			return ErrFull
-		}
-		d.remember(key, false)
-		held[id] = until
-		m := make(map[string]types.AttributeValue, len(held))
-		last := until
-		for name, u := range held {
-			m[name] = &types.AttributeValueMemberN{Value: strconv.FormatInt(u.UnixMilli(), 10)}
-			if u.After(last) {
-				last = u
-			}
-		}
-		item := d.key(key)
-		item["held"] = &types.AttributeValueMemberM{Value: m}
-		item["v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(v+1, 10)}
-		item["expires_at"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(last.Add(slotItemGrace).Unix(), 10)}
-		in := &dynamodb.PutItemInput{TableName: aws.String(d.Table), Item: item, ConditionExpression: aws.String("attribute_not_exists(pk)")}
-		if v != 0 {
-			in.ConditionExpression = aws.String("#v = :v")
-			in.ExpressionAttributeNames = map[string]string{"#v": "v"}
-			in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}}
-		}
-		_, err = d.Client.PutItem(ctx, in)
-		var ccf *types.ConditionalCheckFailedException
-		switch {
-		case errors.As(err, &ccf):
-			continue // another writer came between: read again
-		case err != nil:
-			return err
-		}
-		return nil
-	}
-	return fmt.Errorf("ratelimit: taking a slot lost %d races in a row", maxSlotRaces)
 }
 
 // Give implements Slots.

@@ -116,7 +116,7 @@ func New(opts Options) *Extension {
 		if o.Slots == nil {
 			o.Slots = &ratelimit.MemorySlots{}
 		}
-		o.Store = &liveLimit{Store: o.Store, slots: o.Slots, max: o.LiveTasks}
+		o.Store = &liveLimit{Store: o.Store, slots: o.Slots, max: o.LiveTasks, ttl: o.TTL, now: time.Now}
 	}
 	return &Extension{opts: o}
 }

@@ -31,14 +31,25 @@ const liveRetryAfter = 5 * time.Second
 // dies between ending a task and giving its slot back would leave the
 // slot held until the task expires. A caller at its quota therefore
 // checks its oldest slot against the store before it is refused: a slot
-// whose task has ended or is gone is given back, and the call goes on.
-// That costs one read of the slots and one of a task, and only at the
-// quota.
+// whose task has ended is given back, and the call goes on; so is one
+// whose task is not there, once it was taken longer ago than a create
+// takes (a task's slot is taken before its record is stored, so a slot
+// just taken has no task yet). That costs one read of the slots and one
+// of a task, and only at the quota.
 type liveLimit struct {
 	Store
 	slots ratelimit.Slots
 	max   int
+	// ttl is the tasks' TTL: a slot lapses at its task's expiry, so it was
+	// taken ttl before its lapse.
+	ttl time.Duration
+	now func() time.Time
 }
+
+// createBound is how long after its slot was taken a task's record is
+// surely stored or surely never will be: a create is one write within
+// its call's request.
+const createBound = 2 * time.Minute
 
 func quotaKey(rec *Record) string {
 	if rec.Quota != "" {
@@ -110,10 +121,11 @@ func (l *liveLimit) reclaimOldest(ctx context.Context, key string) (bool, error)
 	if oldest == "" {
 		return false, nil
 	}
+	taken := first.Add(-l.ttl)
 	switch rec, err := l.Store.Load(ctx, oldest); {
-	case errors.Is(err, ErrNoTask), err == nil && rec.Status.Terminal():
+	case errors.Is(err, ErrNoTask) && taken.Add(createBound).Before(l.now()), err == nil && rec.Status.Terminal():
 		return true, l.slots.Give(ctx, key, oldest)
-	case err != nil:
+	case err != nil && !errors.Is(err, ErrNoTask):
 		return false, err
 	}
 	return false, nil

@@ -228,3 +228,28 @@ func TestMemoryStoreShares(t *testing.T) {
 		}
 	}
 }
+
+// TestLiveTaskSlotBeingCreated: a slot whose task is not stored is
+// reclaimed at the quota only once it was taken longer ago than a create
+// takes: a slot just taken is a task another call is storing right now
+// (the abuse run caught a fourth task over a quota of 3 this way), and
+// one left by a call that died before storing it frees two minutes on.
+func TestLiveTaskSlotBeingCreated(t *testing.T) {
+	ctx := context.Background()
+	slots := &ratelimit.MemorySlots{}
+	ttl := time.Hour
+	r := limited(t, tasks.NewMemory(), slots, 2, func(to *tasks.Options) { to.TTL = ttl })
+	// Taken a second ago, its record not stored yet: the oldest slot.
+	if err := slots.Take(ctx, "mallory", "being-stored", time.Now().Add(ttl-time.Second), 2); err != nil {
+		t.Fatal(err)
+	}
+	r.create(t, "mallory", "block", `{"text":"stored"}`)
+	if out := r.callTool(t, "mallory", "quick", `{"text":"x"}`, tasksCaps); !refusedForLiveTasks(out) {
+		t.Fatalf("a slot being created was reclaimed: %+v %+v", out.Result, out.Error)
+	}
+	_ = slots.Give(ctx, "mallory", "being-stored")
+	if err := slots.Take(ctx, "mallory", "died-before-storing", time.Now().Add(ttl-3*time.Minute), 2); err != nil {
+		t.Fatal(err)
+	}
+	r.create(t, "mallory", "quick", `{"text":"after a dead create"}`)
+}
