@@ -125,13 +125,13 @@ $(GOBIN)/local-kms:
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, the short chaos run, and test every module (go
 ## test's summary last)
-test: tools vet lint api template build conformance integration chaos-short journeys matrix unit
+test: tools vet lint api template build conformance integration chaos-short abuse-short journeys matrix unit
 
-## fork-suite: make test without the three targets whose every input a
+## fork-suite: make test without the four targets whose every input a
 ## fork leaves as it is (forkcheck verifies that the fork changed only
 ## functions/mcp and events/): the template check (template.yaml), the
-## conformance suite (functions/conformance) and the chaos run
-## (functions/fixture); the rest, functions/mcp's tests among them, runs
+## conformance suite (functions/conformance), the chaos run and the abuse
+## run (functions/fixture); the rest, functions/mcp's tests among them, runs
 .PHONY: fork-suite
 fork-suite: tools vet lint api build integration journeys matrix unit
 
