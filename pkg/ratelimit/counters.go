@@ -17,7 +17,11 @@ import (
 type Memory struct {
 	mu     sync.Mutex
 	counts map[string]memoryCount
-	calls  int
+	// windows are the counts of a Limiter's calls, by caller and window
+	// rather than by Key: in this process neither the digest nor the
+	// key's string is needed.
+	windows map[window]memoryCount
+	calls   int
 }
 
 type memoryCount struct {
@@ -46,6 +50,28 @@ func (m *Memory) Increment(ctx context.Context, key string, expires time.Time) (
 	c.expires = expires
 	m.counts[key] = c
 	return c.n, nil
+}
+
+// incrementWindow is Increment of w's count.
+func (m *Memory) incrementWindow(w window, expires time.Time) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.windows == nil {
+		m.windows = map[window]memoryCount{}
+	}
+	if m.calls++; m.calls%256 == 0 {
+		now := time.Now()
+		for k, c := range m.windows {
+			if now.After(c.expires) {
+				delete(m.windows, k)
+			}
+		}
+	}
+	c := m.windows[w]
+	c.n++
+	c.expires = expires
+	m.windows[w] = c
+	return c.n
 }
 
 // DynamoDBAPI is the part of the DynamoDB client Counter uses.
