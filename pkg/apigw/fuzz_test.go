@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,6 +36,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte(`{"version":"2.0","requestContext":{"http":{"method":"POST"},"authorizer":{"lambda":{"principalId":7,"sub":"s"}}}}`))
 	f.Add([]byte(`{"httpMethod":"POST","requestContext":{"authorizer":{"principalId":"a","PrincipalId":"b","integrationLatency":0}}}`))
 	f.Add([]byte(`{"httpMethod":"POST","requestContext":{"identity":{"userArn":"arn:aws:iam::1:role/r","accessKey":"A"},"Identity":null}}`))
+	f.Add([]byte(`{"version":"2.0","headers":{"x-forwarded-for":"203.0.113.9"},"requestContext":{"http":{"method":"POST","sourceIp":"198.51.100.7"}}}`))
+	f.Add([]byte(`{"httpMethod":"POST","requestContext":{"identity":{"sourceIp":"2001:db8::1"}}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		if fuzzing() && len(payload) > maxFuzzPayload {
@@ -61,6 +64,12 @@ func FuzzDecode(f *testing.F) {
 			var id string
 			if raw, ok := rc.RequestContext["requestId"]; ok && string(raw) != "null" && json.Unmarshal(raw, &id) == nil && r.RequestID != id {
 				t.Fatalf("request id %q, encoding/json reads %q", r.RequestID, id)
+			}
+		}
+		// An address is an IP address in its canonical form, or none.
+		if a := r.Address; a != "" {
+			if ip := net.ParseIP(a); ip == nil || ip.String() != a {
+				t.Fatalf("address %q is not a canonical IP address", a)
 			}
 		}
 		for k := range r.Header {
