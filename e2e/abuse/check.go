@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // The checks: each counts violations, and the run fails unless every
@@ -193,7 +195,7 @@ func Check(in Input) *Figures {
 	for _, d := range [][]time.Duration{lat, callLat} {
 		slices.Sort(d)
 	}
-	f.HonestP50, f.HonestP99, f.HonestCallP99 = percentile(lat, 0.50), percentile(lat, 0.99), percentile(callLat, 0.99)
+	f.HonestP50, f.HonestP99, f.HonestCallP99 = harness.Percentile(lat, 0.50), harness.Percentile(lat, 0.99), harness.Percentile(callLat, 0.99)
 	for a, ts := range in.Tasks {
 		for _, tr := range ts {
 			if a.Hostile {
@@ -549,13 +551,4 @@ func openings(lines []Line, who map[string]string) []Opening {
 		}
 	}
 	return out
-}
-
-// percentile of sorted durations, nearest rank.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*p+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }

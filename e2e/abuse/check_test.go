@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // rig is a target with one honest and one hostile actor, and helpers to
@@ -40,7 +42,7 @@ func (r *rig) do(a *Actor, behaviour, method string, at time.Duration, refused, 
 		Sent: r.windowAt.Add(at), Done: r.windowAt.Add(at + 10*time.Millisecond), Status: 200}
 	outcome := "ok"
 	if refused != "" {
-		e.Error = &RPCError{Code: -32603, Data: map[string]any{"type": refused}}
+		e.Error = &harness.RPCError{Code: -32603, Data: map[string]any{"type": refused}}
 		outcome = refused
 	} else {
 		e.Result = map[string]any{"content": []any{}}

@@ -1,7 +1,6 @@
 package abuse
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,16 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// ProtocolVersion is the MCP revision the run speaks.
-const ProtocolVersion = "2026-07-28"
-
-// The _meta keys a request carries, and the tasks extension's name.
-const (
-	metaVersion = "io.modelcontextprotocol/protocolVersion"
-	metaCaps    = "io.modelcontextprotocol/clientCapabilities"
-	extTasks    = "io.modelcontextprotocol/tasks"
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // countedMethods are the methods the calls quota counts
@@ -113,14 +104,7 @@ type Exchange struct {
 	// (Call.HangUp).
 	Abandoned bool
 	Result    map[string]any
-	Error     *RPCError
-}
-
-// RPCError is a JSON-RPC error object.
-type RPCError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Data    map[string]any `json:"data"`
+	Error     *harness.RPCError
 }
 
 // Class is how the run reads an answer.
@@ -185,19 +169,8 @@ func (e *Exchange) Describe() string {
 		fmt.Fprintf(&b, " %s", e.Name)
 	}
 	fmt.Fprintf(&b, ": %s", e.Class())
-	if e.Status != 0 {
-		fmt.Fprintf(&b, " http=%d", e.Status)
-	}
-	if e.RequestID != "" {
-		fmt.Fprintf(&b, " req=%s on %s", e.RequestID, e.Instance)
-	}
-	switch {
-	case e.Err != nil:
-		fmt.Fprintf(&b, " err=%v", e.Err)
-	case e.Error != nil:
-		d, _ := json.Marshal(e.Error.Data)
-		fmt.Fprintf(&b, " code=%d data=%s", e.Error.Code, d)
-	case e.Result["isError"] == true:
+	r := harness.Reply{Status: e.Status, RequestID: e.RequestID, Instance: e.Instance, Err: e.Err, Error: e.Error}
+	if !r.Describe(&b) && e.Result["isError"] == true {
 		c, _ := json.Marshal(e.Result["content"])
 		fmt.Fprintf(&b, " content=%.200s", c)
 	}
@@ -241,16 +214,7 @@ func (r *Recorder) Do(ctx context.Context, a *Actor, behaviour string, c Call) *
 	r.all = append(r.all, e)
 	r.byTrace[e.Trace] = e
 	r.mu.Unlock()
-	params := map[string]any{}
-	for k, v := range c.Params {
-		params[k] = v
-	}
-	caps := map[string]any{}
-	if c.Tasks {
-		caps["extensions"] = map[string]any{extTasks: map[string]any{}}
-	}
-	params["_meta"] = map[string]any{metaVersion: ProtocolVersion, metaCaps: caps}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": seq, "method": c.Method, "params": params})
+	body, err := harness.Encode(seq, c.Method, c.Params, harness.Caps{Tasks: c.Tasks})
 	if err != nil {
 		e.Err = err
 		return e
@@ -271,13 +235,7 @@ func (r *Recorder) Do(ctx context.Context, a *Actor, behaviour string, c Call) *
 		return e
 	}
 	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("Accept", "application/json, text/event-stream")
-	h.Set("MCP-Protocol-Version", ProtocolVersion)
-	h.Set("Mcp-Method", c.Method)
-	if c.Name != "" {
-		h.Set("Mcp-Name", c.Name)
-	}
+	harness.SetHeaders(h, c.Method, c.Name)
 	h.Set("Traceparent", "00-"+e.Trace+"-"+fmt.Sprintf("%016x", seq)+"-01")
 	if a.Principal != "" {
 		h.Set(HeaderPrincipal, a.Principal)
@@ -302,35 +260,10 @@ func (r *Recorder) Do(ctx context.Context, a *Actor, behaviour string, c Call) *
 		e.Err, e.Abandoned = err, hungUp.Load()
 		return e
 	}
-	msg := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		msg = lastMessage(raw)
-	}
-	var out struct {
-		Result map[string]any `json:"result"`
-		Error  *RPCError      `json:"error"`
-	}
-	if json.Unmarshal(msg, &out) == nil {
-		e.Result, e.Error = out.Result, out.Error
+	if m, err := harness.Decode(resp.Header.Get("Content-Type"), raw); err == nil {
+		e.Result, e.Error = m.Result, m.Error
 	} else if e.Status < 400 {
 		e.Err = errors.New("the answer is no JSON-RPC response: " + fmt.Sprintf("%.200q", raw))
 	}
 	return e
-}
-
-// lastMessage is the response in an event stream: the last data line
-// that holds a result or an error.
-func lastMessage(stream []byte) []byte {
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(stream))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		if d, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
-			d = bytes.TrimSpace(d)
-			if bytes.Contains(d, []byte(`"result"`)) || bytes.Contains(d, []byte(`"error"`)) {
-				last = append([]byte(nil), d...)
-			}
-		}
-	}
-	return last
 }

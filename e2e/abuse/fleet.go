@@ -1,12 +1,10 @@
 package abuse
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
 )
 
@@ -179,11 +178,7 @@ func (f *Fleet) tag(s *slot) string {
 // one when all are busy and the fleet is under Max, or the first to be
 // idle.
 func (f *Fleet) acquire(ctx context.Context, tag string) (*slot, error) {
-	stop := context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		f.ready.Broadcast()
-		f.mu.Unlock()
-	})
+	stop := harness.WakeOnDone(ctx, f.ready)
 	defer stop()
 	f.mu.Lock()
 	for {
@@ -243,9 +238,8 @@ func (f *Fleet) release(s *slot) {
 
 // ServeHTTP implements http.Handler: one invocation on an idle instance.
 func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
-	if err != nil {
-		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := harness.ReadBody(w, r)
+	if !ok {
 		return
 	}
 	id := fmt.Sprintf("abuse-%07d", f.seq.Add(1))
@@ -264,11 +258,7 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		r.Header.Set("X-Forwarded-For", source)
 	}
-	o := rie.EventOptions{RequestID: id, Principal: principal}
-	if stream {
-		o.DomainName = rie.StreamDomain
-	}
-	payload, err := rie.NewEvent(r, body, o)
+	payload, err := harness.Event(r, body, id, principal, stream)
 	if err == nil {
 		payload, err = withSourceIP(payload, source)
 	}
@@ -284,21 +274,13 @@ func (f *Fleet) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(HeaderInstance, fmt.Sprintf("i%d", s.idx))
-	// The invocation runs to its end even if the caller hangs up, as on
-	// Lambda.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
-	defer cancel()
-	out, err := s.emu.Invoke(ctx, payload)
+	out, err := harness.Invoke(r, s.emu.Invoke, payload)
 	f.release(s)
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusBadGateway)
 		return
 	}
-	if stream {
-		rie.WriteStreamResponse(w, bytes.NewReader(out))
-		return
-	}
-	rie.WriteResponse(w, out)
+	harness.Respond(w, out, stream)
 }
 
 // withSourceIP sets the event's requestContext.http.sourceIp, which API

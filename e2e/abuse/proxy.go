@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // writeOps are the DynamoDB operations that write.
@@ -108,7 +109,7 @@ type Proxy struct {
 
 	mu   sync.Mutex
 	ops  []Op
-	srvs []*http.Server
+	srvs harness.Servers
 }
 
 // NewProxy returns a proxy to upstream (http://127.0.0.1:port) that
@@ -123,17 +124,11 @@ func NewProxy(upstream string, delays ...Delay) *Proxy {
 // returns its address (host:port); tag, if set, tells what its caller is
 // doing when a request comes.
 func (p *Proxy) Listen(name string, tag func() string) (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := p.srvs.Listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, name, tag) }))
 	if err != nil {
 		return "", fmt.Errorf("abuse: proxy: %w", err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, name, tag) }),
-		ReadHeaderTimeout: 10 * time.Second}
-	p.mu.Lock()
-	p.srvs = append(p.srvs, srv)
-	p.mu.Unlock()
-	go srv.Serve(ln)
-	return ln.Addr().String(), nil
+	return addr, nil
 }
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, listener string, tag func() string) {
@@ -215,13 +210,7 @@ func WriteOps(path string, ops []Op) error {
 }
 
 // Close stops every listener.
-func (p *Proxy) Close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, s := range p.srvs {
-		s.Close()
-	}
-}
+func (p *Proxy) Close() { p.srvs.Close() }
 
 func isRateKey(k string) bool { return strings.HasPrefix(k, "rate#") }
 

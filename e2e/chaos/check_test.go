@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // answered is a definitive success answer naming a note.
@@ -65,7 +66,7 @@ func TestCheckKeys(t *testing.T) {
 }
 
 func TestCheckDeletes(t *testing.T) {
-	refused := &Answer{Status: 400, Error: &RPCError{Code: -32602}}
+	refused := &Answer{Status: 400, Error: &harness.RPCError{Code: -32602}}
 	deleted := &Answer{Status: 200, Result: map[string]any{"structuredContent": map[string]any{"deleted": true}}}
 	killed := Attempt{Class: Injected}
 	red := func(role, outcome string, a *Answer, attempts ...Attempt) *Redemption {

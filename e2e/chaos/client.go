@@ -1,7 +1,6 @@
 package chaos
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,19 +11,14 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
-// ProtocolVersion is the MCP revision the load speaks.
-const ProtocolVersion = "2026-07-28"
-
-// The _meta keys of the protocol and of this server.
+// The _meta keys of this server's results.
 const (
-	metaVersion = "io.modelcontextprotocol/protocolVersion"
-	metaCaps    = "io.modelcontextprotocol/clientCapabilities"
 	metaReplay  = "io.github.serverless-mcp/replay"
 	metaFailure = "io.github.serverless-mcp/failure"
-	// extTasks is the tasks extension's name among the capabilities.
-	extTasks = "io.modelcontextprotocol/tasks"
 )
 
 // Client speaks MCP over HTTP to the front, as a 2026-07-28 client does:
@@ -74,32 +68,13 @@ type Answer struct {
 	Latency    time.Duration
 	// Result or Error, decoded; Body as it came.
 	Result map[string]any
-	Error  *RPCError
+	Error  *harness.RPCError
 	Body   []byte
-}
-
-// RPCError is a JSON-RPC error object.
-type RPCError struct {
-	Code    int            `json:"code"`
-	Message string         `json:"message"`
-	Data    map[string]any `json:"data"`
 }
 
 // Do sends c and reads its answer.
 func (cl *Client) Do(ctx context.Context, c Call) *Answer {
-	params := map[string]any{}
-	for k, v := range c.Params {
-		params[k] = v
-	}
-	caps := map[string]any{}
-	if c.Elicitation {
-		caps["elicitation"] = map[string]any{}
-	}
-	if c.Tasks {
-		caps["extensions"] = map[string]any{extTasks: map[string]any{}}
-	}
-	params["_meta"] = map[string]any{metaVersion: ProtocolVersion, metaCaps: caps}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": cl.ids.Add(1), "method": c.Method, "params": params})
+	body, err := harness.Encode(cl.ids.Add(1), c.Method, c.Params, harness.Caps{Elicitation: c.Elicitation, Tasks: c.Tasks})
 	if err != nil {
 		return &Answer{Err: fmt.Errorf("encoding the request: %w", err)}
 	}
@@ -107,13 +82,7 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	if err != nil {
 		return &Answer{Err: err}
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-	req.Header.Set("Mcp-Method", c.Method)
-	if c.Name != "" {
-		req.Header.Set("Mcp-Name", c.Name)
-	}
+	harness.SetHeaders(req.Header, c.Method, c.Name)
 	if c.Principal != "" {
 		req.Header.Set(HeaderPrincipal, c.Principal)
 	}
@@ -140,36 +109,10 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		a.RetryAfter = time.Duration(s) * time.Second
 	}
-	msg := raw
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		msg = lastMessage(raw)
-	}
-	var out struct {
-		Result map[string]any `json:"result"`
-		Error  *RPCError      `json:"error"`
-	}
-	if json.Unmarshal(msg, &out) == nil {
-		a.Result, a.Error = out.Result, out.Error
+	if m, err := harness.Decode(resp.Header.Get("Content-Type"), raw); err == nil {
+		a.Result, a.Error = m.Result, m.Error
 	}
 	return a
-}
-
-// lastMessage is the response in an event stream: the last data line
-// that holds a result or an error (notifications come before it).
-func lastMessage(stream []byte) []byte {
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(stream))
-	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			d = bytes.TrimSpace(d)
-			if bytes.Contains(d, []byte(`"result"`)) || bytes.Contains(d, []byte(`"error"`)) {
-				last = append([]byte(nil), d...)
-			}
-		}
-	}
-	return last
 }
 
 // Class is how the load generator reads an answer.
@@ -273,18 +216,9 @@ func (a *Answer) Describe() string {
 	c := a.Classify()
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s", c)
-	if a.Status != 0 {
-		fmt.Fprintf(&b, " http=%d", a.Status)
-	}
-	if a.RequestID != "" {
-		fmt.Fprintf(&b, " req=%s on %s", a.RequestID, a.Instance)
-	}
+	r := harness.Reply{Status: a.Status, RequestID: a.RequestID, Instance: a.Instance, Err: a.Err, Error: a.Error}
 	switch {
-	case a.Err != nil:
-		fmt.Fprintf(&b, " err=%v", a.Err)
-	case a.Error != nil:
-		d, _ := json.Marshal(a.Error.Data)
-		fmt.Fprintf(&b, " code=%d data=%s", a.Error.Code, d)
+	case r.Describe(&b):
 	case a.Result["isError"] == true:
 		f, _ := json.Marshal(a.Failure())
 		fmt.Fprintf(&b, " failure=%s", f)

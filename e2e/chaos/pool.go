@@ -1,12 +1,10 @@
 package chaos
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
 	"net/http"
@@ -15,7 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // Headers between the load generator and the pool front. They stop at
@@ -60,8 +58,8 @@ type Starter func(ctx context.Context, slot, gen int) (Instance, error)
 // invocation at a time (the emulator crashes if a second one starts
 // while one runs): a request goes to an idle instance, or waits for one,
 // as API Gateway and Lambda do. It converts HTTP to API Gateway v2 events
-// with internal/testenv/rie's NewEvent, and kills and replaces instances on
-// demand.
+// as every front does (harness.Event, internal/testenv/rie's NewEvent),
+// and kills and replaces instances on demand.
 type Pool struct {
 	start Starter
 
@@ -146,11 +144,7 @@ func (p *Pool) Errors() []error {
 
 // acquire waits for an idle instance: any, or slot pin's when pin >= 0.
 func (p *Pool) acquire(ctx context.Context, pin int) (*slot, int, Instance, error) {
-	stop := context.AfterFunc(ctx, func() {
-		p.mu.Lock()
-		p.ready.Broadcast()
-		p.mu.Unlock()
-	})
+	stop := harness.WakeOnDone(ctx, p.ready)
 	defer stop()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -188,15 +182,15 @@ func (p *Pool) release(s *slot, gen int) {
 
 // ServeHTTP implements http.Handler: one invocation on an idle instance.
 func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 10<<20))
-	if err != nil {
-		http.Error(w, "front: reading the body: "+err.Error(), http.StatusRequestEntityTooLarge)
+	body, ok := harness.ReadBody(w, r)
+	if !ok {
 		return
 	}
 	id := fmt.Sprintf("chaos-%07d", p.seq.Add(1))
 	principal := r.Header.Get(HeaderPrincipal)
 	pin := -1
 	if v := r.Header.Get(HeaderPin); v != "" {
+		var err error
 		if pin, err = strconv.Atoi(v); err != nil || pin < 0 || pin >= len(p.slots) {
 			http.Error(w, "front: no slot "+v, http.StatusBadRequest)
 			return
@@ -206,11 +200,7 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(HeaderPrincipal)
 	r.Header.Del(HeaderPin)
 	r.Header.Del(HeaderDoor)
-	o := rie.EventOptions{RequestID: id, Principal: principal}
-	if stream {
-		o.DomainName = rie.StreamDomain // a function URL's event
-	}
-	payload, err := rie.NewEvent(r, body, o)
+	payload, err := harness.Event(r, body, id, principal, stream)
 	if err != nil {
 		http.Error(w, "front: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -229,11 +219,7 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Unlock()
 	w.Header().Set(HeaderInstance, fmt.Sprintf("i%d.g%d", s.idx, gen))
-	// The invocation runs to its end even if the caller goes away, as on
-	// Lambda.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 60*time.Second)
-	defer cancel()
-	out, err := inst.Invoke(ctx, payload)
+	out, err := harness.Invoke(r, inst.Invoke, payload)
 	if err != nil {
 		injected := p.failed(s, gen, inst, false)
 		if injected {
@@ -243,13 +229,7 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.release(s, gen)
-	if stream {
-		// The emulator passes a response stream on whole: the prelude,
-		// then the body.
-		rie.WriteStreamResponse(w, bytes.NewReader(out))
-		return
-	}
-	rie.WriteResponse(w, out)
+	harness.Respond(w, out, stream)
 }
 
 // InvokeWorker runs one asynchronous invocation of the function — a task

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // Action is what a fault rule does to a request it matches.
@@ -114,7 +116,7 @@ type Proxy struct {
 	down   int // requests the upstream refused
 	total  int
 	ops    map[string]int
-	srvs   []*http.Server
+	srvs   harness.Servers
 }
 
 // NewProxy returns a proxy to upstream (http://127.0.0.1:port) whose
@@ -134,29 +136,15 @@ func NewProxy(upstream string, seed uint64) *Proxy {
 // Listen starts a listener on a free loopback port for requests tagged
 // tag and returns its address (127.0.0.1:port).
 func (p *Proxy) Listen(tag string) (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := p.srvs.Listen(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, tag) }))
 	if err != nil {
 		return "", fmt.Errorf("chaos: proxy listener %s: %w", tag, err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { p.serve(w, r, tag) }),
-		ReadHeaderTimeout: 10 * time.Second}
-	p.mu.Lock()
-	p.srvs = append(p.srvs, srv)
-	p.mu.Unlock()
-	go srv.Serve(l)
-	return l.Addr().String(), nil
+	return addr, nil
 }
 
 // Close stops every listener.
-func (p *Proxy) Close() {
-	p.mu.Lock()
-	srvs := p.srvs
-	p.srvs = nil
-	p.mu.Unlock()
-	for _, s := range srvs {
-		s.Close()
-	}
-}
+func (p *Proxy) Close() { p.srvs.Close() }
 
 // SetRules replaces the rules; nil clears them (no more faults).
 func (p *Proxy) SetRules(rules []*Rule) {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
 )
 
 // Summary is what the report needs besides the checks.
@@ -51,7 +53,7 @@ func (l *Load) Stats() Stats {
 	}
 	lat := slices.Clone(l.latency)
 	slices.Sort(lat)
-	s.P50, s.P99 = percentile(lat, 0.50), percentile(lat, 0.99)
+	s.P50, s.P99 = harness.Percentile(lat, 0.50), harness.Percentile(lat, 0.99)
 	return s
 }
 
@@ -64,15 +66,6 @@ func (l *Load) Ops() map[string]int {
 		out[k] = v
 	}
 	return out
-}
-
-// percentile of sorted durations, nearest rank.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(float64(len(sorted))*p+0.5) - 1
-	return sorted[max(0, min(i, len(sorted)-1))]
 }
 
 // WriteReport writes the run's table.
