@@ -36,20 +36,8 @@ func (m *Memory) Increment(ctx context.Context, key string, expires time.Time) (
 	if m.counts == nil {
 		m.counts = map[string]memoryCount{}
 	}
-	// Expired counts are swept now and then, not at every call.
-	if m.calls++; m.calls%256 == 0 {
-		now := time.Now()
-		for k, c := range m.counts {
-			if now.After(c.expires) {
-				delete(m.counts, k)
-			}
-		}
-	}
-	c := m.counts[key]
-	c.n++
-	c.expires = expires
-	m.counts[key] = c
-	return c.n, nil
+	m.tick()
+	return bump(m.counts, key, expires), nil
 }
 
 // incrementWindow is Increment of w's count.
@@ -59,19 +47,37 @@ func (m *Memory) incrementWindow(w window, expires time.Time) int64 {
 	if m.windows == nil {
 		m.windows = map[window]memoryCount{}
 	}
-	if m.calls++; m.calls%256 == 0 {
-		now := time.Now()
-		for k, c := range m.windows {
-			if now.After(c.expires) {
-				delete(m.windows, k)
-			}
-		}
+	m.tick()
+	return bump(m.windows, w, expires)
+}
+
+// tick counts a call and, now and then rather than at every call, sweeps
+// the expired counts; m.mu is held.
+func (m *Memory) tick() {
+	if m.calls++; m.calls%256 != 0 {
+		return
 	}
-	c := m.windows[w]
+	now := time.Now()
+	sweep(m.counts, now)
+	sweep(m.windows, now)
+}
+
+// bump adds one to k's count in counts.
+func bump[K comparable](counts map[K]memoryCount, k K, expires time.Time) int64 {
+	c := counts[k]
 	c.n++
 	c.expires = expires
-	m.windows[w] = c
+	counts[k] = c
 	return c.n
+}
+
+// sweep forgets the counts expired at now.
+func sweep[K comparable](counts map[K]memoryCount, now time.Time) {
+	for k, c := range counts {
+		if now.After(c.expires) {
+			delete(counts, k)
+		}
+	}
 }
 
 // DynamoDBAPI is the part of the DynamoDB client Counter uses.

@@ -41,7 +41,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -71,10 +70,9 @@ type Limiter struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
 
-	// exhausted remembers, per counter key, the windows this instance saw
-	// used up: calls in them are refused without counting.
-	mu        sync.Mutex
-	exhausted map[window]time.Time // -> the window's end
+	// exhausted remembers the windows this instance saw used up, until
+	// each ends: calls in them are refused without counting.
+	exhausted memo[window]
 }
 
 // maxExhausted bounds the windows a Limiter remembers as used up; past it
@@ -106,7 +104,7 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 	start := now.Truncate(l.Window)
 	end := start.Add(l.Window)
 	w := window{caller: r.Call.QuotaKey(), start: start.Unix()}
-	if l.seenExhausted(w, now) {
+	if l.exhausted.has(w, now) {
 		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
 	var n int64
@@ -121,7 +119,7 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 		return ctx, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
 	}
 	if n > l.Limit {
-		l.remember(w, end, now)
+		l.exhausted.keep(w, end, now, maxExhausted)
 		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
 	return ctx, nil
@@ -132,34 +130,6 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 type window struct {
 	caller string
 	start  int64
-}
-
-// seenExhausted reports whether this instance saw key's window used up.
-func (l *Limiter) seenExhausted(key window, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	end, ok := l.exhausted[key]
-	return ok && now.Before(end)
-}
-
-// remember records that key's window, ending at end, is used up.
-func (l *Limiter) remember(key window, end, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.exhausted == nil {
-		l.exhausted = map[window]time.Time{}
-	}
-	if len(l.exhausted) >= maxExhausted {
-		for k, e := range l.exhausted {
-			if !now.Before(e) {
-				delete(l.exhausted, k)
-			}
-		}
-		if len(l.exhausted) >= maxExhausted {
-			return
-		}
-	}
-	l.exhausted[key] = end
 }
 
 // Key is the counter key of principal's window that starts at start: a

@@ -174,8 +174,7 @@ type DynamoDBSlots struct {
 	// full remembers the keys this instance last found without room, and
 	// until when to take their slots by reading first: a flood of
 	// refused takes then costs reads, never a write.
-	mu   sync.Mutex
-	full map[string]time.Time
+	full memo[string]
 }
 
 // fullHint is how long a key found without room is taken by reading
@@ -263,7 +262,7 @@ func number(av types.AttributeValue) (int64, error) {
 // is read first, so that its refusals write nothing.
 func (d *DynamoDBSlots) Take(ctx context.Context, key, id string, until time.Time, max int) error {
 	for range maxSlotRaces {
-		if !d.seenFull(key) {
+		if !d.full.has(key, d.now()) {
 			switch err := d.add(ctx, key, id, until, max); {
 			case err == nil:
 				return nil
@@ -330,10 +329,11 @@ func (d *DynamoDBSlots) putWhole(ctx context.Context, key, id string, until time
 		return nil
 	}
 	if len(held) >= max {
-		d.remember(key, true)
+		now := d.now()
+		d.full.keep(key, now.Add(fullHint), now, maxFullHints)
 		return ErrFull
 	}
-	d.remember(key, false)
+	d.full.forget(key)
 	held[id] = until
 	m := make(map[string]types.AttributeValue, len(held))
 	last := until
@@ -359,40 +359,6 @@ func (d *DynamoDBSlots) putWhole(ctx context.Context, key, id string, until time
 		return errRaced
 	}
 	return err
-}
-
-// seenFull reports whether this instance found key without room within
-// fullHint.
-func (d *DynamoDBSlots) seenFull(key string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	t, ok := d.full[key]
-	return ok && d.now().Before(t)
-}
-
-// remember notes whether key had room just now.
-func (d *DynamoDBSlots) remember(key string, full bool) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if !full {
-		delete(d.full, key)
-		return
-	}
-	now := d.now()
-	if d.full == nil {
-		d.full = map[string]time.Time{}
-	}
-	if len(d.full) >= maxFullHints {
-		for k, t := range d.full {
-			if !now.Before(t) {
-				delete(d.full, k)
-			}
-		}
-		if len(d.full) >= maxFullHints {
-			return
-		}
-	}
-	d.full[key] = now.Add(fullHint)
 }
 
 // Give implements Slots.
