@@ -148,9 +148,10 @@ func TestSAMLocalEnvironment(t *testing.T) {
 				// An add writes the note's own item and counts it, in one
 				// transaction; a keyed add claims its key first (PutItem),
 				// reads the count (GetItem), and commits the note with the
-				// claim's completion in that one transaction.
+				// claim's completion in that one transaction. Every call
+				// is counted by the calls quota first (one UpdateItem).
 				keyed := btoi(name == "notes-add-keyed.json")
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.TransactWriteItems": 1, "DynamoDB_20120810.UpdateItem": 0,
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.TransactWriteItems": 1, "DynamoDB_20120810.UpdateItem": 1,
 					"DynamoDB_20120810.GetItem": keyed}, "DynamoDB_20120810.PutItem", keyed)
 				items := scanTable(t, ctx, stack)
 				notes := noteIDs(t, items)
@@ -167,8 +168,8 @@ func TestSAMLocalEnvironment(t *testing.T) {
 			case "notes-add-keyed-replay.json":
 				// The replay is answered from the claim its predecessor's
 				// process left in the table: one conditional write that
-				// fails, no note written.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.PutItem": 1, "DynamoDB_20120810.TransactWriteItems": 0}, "DynamoDB_20120810.UpdateItem", 0)
+				// fails, no note written (and the calls quota's count).
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.PutItem": 1, "DynamoDB_20120810.TransactWriteItems": 0}, "DynamoDB_20120810.UpdateItem", 1)
 				items := scanTable(t, ctx, stack)
 				if notes := noteIDs(t, items); len(notes) != 1 || notes[0] != answeredID(t, first) || answeredID(t, out) != notes[0] {
 					t.Errorf("after the replay the table holds notes %v; first answer %s, replay %s", notes, answeredID(t, first), answeredID(t, out))
@@ -185,17 +186,26 @@ func TestSAMLocalEnvironment(t *testing.T) {
 			case "notes-search.json", "jwt-notes-search.json", "notes-digest.json", "prompts-get.json":
 				// Read a page of the caller's notes from the (empty)
 				// table with one Query (the prompt quotes them): no
-				// claim, no write.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.Query": 1, "DynamoDB_20120810.GetItem": 0}, "DynamoDB_20120810.UpdateItem", 0)
+				// claim; the one write is the calls quota's count.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.Query": 1, "DynamoDB_20120810.GetItem": 0}, "DynamoDB_20120810.UpdateItem", 1)
 				stateful++
 			case "missing-capability.json":
 				// The delete looks its note up before it asks for a
-				// confirmation it cannot get: one GetItem, no write.
-				wantOps(t, ops, map[string]int{"DynamoDB_20120810.GetItem": 1, "DynamoDB_20120810.Query": 0}, "DynamoDB_20120810.UpdateItem", 0)
+				// confirmation it cannot get: one GetItem; the one write
+				// is the calls quota's count.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.GetItem": 1, "DynamoDB_20120810.Query": 0}, "DynamoDB_20120810.UpdateItem", 1)
 				stateful++
+			case "resources-read.json":
+				// The readme resource is the server's own text: the calls
+				// quota's count is its one AWS call.
+				wantOps(t, ops, map[string]int{"DynamoDB_20120810.UpdateItem": 1}, "DynamoDB_20120810.PutItem", 0)
+				if len(ops) != 1 {
+					t.Errorf("%s made AWS calls %v", name, ops)
+				}
 			default:
-				// Everything else answers without AWS: the clients are
-				// made on first use only.
+				// Everything else (discovery, the lists, the refusals)
+				// answers without AWS: the clients are made on first use
+				// only, and the calls quota counts only calls.
 				if len(ops) != 0 {
 					t.Errorf("%s made AWS calls %v", name, ops)
 				}

@@ -429,7 +429,10 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 
 	fmt.Fprintf(w, "\n## AWS calls per request\n\nCounted with SDK middleware against DynamoDB Local and local-kms, and asserted, by the "+
 		"integration tests (`make integration`: pkg/claims TestRoundTrips, pkg/reqstate TestKMSAcrossInstances, "+
-		"interop TestGoSDKElicitationAcrossInstances), not timed here:\n\n"+
+		"interop TestGoSDKElicitationAcrossInstances, notebook TestSAMLocalEnvironment, pkg/ratelimit TestDynamoDBSlots), not timed here. "+
+		"The figures are the call's own; the default quotas (MCP_QUOTAS) add, to each tools/call, prompts/get and resources/read, "+
+		"1 write (the calls counter's UpdateItem), and to each of those on a stream (the streaming door) 2 more (its slot taken and given back); "+
+		"a task 2 writes (its slot):\n\n"+
 		"| request | DynamoDB | KMS |\n|---|---:|---:|\n"+
 		"| read-only tools/call (and discover, lists, reads) | 0 | 0 |\n"+
 		"| side-effecting keyed tools/call, first | 2 writes (PutItem, UpdateItem) | 0 |\n"+
