@@ -6,7 +6,9 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 16,384 (below). For every combination:
+by 8,192 (below). A parameter that only passes a value to the function
+(INERT: no Condition, Rule or Fn::If names it, which is checked) is at its
+default everywhere and set in one probe. For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -21,17 +23,16 @@ by 16,384 (below). For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The fourteen COVERED parameters have 16,384
-settings (ROWS); the Rules admit few of them (770: anonymous with nothing
+The covering selection. The thirteen COVERED parameters have 8,192
+settings (ROWS); the Rules admit few of them (385: anonymous with nothing
 else set, or an issuer with any of audience, key set, client ids, scopes,
 step-up scopes, scope prefix and accepted audiences, each without the
-registration facade, with it, and with it and redirect URIs; each with
-the quotas at their defaults and set). Each combination
+registration facade, with it, and with it and redirect URIs). Each combination
 of the grid gets one admitted row, in turn (and, where that row lacks the
 scopes a protected streaming door needs, once more with them; and a pairing
 the turns miss gets a combination of its own), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 16,384 rows is also tried with every other parameter at its default, so
+the 8,192 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -104,13 +105,17 @@ SET_VALUES = {
     "Quotas": "calls=120/1m,tasks=3,streams=off",
 }
 
-# The authorization parameters, and Quotas (a value the function reads,
-# which no Condition or Rule names: the covering selection pairs it with
-# every other parameter's sides without doubling the grid), combined by a
-# covering selection (above).
+# The authorization parameters, combined by a covering selection (above).
 COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
            "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris",
-           "AuthScopePrefix", "AuthAcceptedAudiences", "Quotas"]
+           "AuthScopePrefix", "AuthAcceptedAudiences"]
+
+# Parameters that are only a value the function reads: no Condition, Rule
+# or Fn::If names them (checked), so they cannot change the template's
+# shape or what the Rules admit. They are linted at their default
+# everywhere and once with their set value (a probe), not crossed with the
+# others, which would double the grid for nothing.
+INERT = ["Quotas"]
 
 
 # What each Rule is meant to refuse, said independently of the template.
@@ -142,6 +147,7 @@ INTENT = {
 # EndpointUrl refused.
 PROBE_BASE = {"AuthIssuer": SET_VALUES["AuthIssuer"]}
 PROBES = [
+    {"Quotas": SET_VALUES["Quotas"]},
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "0"},
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "50"},
     {"ThrottlingBurstLimit": "100", "ThrottlingRateLimit": "0"},
@@ -189,6 +195,18 @@ AUTHORIZER_ROUTINE = ["unauthorized", "forbidden"]
 # table) but which keeps it from warning at each cold start that its
 # claims are per instance.
 AUTHORIZER_SETTINGS = re.compile(r"MCP_AUTH_.*|MCP_AUDIENCE|MCP_ALLOW_ANONYMOUS|MCP_CLAIMS_TABLE")
+
+
+def _fn_ifs(node):
+    """Every Fn::If in node, which may name a parameter in its branches."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "Fn::If":
+                yield v
+            yield from _fn_ifs(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _fn_ifs(v)
 
 
 def check_authorizer(sam):
@@ -409,6 +427,12 @@ def main():
     for name in COVERED:
         if name not in specs:
             problems.append(f"COVERED names {name}, which the template does not declare")
+    shaping = json.dumps([sam.get("Conditions", {}), rules, [v for v in _fn_ifs(sam)]])
+    for name in INERT:
+        if name not in specs:
+            problems.append(f"INERT names {name}, which the template does not declare")
+        elif json.dumps({"Ref": name}) in shaping:
+            problems.append(f"INERT names {name}, which a Condition, a Rule or an Fn::If names: it can change the template's shape")
     if set(INTENT) != set(rules):
         problems.append(f"Rules {sorted(rules)} and the intent table {sorted(INTENT)} differ")
     problems += check_authorizer(sam)
@@ -426,7 +450,7 @@ def main():
 
     names = list(specs)
     defaults = {n: str(specs[n].get("Default", "")) for n in names}
-    crossed = [n for n in names if n not in COVERED]
+    crossed = [n for n in names if n not in COVERED and n not in INERT]
     rows = [dict(zip(COVERED, vals)) for vals in itertools.product(*(sides[n] for n in COVERED))]
     admitted = [r for r in rows if not refusing_rules(rules, {**defaults, **r})]
     if not admitted:
