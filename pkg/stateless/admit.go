@@ -116,13 +116,9 @@ const MethodAuthorize = "authorize"
 func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header) Admission {
 	start := time.Now()
 	o := &Outcome{Method: MethodAuthorize, OwnMethod: true}
-	if s.opts.Observe != nil {
-		ctx = context.WithValue(ctx, outcomeKey{}, o)
-		o.TraceParent = traceParent(header.Get(headerTraceParent))
-	}
+	ctx = s.observing(ctx, header, o)
 	adm := s.admit(ctx, endpoint, header)
 	d := adm.Decision()
-	o.Status = decisions[d].status
 	if e := adm.Refusal; e != nil {
 		o.Kind, o.Code, o.Err = d.String(), e.Code(), e.Unwrap()
 		if d == DecisionUnavailable {
@@ -132,8 +128,7 @@ func (s *Server) Admit(ctx context.Context, endpoint string, header http.Header)
 			}
 		}
 	}
-	o.Duration = time.Since(start)
-	s.report(ctx, o)
+	s.reportSince(ctx, o, decisions[d].status, start)
 	return adm
 }
 

@@ -75,14 +75,21 @@ func isPreflight(r *Request) bool {
 // list are left out of the answer rather than refused: the browser then
 // refuses the request itself, and no peer string reaches a response.
 func preflight(s *Server, r *Request, o *Outcome) *Response {
+	return preflightFor(s, r, o, cors.allowMethods, cors.methods)
+}
+
+// preflightFor answers a preflight of a resource that takes methods
+// (allowMethods, their Access-Control-Allow-Methods value): the MCP
+// endpoint's, or the registration facade's.
+func preflightFor(s *Server, r *Request, o *Outcome, methods []string, allowMethods string) *Response {
 	origin := corsOrigin(s, r)
 	method := r.Header.Get(headerACRMethod)
-	if origin == "" || !slices.Contains(cors.allowMethods, method) {
+	if origin == "" || !slices.Contains(methods, method) {
 		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.KindForbiddenOrigin))
 	}
 	h := http.Header{
 		"Access-Control-Allow-Origin":  {origin},
-		"Access-Control-Allow-Methods": {cors.methods},
+		"Access-Control-Allow-Methods": {allowMethods},
 		"Access-Control-Max-Age":       {cors.maxAge},
 		"Vary":                         {cors.preflightVary},
 	}

@@ -70,10 +70,7 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 		deadline = start.Add(s.opts.RequestTimeout)
 	}
 	o := &Outcome{}
-	if s.opts.Observe != nil {
-		ctx = context.WithValue(ctx, outcomeKey{}, o)
-		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
-	}
+	ctx = s.observing(ctx, r.Header, o)
 	var resp *Response
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
@@ -81,10 +78,27 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 		resp = s.serveRequest(ctx, r, o, deadline, live)
 		allowCORS(s, r, resp)
 	}
-	o.Status = resp.Status
+	s.reportSince(ctx, o, resp.Status, start)
+	return resp
+}
+
+// observing is ctx carrying o, the Outcome that the stages of the answer
+// to a request with header h annotate, when the server observes
+// (Options.Observe); ctx as it is otherwise.
+func (s *Server) observing(ctx context.Context, h http.Header, o *Outcome) context.Context {
+	if s.opts.Observe == nil {
+		return ctx
+	}
+	o.TraceParent = traceParent(h.Get(headerTraceParent))
+	return context.WithValue(ctx, outcomeKey{}, o)
+}
+
+// reportSince completes o with the answer's status and how long it took
+// since start, and reports it: the one exit of every answer.
+func (s *Server) reportSince(ctx context.Context, o *Outcome, status int, start time.Time) {
+	o.Status = status
 	o.Duration = time.Since(start)
 	s.report(ctx, o)
-	return resp
 }
 
 // Reject answers a request its transport could not hand over whole (a
@@ -95,15 +109,10 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 func (s *Server) Reject(ctx context.Context, r *Request, e *mcperr.Error) *Response {
 	start := time.Now()
 	o := &Outcome{}
-	if s.opts.Observe != nil {
-		ctx = context.WithValue(ctx, outcomeKey{}, o)
-		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
-	}
+	ctx = s.observing(ctx, r.Header, o)
 	resp := (&exchange{s: s, r: r, o: o}).refuse(nil, e)
 	allowCORS(s, r, resp)
-	o.Status = resp.Status
-	o.Duration = time.Since(start)
-	s.report(ctx, o)
+	s.reportSince(ctx, o, resp.Status, start)
 	return resp
 }
 

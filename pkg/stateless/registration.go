@@ -12,8 +12,6 @@ import (
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
-
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
 // Registration is the endpoint's registration facade, for clients that
@@ -166,37 +164,23 @@ func (s *Server) Register(endpoint string, body []byte) *Response {
 func (s *Server) RegistrationPreflight(ctx context.Context, r *Request) *Response {
 	start := time.Now()
 	o := &Outcome{}
-	if s.opts.Observe != nil {
-		ctx = context.WithValue(ctx, outcomeKey{}, o)
-		o.TraceParent = traceParent(r.Header.Get(headerTraceParent))
-	}
+	ctx = s.observing(ctx, r.Header, o)
 	var resp *Response
-	origin := corsOrigin(s, r)
 	switch {
 	case s.registration() == nil:
 		resp = oauthNotFound()
 	case !isPreflight(r):
 		resp = &Response{Status: http.StatusMethodNotAllowed, Header: http.Header{"Content-Type": {"application/json"}, "Allow": {"OPTIONS, POST"}},
 			Body: []byte(`{"error":"method_not_allowed"}`)}
-	case origin == "" || r.Header.Get(headerACRMethod) != http.MethodPost:
-		resp = (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.KindForbiddenOrigin))
 	default:
-		h := http.Header{
-			"Access-Control-Allow-Origin":  {origin},
-			"Access-Control-Allow-Methods": {http.MethodPost},
-			"Access-Control-Max-Age":       {cors.maxAge},
-			"Vary":                         {cors.preflightVary},
-		}
-		if allowed := allowedRequestHeaders(r.Header.Values(headerACRHeaders)); allowed != "" {
-			h["Access-Control-Allow-Headers"] = []string{allowed}
-		}
-		resp = &Response{Status: http.StatusNoContent, Header: h}
+		resp = preflightFor(s, r, o, registrationMethods, http.MethodPost)
 	}
-	o.Status = resp.Status
-	o.Duration = time.Since(start)
-	s.report(ctx, o)
+	s.reportSince(ctx, o, resp.Status, start)
 	return resp
 }
+
+// registrationMethods are the methods the registration endpoint takes.
+var registrationMethods = []string{http.MethodPost}
 
 // ServeRegistrationPreflight serves the CORS preflight of the facade's
 // registration endpoint (Server.RegistrationPreflight); mount it where
