@@ -399,7 +399,7 @@ func checkWrites(in Input, f *Figures, lineOf func(*Exchange) *Line, violate fun
 		if !t.Exact {
 			a := owner[strings.Split(g.key, "#")[1]]
 			allowed = max(1, inFlight(in.Exchanges, a, ops))
-			why = fmt.Sprintf("at most one per call of the principal's in flight then (%d)", allowed)
+			why = fmt.Sprintf("at most one per call of the principal's sent before the window was remembered (%d)", allowed)
 		}
 		if len(ops) > allowed {
 			violate(CheckRefusalWrote, g.key+" on "+g.listener, fmt.Sprintf("%d writes found the window used up; %s", len(ops), why))
@@ -459,20 +459,49 @@ func checkWrites(in Input, f *Figures, lineOf func(*Exchange) *Line, violate fun
 	}
 }
 
-// inFlight is the most of a's counted calls in flight at the time of
-// any of ops.
+// inFlight bounds how many of a's counted calls could each have made one
+// of ops (writes that found a's window used up on one instance): the
+// instance remembers the window from the first such write's answer, so
+// a call that found it used up in the table was sent before the call
+// that made the first one was answered. That call was in flight at the
+// first write; the latest of their answers (until) bounds when the
+// window was remembered, and every call sent by then and not answered
+// before the first write may have made one. A call whose caller hung up
+// may still be running in the instance after its caller saw it end: its
+// end is unknown, so it counts as running on.
 func inFlight(es []*Exchange, a *Actor, ops []Op) int {
-	most := 0
-	for _, op := range ops {
-		n := 0
-		for _, e := range es {
-			if e.Actor == a && e.Counted() && !op.At.Before(e.Sent) && !op.At.After(e.Done) {
-				n++
-			}
-		}
-		most = max(most, n)
+	if len(ops) == 0 {
+		return 0
 	}
-	return most
+	first := ops[0].At
+	for _, op := range ops[1:] {
+		if op.At.Before(first) {
+			first = op.At
+		}
+	}
+	running := func(e *Exchange, sentBy time.Time) bool {
+		return e.Actor == a && e.Counted() && !e.Sent.After(sentBy) && (e.Abandoned || !e.Done.Before(first))
+	}
+	open := func(e *Exchange) bool { return running(e, first) }
+	until := first
+	for _, e := range es {
+		switch {
+		case !open(e):
+		case e.Abandoned:
+			// Its count may have been answered to a cancelled call,
+			// which remembers nothing.
+			until = time.Unix(1<<40, 0)
+		case e.Done.After(until):
+			until = e.Done
+		}
+	}
+	n := 0
+	for _, e := range es {
+		if running(e, until) {
+			n++
+		}
+	}
+	return n
 }
 
 // rateDigest is the digest a calls counter's key names a quota key by

@@ -151,6 +151,14 @@ func TestCheckFails(t *testing.T) {
 				r.write(e, "UpdateItem", "rate#"+rateDigest(r.x.QuotaKey)+"#1", int64(6+i), 200)
 			}
 		}, CheckRefusalWrote},
+		{"two writes that found the window used up, the second by a call sent before the first was answered", false, func(r *rig) {
+			a := r.do(r.x, "flood", "tools/call", 800*time.Millisecond, "rate_limited", "ratelimit: over the limit for this window")
+			b := r.do(r.x, "flood", "tools/call", 805*time.Millisecond, "rate_limited", "ratelimit: over the limit for this window")
+			key := "rate#" + rateDigest(r.x.QuotaKey) + "#1"
+			r.in.Ops = append(r.in.Ops, Op{Listener: "i0", Name: "UpdateItem", Keys: []string{key}, Count: 6, Status: 200, At: a.Sent.Add(time.Millisecond)},
+				Op{Listener: "i0", Name: "UpdateItem", Keys: []string{key}, Count: 7, Status: 200, At: a.Done.Add(time.Millisecond)})
+			_ = b // sent before a was answered: it may have read the table before a's refusal was remembered
+		}, ""},
 		{"a breaker opened", true, func(r *rig) {
 			for i := range 3 {
 				r.do(r.x, "hang-up", "tools/call", time.Duration(21+i)*time.Second, "", "")
@@ -175,7 +183,7 @@ func TestCheckFails(t *testing.T) {
 			r.clean()
 			c.plant(r)
 			got := r.check()
-			if len(got[c.check]) == 0 {
+			if c.check != "" && len(got[c.check]) == 0 {
 				t.Errorf("no %s violation; got %v", c.check, got)
 			}
 			for k, vs := range got {
