@@ -40,15 +40,21 @@
 // integer and boolean properties, optionally nullable, with required
 // members, a string enum and perhaps no additional properties. It does
 // so on the JSON bytes, without decoding them. Inferring a schema from Go
-// types, and validating any other schema, takes a [SchemaEngine]
-// (package toolschema, on google/jsonschema-go). The engine is an option
-// because a schema library's package initialization is paid by every
-// cold start, about a millisecond for that one. A function whose typed
-// tools' schemas are generated ahead of time ([GenerateToolSchemas],
+// types, and validating any other schema, takes a [SchemaEngine]; with
+// [Options.SchemaEngine] nil it is package toolschema's, on
+// google/jsonschema-go, so that a typed tool works with no options. This
+// package imports package toolschema for that default, so every function
+// built on it links google/jsonschema-go and runs its package
+// initialization at every cold start, whatever its options say:
+// docs/performance.md measures that link alone (its bare-jsonschema
+// subject: 0.36 ms of runtime init under the emulator and 256 KiB of
+// linux/arm64 binary over a bare function, in its run). What a
+// function's options decide is whether the engine is called: typed tools
+// whose schemas are generated ahead of time ([GenerateToolSchemas],
 // embedded as [Options.ToolSchemas], kept true by a test calling
-// [CheckToolSchemas]) and flat links no schema library. Schemas are
-// compiled on a tool's first use; [Server.Verify] compiles them all for
-// tests.
+// [CheckToolSchemas]) infer nothing at run time, and flat schemas are
+// compiled and validated without it. Schemas are compiled on a tool's
+// first use; [Server.Verify] compiles them all for tests.
 //
 // # The path of one request
 //
@@ -63,6 +69,9 @@
 //     preflight (OPTIONS with Access-Control-Request-Method) is answered
 //     204 for an allowed origin, 403 otherwise, and every answer to an
 //     allowed origin carries its CORS headers (see [CORSAllowHeaders]).
+//     A request its transport saw an identity source for but could not
+//     identify ([Request.Unidentified]) is refused 401 here, before its
+//     body is read.
 //  2. Message: exactly one JSON-RPC request or notification, read
 //     strictly: member names match exactly (a name in another case is
 //     another, unknown member), and a name repeated in an object, invalid
@@ -71,47 +80,64 @@
 //     malformed envelopes (an id that is neither a string nor an integer
 //     written as one, such as 1.5, 1e2 or -0, among them) are -32600,
 //     all with HTTP 400 and a JSON-RPC
-//     error body. A notification is answered 202 with no body. Each
+//     error body. A notification, once authenticated (3), is answered 202
+//     with no body. Each
 //     method's params are decoded into its own type (the method table), so
 //     a member named like another method's parameter is unknown, and
 //     ignored.
-//  3. Era: a request whose _meta carries a protocol version is modern. One
+//  3. Authentication, before the era, _meta, version or method is looked
+//     at: with [Options.Auth], every request and notification carries one
+//     bearer token in its one Authorization header, checked by the
+//     [Authenticator]. None, a malformed header, a refused token or one
+//     that names no principal is 401 with a WWW-Authenticate challenge
+//     naming the protected-resource metadata (and, for a tools/call of a
+//     tool no visibility rule hides, that tool's scopes); an
+//     authenticator's other refusals, such as its issuer unreachable,
+//     are answered as they are. The token's principal and scopes are the
+//     request's from here on; without Options.Auth the caller is the
+//     transport's [Request.Principal], else [Anonymous].
+//  4. Era: a request whose _meta carries a protocol version is modern. One
 //     without is legacy if it is initialize, or if its
 //     MCP-Protocol-Version header is absent or names a served legacy
 //     revision; with a modern header it is a malformed modern request.
-//  4. _meta: protocolVersion must be a string and clientCapabilities an
+//  5. _meta: protocolVersion must be a string and clientCapabilities an
 //     object (-32602, HTTP 400).
-//  5. Headers: MCP-Protocol-Version must equal the _meta version, Mcp-Method
+//  6. Headers: MCP-Protocol-Version must equal the _meta version, Mcp-Method
 //     the method, Mcp-Name the tool or prompt name or the resource URI,
 //     each after trimming white space and decoding the =?base64?...?= form
 //     (-32020, HTTP 400).
-//  6. Version: a revision this server does not serve is -32022 with
+//  7. Version: a revision this server does not serve is -32022 with
 //     data {supported, requested}, HTTP 400.
-//  7. Method: unknown, removed (initialize, ping, logging/setLevel,
+//  8. Method: unknown, removed (initialize, ping, logging/setLevel,
 //     resources/subscribe on the modern wire) or not advertised is -32601,
 //     HTTP 404. The request interceptors run next, and may refuse it.
-//  8. Params: the method's params must have its shape (-32602); for
-//     tools/call, Mcp-Param-* headers from x-mcp-header annotations must
-//     match the arguments (-32020), and an idempotency key, in
+//  9. Params: the method's params must have its shape (-32602); for
+//     tools/call, the tool must exist and be visible to the caller (a
+//     hidden tool is answered as an absent one, -32602), Mcp-Param-*
+//     headers from x-mcp-header annotations must match the arguments
+//     (-32020), the caller's scopes must cover the tool's (403, one
+//     insufficient_scope challenge naming every scope the tool needs), a
+//     tool that requires tasks needs a client that declares the
+//     extension (-32021), and an idempotency key, in
 //     params.idempotencyKey or the Idempotency-Key header, must be usable:
 //     one non-empty printable string of at most [MaxIdempotencyKeyBytes],
 //     the same in both places when both are sent. An empty, malformed or
 //     ambiguous key is -32602 with data.type "idempotency_key_invalid",
 //     for read-only tools too; it is never ignored.
-//  9. Request state: on a multi-round-trip retry, requestState is opened
+//  10. Request state: on a multi-round-trip retry, requestState is opened
 //     and checked against the request (principal, method, target, a
 //     canonical digest of the arguments, expiry) before any handler runs.
 //     Every failure is the same -32602.
-//  10. Arguments are validated against the tool's input schema; a failure
+//  11. Arguments are validated against the tool's input schema; a failure
 //     is an isError result the model can correct.
-//  11. The handler runs, inside the execution interceptors (the claim, the
+//  12. The handler runs, inside the execution interceptors (the claim, the
 //     single-use state's redemption, a task's creation). Its result is
 //     decorated: resultType, the server's
 //     identity in _meta, and cache hints where the spec requires them. An
 //     [InputRequired] becomes an input_required result, after checking
 //     that the client declared every capability its input requests need
 //     (-32021 otherwise).
-//  12. Progress and log notifications the handler emitted, if the request
+//  13. Progress and log notifications the handler emitted, if the request
 //     asked for them, are sent first, as a server-sent event stream that
 //     ends with the response.
 //

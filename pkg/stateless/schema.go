@@ -23,11 +23,15 @@ import (
 // time, needs an engine: package toolschema has one built on
 // google/jsonschema-go.
 //
-// The engine is an option, not a dependency of this package, because a
-// schema library's initialization is paid by every cold start of every
-// function that links it (google/jsonschema-go's alone takes about a
-// millisecond). A function whose tools have flat schemas, generated ahead
-// of time into [Options.ToolSchemas], links none.
+// [Options.SchemaEngine] picks the engine; nil is package toolschema's.
+// This package imports package toolschema for that default, so every
+// function built on it links google/jsonschema-go and pays its package
+// initialization at every cold start, whichever engine it sets:
+// docs/performance.md measures that link alone (bare-jsonschema: 0.36 ms
+// of runtime init under the emulator and 256 KiB of linux/arm64 binary
+// over a bare function, in its run). Schemas generated ahead of time into [Options.ToolSchemas]
+// spare the inference at run time, and flat schemas the engine's
+// compilation and validation; neither spares the link.
 type SchemaEngine interface {
 	// Infer returns the JSON Schema of the JSON encoding of values of
 	// type t.
@@ -215,8 +219,10 @@ func (g *generatedSchemas) load() (map[string]toolSchemas, error) {
 }
 
 // has reports whether the file has an entry for the tool, or what is
-// wrong with the file. Registration asks, so a tool missing from the file
-// fails the function's start rather than its first call. It reads only
+// wrong with the file. Registration asks, so a file that does not read
+// fails the function's start rather than its first call; a tool missing
+// from a file that reads is inferred by the engine on its first use, and
+// [CheckToolSchemas] fails the function's test over it. It reads only
 // the top-level member names, once, and leaves the schemas to load on
 // first use: reading the whole file at registration took 0.74 ms of a
 // fresh process's start where this scan takes 0.40 ms.
