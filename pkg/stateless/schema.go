@@ -29,9 +29,10 @@ import (
 // initialization at every cold start, whichever engine it sets:
 // docs/performance.md measures that link alone (bare-jsonschema: 0.36 ms
 // of runtime init under the emulator and 256 KiB of linux/arm64 binary
-// over a bare function, in its run). Schemas generated ahead of time into [Options.ToolSchemas]
-// spare the inference at run time, and flat schemas the engine's
-// compilation and validation; neither spares the link.
+// over a bare function, in its run). Schemas generated ahead of time
+// into [Options.ToolSchemas] spare the inference at run time, and flat
+// schemas the engine's compilation and validation; neither spares the
+// link.
 type SchemaEngine interface {
 	// Infer returns the JSON Schema of the JSON encoding of values of
 	// type t.

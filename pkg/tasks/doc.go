@@ -5,7 +5,8 @@
 // tasks/update and tasks/cancel are the extension's own methods; a worker
 // runs each task's handler. It keeps the tasks in a DynamoDB store shared
 // by every instance or a memory store for local runs, and hands each to
-// a worker in an asynchronous invocation of the Lambda function itself.
+// a worker: on Lambda an asynchronous invocation of the function itself
+// (Lambda.Dispatch as Options.Dispatch), else a goroutine of this process.
 //
 // A task is one record, written whole and replaced only when its version
 // is still the one its writer read: every transition (a worker taking the
