@@ -42,7 +42,21 @@ import (
 //     retry may change (then released, for the retry to use).
 //  7. A panic anywhere inside releases both, so that a retry can run.
 func (g *Guard) Interceptor() stateless.Interceptor {
-	return stateless.Interceptor{Execute: g.execute, Idempotent: true, RedeemsState: true}
+	return stateless.Interceptor{Execute: g.execute, Provides: stateless.Provides{
+		Extensions:     map[string]any{stateless.MetaIdempotency: map[string]any{}},
+		ToolMeta:       toolMeta,
+		SingleUseState: true,
+	}}
+}
+
+// toolMeta marks, in a tool's listed definition, that its calls take an
+// idempotency key ([stateless.MetaIdempotency]): a side-effecting tool's,
+// and a task tool's (a keyed retry finds the task the first call made).
+func toolMeta(t *stateless.Tool) stateless.Meta {
+	if t.ReadOnly() && t.TaskSupport == stateless.TaskSupportForbidden {
+		return nil
+	}
+	return stateless.Meta{stateless.MetaIdempotency: map[string]any{"byArguments": t.IdempotentByArguments}}
 }
 
 // redemptionWindow is how long a spent state's redemption is remembered:
@@ -53,7 +67,6 @@ type ticketKey struct{}
 
 // execute is the Interceptor's Execute.
 func (g *Guard) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
-	o := e.Outcome()
 	var tk *ticket
 	if claimed(e) {
 		start := time.Now()
@@ -61,16 +74,16 @@ func (g *Guard) execute(ctx context.Context, e *stateless.Execution, next func(c
 		replay, t, refusal := g.begin(bctx, &call{principal: e.Principal, tool: e.Tool.Name, key: e.Key,
 			args: e.Arguments, lease: time.Until(e.Deadline)})
 		cancel()
-		o.Steps.Claim = time.Since(start)
+		took := time.Since(start)
 		switch {
 		case refusal != nil:
-			o.Claim = decision(refusal.Kind())
+			e.Note(stateless.Note{Claim: decision(refusal.Kind()), ClaimTook: took})
 			return stateless.Refusal(refusal)
 		case replay != nil:
-			o.Claim = stateless.ClaimReplay
+			e.Note(stateless.Note{Claim: stateless.ClaimReplay, ClaimTook: took})
 			return stateless.Replay(replay)
 		}
-		o.Claim = stateless.ClaimNew
+		e.Note(stateless.Note{Claim: stateless.ClaimNew, ClaimTook: took})
 		tk = t
 		defer func() {
 			if tk != nil { // left without settling: a panic
@@ -125,25 +138,26 @@ func claimed(e *stateless.Execution) bool {
 // handler's deadline. A state spent, or being redeemed by another call,
 // is refused as any invalid state is.
 func (g *Guard) redeemFor(ctx context.Context, e *stateless.Execution) (*redemption, *mcperr.Error) {
-	o := e.Outcome()
 	start := time.Now()
 	rctx, cancel := context.WithDeadline(ctx, e.Deadline)
 	r, err := g.redeem(rctx, e.SingleUse, time.Now().Add(redemptionWindow))
 	cancel()
-	o.Steps.State += time.Since(start)
+	took := time.Since(start)
 	var held *redemptionHeld
 	switch {
 	case errors.As(err, &held):
 		// Not spent: its holder may fail, or die, and the state be usable
 		// again. The retry-after is the holder's lease.
-		o.StateOpened = false
+		e.Note(stateless.Note{StateTook: took, StateRefused: true})
 		return nil, mcperr.NewRetryable(mcperr.KindStateInUse, max(held.retryAfter, 100*time.Millisecond), err)
 	case err != nil:
+		e.Note(stateless.Note{StateTook: took})
 		return nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, err)
 	case r == nil:
-		o.StateOpened = false
+		e.Note(stateless.Note{StateTook: took, StateRefused: true})
 		return nil, mcperr.Wrap(mcperr.KindTamperedState, errors.New("single-use state redeemed already"))
 	}
+	e.Note(stateless.Note{StateTook: took})
 	return r, nil
 }
 
@@ -154,7 +168,6 @@ func (g *Guard) redeemFor(ctx context.Context, e *stateless.Execution) (*redempt
 // released. It returns the answer: a, unless the tool's enlisted effect
 // was not committed, which the client must retry.
 func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, rd **redemption, a *stateless.Answer) *stateless.Answer {
-	o := e.Outcome()
 	if !a.Keep() {
 		g.settle(ctx, e, "releasing the idempotency claim", t.Release)
 		return a
@@ -171,12 +184,12 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 	case errors.Is(err, ErrNotCommitted):
 		// Nothing happened: the client retries, and the state is
 		// released for the retry.
-		o.Claim = stateless.ClaimNotCommitted
+		e.Note(stateless.Note{Claim: stateless.ClaimNotCommitted})
 		return stateless.Refusal(mcperr.NewRetryable(mcperr.KindNotCommitted, time.Second, err))
 	}
 	// The tool's effect happened; its result goes to the client even
 	// though a retry after the lease would run the tool again.
-	o.Claim = stateless.ClaimLost
+	e.Note(stateless.Note{Claim: stateless.ClaimLost})
 	return a
 }
 
@@ -184,17 +197,15 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 // the execution's settle context, and records a failure as a server fault
 // for the operator.
 func (g *Guard) settle(ctx context.Context, e *stateless.Execution, what string, f func(context.Context) error) error {
-	o := e.Outcome()
 	start := time.Now()
 	sctx, cancel := e.SettleContext(ctx)
 	defer cancel()
 	err := f(sctx)
-	o.Steps.Finish += time.Since(start)
+	n := stateless.Note{SettleTook: time.Since(start)}
 	if err != nil {
-		o.Fault = true
-		o.Err = fmt.Errorf("%s: %w", what, err)
-		o.ErrFromTool = false
+		n.Fault = fmt.Errorf("%s: %w", what, err)
 	}
+	e.Note(n)
 	return err
 }
 

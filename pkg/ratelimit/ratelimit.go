@@ -86,16 +86,27 @@ var errLimited = errors.New("ratelimit: over the limit for this window")
 
 // Interceptor returns the limit as a request interceptor.
 func (l *Limiter) Interceptor() stateless.Interceptor {
-	return stateless.Interceptor{Request: l.admit}
+	return stateless.Interceptor{Request: l.intercept}
 }
 
-func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
+// intercept answers the request if the caller's window allows it, and
+// refuses it otherwise.
+func (l *Limiter) intercept(ctx context.Context, r *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
+	if e := l.admit(ctx, r); e != nil {
+		return stateless.Refusal(e)
+	}
+	return next(ctx)
+}
+
+// admit counts the request against its caller's window, and refuses it
+// when the window is used up.
+func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) *mcperr.Error {
 	methods := l.Methods
 	if methods == nil {
 		methods = CallMethods
 	}
 	if !slices.Contains(methods, r.Method) {
-		return ctx, nil
+		return nil
 	}
 	now := time.Now()
 	if l.Now != nil {
@@ -105,7 +116,7 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 	end := start.Add(l.Window)
 	w := window{caller: r.Call.QuotaKey(), start: start.Unix()}
 	if l.exhausted.has(w, now) {
-		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
+		return mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
 	var n int64
 	var err error
@@ -116,13 +127,13 @@ func (l *Limiter) admit(ctx context.Context, r *stateless.InterceptedRequest) (c
 		n, err = l.Counter.Increment(ctx, Key(w.caller, start), end.Add(l.Window))
 	}
 	if err != nil {
-		return ctx, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
+		return mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, fmt.Errorf("ratelimit: counting: %w", err))
 	}
 	if n > l.Limit {
 		l.exhausted.keep(w, end, now, maxExhausted)
-		return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
+		return mcperr.NewRetryable(mcperr.KindRateLimited, end.Sub(now), errLimited)
 	}
-	return ctx, nil
+	return nil
 }
 
 // window is one caller's window: its quota key and the window's start

@@ -85,7 +85,9 @@ func preflightFor(s *Server, r *Request, o *Outcome, methods []string, allowMeth
 	origin := corsOrigin(s, r)
 	method := r.Header.Get(headerACRMethod)
 	if origin == "" || !slices.Contains(methods, method) {
-		return (&exchange{s: s, r: r, o: o}).refuse(nil, mcperr.New(mcperr.KindForbiddenOrigin))
+		a := refused(mcperr.New(mcperr.KindForbiddenOrigin))
+		o.classify(&a)
+		return refusalResponse(nil, a.refusal, false)
 	}
 	h := http.Header{
 		"Access-Control-Allow-Origin":  {origin},

@@ -8,7 +8,7 @@ import (
 
 // serveDiscover answers server/discover: the versions served, the
 // capabilities the registry advertises, the instructions; cacheable.
-func serveDiscover(x *exchange, _ context.Context, _ *baseParams) *Response {
+func serveDiscover(x *exchange, _ context.Context, _ *baseParams) Answer {
 	caps := x.reg.capabilities()
 	res := struct {
 		SupportedVersions []string           `json:"supportedVersions"`
@@ -22,13 +22,13 @@ func serveDiscover(x *exchange, _ context.Context, _ *baseParams) *Response {
 // initialize answers the legacy handshake without keeping a session: the
 // client's version if it is a served legacy revision, else the latest
 // legacy revision — never 2026-07-28, which has no handshake.
-func serveInitialize(x *exchange, _ context.Context, p *initializeParams) *Response {
+func serveInitialize(x *exchange, _ context.Context, p *initializeParams) Answer {
 	d := x.d
 	if !d.hasParams || d.paramsErr != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedInitialize, d.paramsErr))
+		return refused(mcperr.Wrap(mcperr.KindMalformedInitialize, d.paramsErr))
 	}
 	if p.ProtocolVersion == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.KindUnnegotiableVersion))
+		return refused(mcperr.New(mcperr.KindUnnegotiableVersion))
 	}
 	v := *p.ProtocolVersion
 	if !isLegacy(v) {
@@ -47,16 +47,16 @@ func serveInitialize(x *exchange, _ context.Context, p *initializeParams) *Respo
 }
 
 // ping answers a legacy ping.
-func servePing(x *exchange, _ context.Context, _ *baseParams) *Response {
+func servePing(x *exchange, _ context.Context, _ *baseParams) Answer {
 	return x.result(struct{}{}, &resultFields{})
 }
 
 // setLevel accepts a legacy logging/setLevel and does not remember it:
 // there is no session to hold it. Legacy requests get log messages at the
 // server's LegacyLogLevel, which the 2025 revisions allow.
-func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) *Response {
+func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) Answer {
 	if p.Level == nil || LoggingLevel(*p.Level).rank() == 0 {
-		return x.refuse(x.d.id, mcperr.New(mcperr.KindMalformedParams))
+		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	return x.result(struct{}{}, &resultFields{})
 }
@@ -65,9 +65,9 @@ func serveSetLevel(x *exchange, _ context.Context, p *setLevelParams) *Response 
 // would travel on the GET stream this endpoint does not offer, so
 // subscribe is not advertised; a client that subscribes anyway is
 // answered and gets no updates.
-func serveSubscribe(x *exchange, _ context.Context, p *subscribeParams) *Response {
+func serveSubscribe(x *exchange, _ context.Context, p *subscribeParams) Answer {
 	if p.URI == nil {
-		return x.refuse(x.d.id, mcperr.New(mcperr.KindMalformedParams))
+		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	return x.result(struct{}{}, &resultFields{})
 }

@@ -3,8 +3,6 @@ package stateless
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
@@ -44,20 +42,57 @@ type Execution struct {
 	Deadline time.Time
 	// SingleUse identifies the single-use request state the request
 	// carries (a digest of its token; "" when it carries none): it is
-	// served only once. The interceptor that redeems single-use states
-	// ([Interceptor.RedeemsState]) redeems it before next and settles the
+	// served only once. The interceptor that provides single-use state
+	// ([Provides].SingleUseState) redeems it before next and settles the
 	// redemption with the answer.
 	SingleUse string
 
 	x *exchange
 }
 
-// Outcome is the request's outcome, which the interceptor annotates with
-// what it decided and what it cost (Claim, Steps.Claim, Steps.State,
-// Steps.Finish, StateOpened) and with a fault it met settling what it
-// holds once the request is answered (Fault and Err): the server reports
-// it once the request is answered.
-func (e *Execution) Outcome() *Outcome { return e.x.o }
+// Note is what an execution interceptor records of a request in its
+// Outcome: each member it sets names the Outcome field it is written to,
+// and a zero member leaves its field as it is. It is the only way an
+// interceptor annotates the request.
+type Note struct {
+	// Claim is the idempotency decision (Outcome.Claim: ClaimNew,
+	// ClaimReplay, …).
+	Claim string
+	// ClaimTook, StateTook and SettleTook are added to the request's
+	// Steps.Claim, Steps.State and Steps.Finish.
+	ClaimTook, StateTook, SettleTook time.Duration
+	// StateRefused says the request's single-use state was not redeemed
+	// (spent, or held by another call): Outcome.StateOpened is false.
+	StateRefused bool
+	// Kind is the Outcome.Kind of an answer the interceptor made itself
+	// ("task", "task_found"); a refusal's or a replay's kind is the
+	// server's, recorded from the answer.
+	Kind string
+	// Fault is a fault the interceptor met settling what it holds once
+	// the request was answered (a claim it could not complete): the
+	// request is a server fault (Outcome.Fault) and this its Err.
+	Fault error
+}
+
+// Note records n in the request's Outcome.
+func (e *Execution) Note(n Note) {
+	o := e.x.o
+	if n.Claim != "" {
+		o.Claim = n.Claim
+	}
+	o.Steps.Claim += n.ClaimTook
+	o.Steps.State += n.StateTook
+	o.Steps.Finish += n.SettleTook
+	if n.StateRefused {
+		o.StateOpened = false
+	}
+	if n.Kind != "" {
+		o.Kind = n.Kind
+	}
+	if n.Fault != nil {
+		o.Fault, o.Err, o.ErrFromTool = true, n.Fault, false
+	}
+}
 
 // SettleContext is the context in which what an interceptor holds is
 // settled once next has answered: not cancelled with the request (the
@@ -76,132 +111,76 @@ func (e *Execution) SettleContext(ctx context.Context) (context.Context, context
 // encoded now, as the handler's would have been, so that an interceptor
 // outside this one sees it as a result (Answer.Result, Keep).
 func (e *Execution) Result(obj json.RawMessage, resultType string) *Answer {
-	x := e.x
-	x.res, x.inputRequired, x.retryable, x.startsTask = encodedResult{}, false, false, false
-	return x.answer(x.result(preEncoded(obj), &resultFields{resultTyp: resultType}))
+	a := e.x.result(preEncoded(obj), &resultFields{resultTyp: resultType})
+	return &a
 }
 
-// Answer is what an execution answered, as an interceptor around it sees
-// it: a result, a refusal, a handler left running or a handler that
-// panicked.
-type Answer struct {
-	resp *Response
-	// res is the result object answered (nil for a refusal).
-	res encodedResult
-	// keep says the result is one a retry must get again.
-	keep, retryable, abandoned, startsTask bool
-	// refusal and replay are answers an interceptor made itself, which
-	// the server renders.
-	refusal *mcperr.Error
-	replay  json.RawMessage
+// executable is a request that runs one of the server's handlers — a
+// tools/call, a prompts/get, a resources/read — once its method's own
+// checks have passed: what the prelude the three share needs of it. A
+// method that runs a handler of the server's fills one in and calls
+// execute.
+type executable struct {
+	method, target string
+	// stateArgs are the arguments a request state of it is bound to.
+	stateArgs json.RawMessage
+	round     *roundTrip
+	// tool, key, args and task are a tools/call's (Execution's Tool,
+	// Key, Arguments and Task).
+	tool *Tool
+	key  string
+	args json.RawMessage
+	task bool
+	// ready, if set, runs once the request's state is open, before the
+	// execution interceptors: the last checks (a tool's arguments against
+	// its schema) and the handler's deadline. An answer it returns ends
+	// the request. Without it the deadline is the request's.
+	ready func() (time.Time, *Answer)
+	// run runs the handler under its deadline and answers what it
+	// returned; k names the request a state it seals is bound to.
+	run func(ctx context.Context, k stateKey, deadline time.Time) Answer
 }
 
-// Result is the result object answered, in the form a replay of it sends
-// (marked with [MetaReplay]), for an interceptor to store; nil when the
-// answer is not a result.
-func (a *Answer) Result() []byte {
-	if a.res.obj == nil {
-		return nil
+// execute is the multi-round-trip prelude every handler of the server's
+// runs after — the retry's input responses, the request state opened
+// and verified — then ex's handler, inside the execution interceptors,
+// the first outermost.
+func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
+	m, err := parseInputResponses(ex.round.InputResponses)
+	if err != nil {
+		return refused(mcperr.Wrap(mcperr.KindMalformedParams, err))
 	}
-	return a.res.replayForm()
-}
-
-// Keep reports whether the answer is a result a retry of the request must
-// get again: a result that neither asked for input nor reports a failure
-// its retry may not meet (a RetryLater tool failure).
-func (a *Answer) Keep() bool { return a.keep }
-
-// Retryable reports whether a retry of the request may be answered
-// otherwise: a RetryLater tool failure, a retryable refusal (a timeout,
-// say), or a handler that panicked.
-func (a *Answer) Retryable() bool { return a.retryable }
-
-// Abandoned reports that the handler had not returned by its deadline and
-// may still be running: whatever it holds must stay held until it could
-// no longer be (a claim's lease), so that a retry cannot run beside it.
-func (a *Answer) Abandoned() bool { return a.abandoned }
-
-// StartsTask reports that the call is to become a task: the tool's
-// BeforeTask let it through, and the interceptor that serves tasks
-// (Interceptor.Tasks) creates it and answers with it (Execution.Result).
-func (a *Answer) StartsTask() bool { return a.startsTask }
-
-// Replay answers the request with a result stored by an earlier execution
-// (Answer.Result's form), marked as a replay, in place of running the
-// handler.
-func Replay(stored json.RawMessage) *Answer { return &Answer{replay: stored} }
-
-// Refusal answers the request with a refusal in place of what it would
-// have answered (its progress notifications are dropped with it). A
-// retryable refusal's retry may run the handler again.
-func Refusal(e *mcperr.Error) *Answer { return &Answer{refusal: e, retryable: e.Retryable()} }
-
-// execute runs run, the handler and what answers its return, inside the
-// execution interceptors, the first outermost, and renders what they
-// answered. (A server without them calls run itself, sparing the
-// request the allocations.)
-func (x *exchange) execute(ctx context.Context, e *Execution, run func(ctx context.Context) *Response) *Response {
+	x.call.inputResponses = m
+	k := stateKey{x.call.Principal, ex.method, ex.target, ex.stateArgs, x.r.Endpoint}
+	if e := x.openState(ctx, k, ex.round.RequestState); e != nil {
+		return refused(e)
+	}
+	deadline := x.deadline
+	if ex.ready != nil {
+		var stop *Answer
+		if deadline, stop = ex.ready(); stop != nil {
+			return *stop
+		}
+	}
+	if !x.s.executes {
+		// No interceptor runs around executions: spare the request the
+		// allocations.
+		return ex.run(ctx, k, deadline)
+	}
+	e := &Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call, Tool: ex.tool,
+		Key: ex.key, Arguments: ex.args, Task: ex.task, Deadline: deadline, SingleUse: x.redeemID, x: x}
 	next := func(ctx context.Context) *Answer {
-		// The handler runs once per request: its answer is the exchange's.
-		x.answered = x.answerOf(run(ctx))
-		return &x.answered
+		// The handler runs once per request: its answer is kept in the
+		// exchange rather than allocated.
+		x.executed = ex.run(ctx, k, deadline)
+		return &x.executed
 	}
-	ics := x.s.opts.Interceptors
+	ics := x.s.interceptors
 	for i := len(ics) - 1; i >= 0; i-- {
 		if ic := ics[i].Execute; ic != nil {
 			inner := next
 			next = func(ctx context.Context) *Answer { return ic(ctx, e, inner) }
 		}
 	}
-	return x.render(next(ctx))
-}
-
-// answer makes the Answer of a response the exchange produced.
-func (x *exchange) answer(resp *Response) *Answer {
-	a := x.answerOf(resp)
-	return &a
-}
-
-func (x *exchange) answerOf(resp *Response) Answer {
-	if x.startsTask {
-		return Answer{startsTask: true}
-	}
-	return Answer{resp: resp, res: x.res, retryable: x.retryable, abandoned: x.abandoned,
-		keep: x.res.obj != nil && !x.inputRequired && !x.retryable}
-}
-
-// render is the response of an answer: its own, or the one an
-// interceptor's replay or refusal makes.
-func (x *exchange) render(a *Answer) *Response {
-	switch {
-	case a.replay != nil:
-		marked, err := markedReplay(a.replay)
-		if err != nil {
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("stored result does not decode: %w", err)))
-		}
-		x.o.Kind = "replay"
-		x.call.notes = nil
-		return x.respond(appendRawResult(nil, x.d.id, marked))
-	case a.refusal != nil:
-		x.call.notes = nil
-		return x.refuse(x.d.id, a.refusal)
-	case a.startsTask:
-		return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, errors.New("the call was to become a task, and no interceptor created it")))
-	}
-	return a.resp
-}
-
-// executors says whether an interceptor runs around executions, and
-// whether one claims idempotency keys, one redeems single-use states and
-// one serves tasks.
-func executors(ics []Interceptor) (executes, claims, redeems, tasks bool) {
-	for _, ic := range ics {
-		if ic.Execute != nil {
-			executes = true
-			claims = claims || ic.Idempotent
-			redeems = redeems || ic.RedeemsState
-			tasks = tasks || ic.Tasks
-		}
-	}
-	return executes, claims, redeems, tasks
+	return *next(ctx)
 }

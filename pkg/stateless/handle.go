@@ -2,8 +2,6 @@ package stateless
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -69,6 +67,9 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 	if !ok {
 		deadline = start.Add(s.opts.RequestTimeout)
 	}
+	if !s.answering.Load() {
+		s.answering.Store(true)
+	}
 	o := &Outcome{}
 	ctx = s.observing(ctx, r.Header, o)
 	var resp *Response
@@ -110,7 +111,9 @@ func (s *Server) Reject(ctx context.Context, r *Request, e *mcperr.Error) *Respo
 	start := time.Now()
 	o := &Outcome{}
 	ctx = s.observing(ctx, r.Header, o)
-	resp := (&exchange{s: s, r: r, o: o}).refuse(nil, e)
+	a := refused(e)
+	o.classify(&a)
+	resp := refusalResponse(nil, e, false)
 	allowCORS(s, r, resp)
 	s.reportSince(ctx, o, resp.Status, start)
 	return resp
@@ -162,10 +165,6 @@ func lowerHex(s string) bool {
 	return true
 }
 
-// errPanic is the Err of a request whose handler panicked; the value and
-// the stack are in Outcome.Panic.
-var errPanic = errors.New("handler panicked")
-
 // exchange is the state of one request on its way through the pipeline.
 type exchange struct {
 	s          *Server
@@ -173,6 +172,7 @@ type exchange struct {
 	o          *Outcome
 	d          *decoded
 	reg        *registry
+	row        *methodInfo // the method's, once dispatched
 	call       Call
 	acceptsSSE bool
 	version    string
@@ -183,31 +183,18 @@ type exchange struct {
 	principal string
 	scopes    []string
 
-	// res is the result object of the response, for an execution
-	// interceptor to store; inputRequired marks it as a round that asked
-	// for input, which is not stored.
-	res           encodedResult
-	inputRequired bool
-
 	// redeemID names the request's single-use state, once opened
-	// (Execution.SingleUse). retryable says the answer is one its retry
-	// may change: a RetryLater tool failure or a retryable refusal.
-	redeemID  string
-	retryable bool
-	// abandoned says the tool's handler was left running at its deadline;
-	// startsTask that the call is to become a task.
-	abandoned, startsTask bool
+	// (Execution.SingleUse).
+	redeemID string
 
 	// tel is what the handler's Call.Logger needs of the request.
 	tel telemetry
-	// refusal is the refusal last answered (Server.Invoke reports it).
-	refusal *mcperr.Error
-
-	// intercepted and answered are what the request interceptors see and
-	// the handler's answer, kept here so that neither costs an allocation
-	// of its own: each is made once per request.
-	intercepted InterceptedRequest
-	answered    Answer
+	// intercepted, answered and executed are what the request
+	// interceptors see, what they are answered and what the execution
+	// interceptors are answered, kept here so that none costs an
+	// allocation of its own: each is made at most once per request.
+	intercepted        InterceptedRequest
+	answered, executed Answer
 
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,
@@ -231,33 +218,40 @@ func (x *exchange) bounded(ctx context.Context) context.Context {
 	return x.bound
 }
 
-// serveRequest answers one request that is not a CORS preflight, never
-// panicking: transport checks, decoding, authentication, then the
-// protocol (request).
-func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) (resp *Response) {
+// serveRequest answers one request that is not a CORS preflight: its
+// answer (serve), rendered once, and the request's Outcome derived from
+// it once.
+func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) *Response {
 	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
-	defer func() {
-		if x.stop != nil {
-			x.stop()
-		}
-		o.Metrics = x.call.metrics
-	}()
+	a := x.serveSafely(ctx, live)
+	if x.stop != nil {
+		x.stop()
+	}
+	resp := x.render(&a)
+	o.classify(&a)
+	o.Metrics = x.call.metrics
+	return resp
+}
+
+// serveSafely is serve, with a panic anywhere in the request's own
+// goroutine answered as an internal error.
+func (x *exchange) serveSafely(ctx context.Context, live *liveStream) (a Answer) {
 	defer func() {
 		if p := recover(); p != nil {
 			// The panic value may hold the call's arguments: it is kept
 			// apart from Err, for the logger to record by type.
-			o.Panic = &Panic{Value: p, Stack: debug.Stack()}
-			o.Err = errPanic
-			o.ErrFromTool = true
-			var id json.RawMessage
-			if x.d != nil {
-				id = x.d.id
-			}
-			resp = x.refuse(id, mcperr.New(mcperr.KindInternal))
+			a = panicked(&Panic{Value: p, Stack: debug.Stack()})
 		}
 	}()
+	return x.serve(ctx, live)
+}
+
+// serve answers the request: transport checks, decoding, authentication,
+// then the protocol (request).
+func (x *exchange) serve(ctx context.Context, live *liveStream) Answer {
+	s, r, o := x.s, x.r, x.o
 	if e := x.transportChecks(); e != nil {
-		return x.refuse(nil, e)
+		return refused(e)
 	}
 	if live != nil && x.acceptsSSE {
 		x.call.live = live
@@ -266,29 +260,27 @@ func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadl
 		}
 	}
 	if r.Unidentified {
-		return x.refuse(nil, mcperr.New(mcperr.KindUnauthorized))
+		return refused(mcperr.New(mcperr.KindUnauthorized))
 	}
 	decodeStart := time.Now()
 	d, e := decodeMessage(r.Body, x.reg.method)
 	o.Steps.Decode = time.Since(decodeStart)
 	if e != nil {
-		var id json.RawMessage
-		if d != nil {
-			id = d.id
-		}
-		return x.refuse(id, e)
+		// The refusal names the request's id when it could be read.
+		x.d = d
+		return refused(e)
 	}
 	x.d = d
 	o.Method = d.method
 	o.OwnMethod = d.row != nil && d.row.own
 	if e := x.authenticate(ctx); e != nil {
-		return x.refuse(d.id, e)
+		return refused(e)
 	}
 	if d.id == nil {
 		// A notification. The core defines none over HTTP; a legacy
 		// client's notifications/initialized and any other notification
 		// are accepted and ignored.
-		return &Response{Status: http.StatusAccepted, Header: http.Header{}}
+		return accepted
 	}
 	return x.request(ctx)
 }

@@ -23,7 +23,14 @@ type onceStore struct {
 }
 
 func (s *onceStore) options() *stateless.Options {
-	return &stateless.Options{Interceptors: []stateless.Interceptor{{Execute: s.execute, Idempotent: true}}}
+	return &stateless.Options{Interceptors: []stateless.Interceptor{{Execute: s.execute, Provides: stateless.Provides{
+		Extensions: map[string]any{stateless.MetaIdempotency: map[string]any{}},
+		ToolMeta: func(t *stateless.Tool) stateless.Meta {
+			if t.ReadOnly() {
+				return nil
+			}
+			return stateless.Meta{stateless.MetaIdempotency: map[string]any{"byArguments": t.IdempotentByArguments}}
+		}}}}}
 }
 
 func (s *onceStore) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {

@@ -73,18 +73,12 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		return nil, err
 	}
 	o := inv.Outcome
-	end, ok := ctx.Deadline()
-	if !ok {
-		end = time.Now().Add(s.opts.RequestTimeout)
-	}
-	x := &exchange{s: s, o: o, reg: reg, d: &decoded{id: json.RawMessage("0")}, version: inv.ProtocolVersion,
-		deadline: end.Add(s.opts.DeadlineMargin)}
-	x.call = Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
+	call := &Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
 		capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
 	if l := s.opts.HandlerLogger; l != nil {
-		x.call.telemetry = &telemetry{ctx: ctx, base: l, method: MethodTaskRun, target: inv.Tool}
+		call.telemetry = &telemetry{ctx: ctx, base: l, method: MethodTaskRun, target: inv.Tool}
 	}
-	defer func() { o.Metrics = x.call.metrics }()
+	defer func() { o.Metrics = call.metrics }()
 	h := t.handler
 	if inv.Task != nil {
 		h = func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
@@ -93,35 +87,42 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		}
 	}
 	start := time.Now()
-	r, returned := x.runTool(ctx, t, inv.Arguments, h)
+	r, returned := runTool(ctx, s, t, call, inv.Arguments, h)
 	o.Steps.Handler = time.Since(start)
 	var ir *InputRequired
-	var me *mcperr.Error
+	var a Answer
 	switch {
 	case !returned:
 		return &Invoked{Abandoned: true}, nil
 	case r.panic != nil:
-		o.Panic, o.ErrFromTool = r.panic, true
-		return &Invoked{Refusal: mcperr.Wrap(mcperr.KindInternal, errPanic)}, nil
+		a = panicked(r.panic)
+		a.refusal = mcperr.Wrap(mcperr.KindInternal, errPanic)
 	case errors.As(r.err, &ir):
-		if missing := x.call.MissingCapabilities(ir.Requests); missing != nil {
+		if missing := call.MissingCapabilities(ir.Requests); missing != nil {
 			return &Invoked{Refusal: mcperr.NewMissingCapability(missing)}, nil
 		}
 		return &Invoked{Input: ir}, nil
-	case errors.As(r.err, &me):
-		o.ErrFromTool = true
-		return &Invoked{Refusal: me}, nil
+	default:
+		// Encoded as a tools/call's answer would be; only the result
+		// object is kept, so the message's id is immaterial.
+		a = replier{s: s, id: invokedID}.toolResult(ctx, t, r.res, r.err)
 	}
-	x.toolOutcome(ctx, t, stateKey{}, r.res, r.err)
-	if x.res.obj == nil {
-		e := x.refusal
-		if e == nil {
-			e = mcperr.New(mcperr.KindInternal)
+	if r.late != nil {
+		a.fault = true
+		if a.cause == nil {
+			a.cause = r.late
 		}
-		return &Invoked{Refusal: e}, nil
 	}
-	return &Invoked{Result: slices.Clone(x.res.obj)}, nil
+	o.classify(&a)
+	if a.refusal != nil {
+		return &Invoked{Refusal: a.refusal}, nil
+	}
+	return &Invoked{Result: slices.Clone(a.res.obj)}, nil
 }
+
+// invokedID is the id of the message an invocation's result is encoded
+// in (Server.Invoke keeps only the result object).
+var invokedID = json.RawMessage("0")
 
 // Report reports o, the outcome of work done outside a request (a task's
 // run), as every request's is: the log line of a failure, and

@@ -37,10 +37,10 @@ func makeCursor(kind byte, key string) string {
 // listPage writes one page of a list result: the visible items after the
 // cursor, at most the page size, in the list's deterministic order.
 func listPage[T any](x *exchange, ctx context.Context, p *listParams, field string, kind byte, items []T,
-	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) *Response {
+	key func(T) string, visible func(T) Visibility, enc func(T) []byte, hidden bool) Answer {
 	after, has, e := startAfter(p.Cursor, kind)
 	if e != nil {
-		return x.refuse(x.d.id, e)
+		return refused(e)
 	}
 	var b bytes.Buffer
 	b.WriteString(`{"`)
@@ -77,10 +77,10 @@ func listPage[T any](x *exchange, ctx context.Context, p *listParams, field stri
 }
 
 // serveListTools answers tools/list, a page of the visible tools.
-func (x *exchange) serveListTools(ctx context.Context, p *listParams) *Response {
+func (x *exchange) serveListTools(ctx context.Context, p *listParams) Answer {
 	for _, t := range x.reg.tools {
 		if err := t.prepare(); err != nil {
-			return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindInternal, err))
+			return refused(mcperr.Wrap(mcperr.KindInternal, err))
 		}
 	}
 	return listPage(x, ctx, p, "tools", cursorTools, x.reg.tools,
@@ -90,7 +90,7 @@ func (x *exchange) serveListTools(ctx context.Context, p *listParams) *Response 
 }
 
 // serveListPrompts answers prompts/list.
-func (x *exchange) serveListPrompts(ctx context.Context, p *listParams) *Response {
+func (x *exchange) serveListPrompts(ctx context.Context, p *listParams) Answer {
 	return listPage(x, ctx, p, "prompts", cursorPrompts, x.reg.prompts,
 		func(p *registeredPrompt) string { return p.def.Name },
 		func(p *registeredPrompt) Visibility { return p.def.Visible },
@@ -98,7 +98,7 @@ func (x *exchange) serveListPrompts(ctx context.Context, p *listParams) *Respons
 }
 
 // serveListResources answers resources/list.
-func (x *exchange) serveListResources(ctx context.Context, p *listParams) *Response {
+func (x *exchange) serveListResources(ctx context.Context, p *listParams) Answer {
 	return listPage(x, ctx, p, "resources", cursorResources, x.reg.resources,
 		func(r *registeredResource) string { return r.def.URI },
 		func(r *registeredResource) Visibility { return r.def.Visible },
@@ -106,7 +106,7 @@ func (x *exchange) serveListResources(ctx context.Context, p *listParams) *Respo
 }
 
 // serveListTemplates answers resources/templates/list.
-func (x *exchange) serveListTemplates(ctx context.Context, p *listParams) *Response {
+func (x *exchange) serveListTemplates(ctx context.Context, p *listParams) Answer {
 	// Templates keep registration order (it is also match order); the
 	// cursor key is the position, zero-padded so keys compare in order.
 	type indexed struct {

@@ -66,17 +66,17 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 	if opts.Legacy {
 		era = everyEra
 	}
-	served := row(era, "", opts.Target != "", func(x *exchange, ctx context.Context, _ *baseParams) *Response {
+	served := row(era, "", opts.Target != "", func(x *exchange, ctx context.Context, _ *baseParams) Answer {
 		var p P
 		if raw := x.d.rawParams; raw != nil {
 			if err := jsonv2.Unmarshal(raw, &p); err != nil {
-				return x.refuse(x.d.id, mcperr.Wrap(mcperr.KindMalformedParams, err))
+				return refused(mcperr.Wrap(mcperr.KindMalformedParams, err))
 			}
 		}
 		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name, Outcome: x.o}, p)
 		if err != nil {
 			x.o.Err = err
-			return x.refuse(x.d.id, handlerError(ctx, err))
+			return refused(handlerError(ctx, err))
 		}
 		return x.result(res, &resultFields{})
 	})

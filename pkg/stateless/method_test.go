@@ -27,9 +27,9 @@ type forecastOut struct {
 func TestAddMethod(t *testing.T) {
 	var seen []string
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Interceptors: []stateless.Interceptor{{
-		Request: func(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
+		Request: func(ctx context.Context, r *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
 			seen = append(seen, r.Method+" "+r.Call.Principal)
-			return ctx, nil
+			return next(ctx)
 		}}}})
 	stateless.AddMethod(srv, "io.example.weather/forecast", func(ctx context.Context, req *stateless.MethodRequest, in forecastIn) (forecastOut, error) {
 		switch in.City {

@@ -126,7 +126,7 @@ func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir 
 	if ir.State != nil {
 		flag := stateMultiUse
 		if ir.SingleUse {
-			if !s.redeems {
+			if !s.singleUse {
 				return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("a single-use state needs an interceptor that redeems it (claims.Guard's)"))
 			}
 			flag = stateSingleUse
@@ -175,7 +175,7 @@ func (s *Server) openSealedState(ctx context.Context, c *Call, k stateKey, token
 		return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("state without its flags"))
 	}
 	if st[0] == stateSingleUse {
-		if !s.redeems {
+		if !s.singleUse {
 			return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("single-use state and no redeemer"))
 		}
 		sum := sha256.Sum256([]byte(*token))

@@ -11,12 +11,12 @@ import (
 
 // request routes a request by era and runs the protocol checks in the
 // order of the architecture: _meta shape, headers, version, method.
-func (x *exchange) request(ctx context.Context) *Response {
+func (x *exchange) request(ctx context.Context) Answer {
 	d := x.d
 	hv, hvPresent, hvOK := headerValue(x.r.Header, headerProtocolVersion)
 	meta := d.meta()
 	if d.metaErr != nil {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedMeta, d.metaErr))
+		return refused(mcperr.Wrap(mcperr.KindMalformedMeta, d.metaErr))
 	}
 	x.call.Principal, x.call.Address = x.r.Principal, x.r.Address
 	if x.principal != "" {
@@ -35,18 +35,18 @@ func (x *exchange) request(ctx context.Context) *Response {
 	case d.method == "initialize":
 		x.legacy = true
 		if !x.headersAgree(false) {
-			return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
+			return refused(mcperr.New(mcperr.KindHeaderMismatch))
 		}
 		return d.row.serve(x, ctx)
 	case hvPresent && hvOK && isModern(hv):
-		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedMeta))
+		return refused(mcperr.New(mcperr.KindMalformedMeta))
 	case !hvPresent:
 		x.version = "2025-03-26"
 	case hvOK && isLegacy(hv):
 		x.version = hv
 	default:
 		x.legacy = true
-		return x.refuse(d.id, mcperr.NewUnsupportedVersion(hv, supportedVersions))
+		return refused(mcperr.NewUnsupportedVersion(hv, supportedVersions))
 	}
 	x.legacy = true
 	x.call.legacy = true
@@ -57,7 +57,7 @@ func (x *exchange) request(ctx context.Context) *Response {
 	// must agree with the body, as a gateway may route or authorize on
 	// them.
 	if !x.headersAgree(false) {
-		return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
+		return refused(mcperr.New(mcperr.KindHeaderMismatch))
 	}
 	if meta != nil && meta.ProgressToken != nil {
 		x.call.progressToken = progressToken(json.RawMessage(meta.ProgressToken))
@@ -67,14 +67,14 @@ func (x *exchange) request(ctx context.Context) *Response {
 
 // modern checks a 2026-07-28 request's _meta and headers, negotiates its
 // version, reads what the client sent about itself, and dispatches.
-func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
-	d, meta := x.d, x.d.meta()
+func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) Answer {
+	meta := x.d.meta()
 	pv, ok := versionString(meta.ProtocolVersion)
 	if !ok || !isObject(meta.ClientCapabilities) {
-		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedMeta))
+		return refused(mcperr.New(mcperr.KindMalformedMeta))
 	}
 	if !hvOK || hv != pv || !x.headersAgree(true) {
-		return x.refuse(d.id, mcperr.New(mcperr.KindHeaderMismatch))
+		return refused(mcperr.New(mcperr.KindHeaderMismatch))
 	}
 	switch {
 	case isModern(pv):
@@ -83,7 +83,7 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) *Response {
 		x.call.legacy = true
 		x.call.logLevel = legacyLogLevel(x.s)
 	default:
-		return x.refuse(d.id, mcperr.NewUnsupportedVersion(pv, supportedVersions))
+		return refused(mcperr.NewUnsupportedVersion(pv, supportedVersions))
 	}
 	x.version = pv
 	x.o.Version = pv
@@ -115,37 +115,37 @@ func progressToken(raw json.RawMessage) json.RawMessage {
 // dispatch runs the method, through the method table. Methods the table
 // does not have, methods of the other era, and methods of a feature the
 // server does not advertise are unknown.
-func (x *exchange) dispatch(ctx context.Context) *Response {
+func (x *exchange) dispatch(ctx context.Context) Answer {
 	d := x.d
 	m := x.served()
 	if m == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.KindUnknownMethod))
+		return refused(mcperr.New(mcperr.KindUnknownMethod))
 	}
 	if d.paramsErr != nil && d.method != "initialize" {
-		return x.refuse(d.id, mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
+		return refused(mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
 	}
 	if d.method != "tools/call" {
 		// Handlers and visibility rules may wait on something; a tool's
 		// handler gets its own deadline (serveCallTool).
 		ctx = x.bounded(ctx)
 	}
-	ctx, e := x.intercept(ctx)
-	if e != nil {
-		return x.refuse(d.id, e)
-	}
+	x.row = m
+	return x.intercept(ctx)
+}
+
+// serveMethod answers the request by its method's handler, under ctx,
+// the context the request interceptors gave it.
+func (x *exchange) serveMethod(ctx context.Context) Answer {
 	if l := x.s.opts.HandlerLogger; l != nil {
-		// In the exchange, which the request allocates anyway.
-		x.tel.ctx, x.tel.base, x.tel.method, x.tel.traceParent = ctx, l, d.method, x.o.TraceParent
-		if t := d.target(); t != nil {
+		x.tel.ctx, x.tel.base, x.tel.method, x.tel.traceParent = ctx, l, x.d.method, x.o.TraceParent
+		if t := x.d.target(); t != nil {
 			x.tel.target = *t
 		}
 		x.call.telemetry = &x.tel
 	}
-	return m.serve(x, ctx)
+	return x.row.serve(x, ctx)
 }
 
-// versionString decodes the protocol version of _meta: a served version
-// spelled plainly without allocating, anything else as any JSON string.
 func versionString(raw []byte) (string, bool) {
 	if len(raw) > 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
 		for _, v := range supportedVersions {

@@ -112,3 +112,37 @@ func OutcomeFrom(ctx context.Context) *Outcome {
 	o, _ := ctx.Value(outcomeKey{}).(*Outcome)
 	return o
 }
+
+// classify records in o what the request's final answer a says of it:
+// the refusal's code and kind, a failure's kind, whether the server is
+// at fault, the internal cause and whether a handler wrote it. It is the
+// one place an answer's meaning reaches the Outcome; the stages' timings
+// and the extensions' annotations are recorded where they are measured.
+func (o *Outcome) classify(a *Answer) {
+	cause := a.cause
+	switch {
+	case a.refusal != nil:
+		e := a.refusal
+		o.Code, o.Kind = e.Code(), e.Kind().String()
+		if e.ServerFault() {
+			o.Fault = true
+		}
+		if cause == nil {
+			cause = e.Unwrap()
+		}
+	case a.replay != nil:
+		o.Kind = "replay"
+	case a.kind != "":
+		o.Kind = a.kind
+	}
+	if a.fault {
+		o.Fault = true
+	}
+	if a.panic != nil {
+		o.Panic, o.ErrFromTool = a.panic, true
+	}
+	if o.Err == nil && cause != nil {
+		o.Err = cause
+		o.ErrFromTool = o.ErrFromTool || a.fromTool
+	}
+}

@@ -19,8 +19,8 @@ type registry struct {
 	// custom are the server's own methods (AddMethod), by name.
 	custom map[string]*methodInfo
 
-	idempotency     bool // side-effecting calls are claimed
-	toolsHidden     bool // some tool has a visibility rule
+	advertised      map[string]any // the interceptors' extensions (Provides.Extensions)
+	toolsHidden     bool           // some tool has a visibility rule
 	promptsHidden   bool
 	resourcesHidden bool
 }
@@ -99,11 +99,11 @@ func (r *registry) capabilities() ServerCapabilities {
 	// Logging: notifications/message rides on a request's own response
 	// stream when the request's _meta asks for a level.
 	c.Logging = &struct{}{}
-	if r.idempotency {
+	for id, settings := range r.advertised {
 		if c.Extensions == nil {
 			c.Extensions = map[string]any{}
 		}
-		c.Extensions[MetaIdempotency] = map[string]any{}
+		c.Extensions[id] = settings
 	}
 	// An extension is advertised once one of its methods is registered.
 	for _, m := range r.custom {

@@ -9,10 +9,9 @@ import (
 
 // serveReadResource answers resources/read: a resource, or the first
 // template whose pattern matches the URI.
-func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams) *Response {
-	d := x.d
+func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams) Answer {
 	if p.URI == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
+		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	uri := *p.URI
 	var h ResourceHandler
@@ -31,36 +30,24 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 		}
 	}
 	if h == nil {
-		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+		return refused(mcperr.NewUnknownResource(uri))
 	}
-	if e := x.readInputResponses(&p.roundTrip); e != nil {
-		return x.refuse(d.id, e)
-	}
-	b := stateKeyOf(x, "resources/read", uri, nil)
-	if e := x.openState(ctx, b, p.RequestState); e != nil {
-		return x.refuse(d.id, e)
-	}
-	run := func(ctx context.Context) *Response {
-		handlerStart := time.Now()
-		res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
-		x.o.Steps.Handler = time.Since(handlerStart)
-		return x.readAnswer(ctx, b, uri, res, err)
-	}
-	if !x.s.executes {
-		return run(ctx)
-	}
-	return x.execute(ctx, &Execution{Method: "resources/read", Target: uri, Principal: x.call.Principal, Call: &x.call,
-		Deadline: x.deadline, SingleUse: x.redeemID, x: x}, run)
+	return x.execute(ctx, &executable{method: "resources/read", target: uri, round: &p.roundTrip,
+		run: func(ctx context.Context, k stateKey, _ time.Time) Answer {
+			handlerStart := time.Now()
+			res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+			x.o.Steps.Handler = time.Since(handlerStart)
+			return x.readAnswer(ctx, k, uri, res, err)
+		}})
 }
 
 // readAnswer answers what a resource's handler returned.
-func (x *exchange) readAnswer(ctx context.Context, b stateKey, uri string, res *ReadResourceResult, err error) *Response {
-	d := x.d
+func (x *exchange) readAnswer(ctx context.Context, k stateKey, uri string, res *ReadResourceResult, err error) Answer {
 	if err != nil {
-		return x.nonToolInput(ctx, b, err)
+		return x.nonToolInput(ctx, k, err)
 	}
 	if res == nil || len(res.Contents) == 0 {
-		return x.refuse(d.id, mcperr.NewUnknownResource(uri))
+		return refused(mcperr.NewUnknownResource(uri))
 	}
 	hint := readCache(x.s)
 	if res.Cache != nil {
@@ -70,10 +57,9 @@ func (x *exchange) readAnswer(ctx context.Context, b stateKey, uri string, res *
 }
 
 // serveComplete answers completion/complete from the completion handler.
-func (x *exchange) serveComplete(ctx context.Context, p *completeParams) *Response {
-	d := x.d
+func (x *exchange) serveComplete(ctx context.Context, p *completeParams) Answer {
 	if p.Ref == nil || p.Argument == nil {
-		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
+		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	req := &CompleteRequest{Call: &x.call, RefType: p.Ref.Type, Argument: p.Argument.Name, Value: p.Argument.Value}
 	switch p.Ref.Type {
@@ -82,14 +68,14 @@ func (x *exchange) serveComplete(ctx context.Context, p *completeParams) *Respon
 	case "ref/resource":
 		req.RefName = p.Ref.URI
 	default:
-		return x.refuse(d.id, mcperr.New(mcperr.KindMalformedParams))
+		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	if p.Context != nil {
 		req.Context = p.Context.Arguments
 	}
 	res, err := x.reg.complete(ctx, req)
 	if err != nil {
-		return x.handlerFailure(ctx, err)
+		return handlerFailure(ctx, err)
 	}
 	if res == nil {
 		res = &CompleteResult{}

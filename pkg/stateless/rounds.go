@@ -2,18 +2,11 @@ package stateless
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
-
-// stateKey names the request a state of this exchange belongs to: its
-// caller, method, target and arguments, at this endpoint.
-func stateKeyOf(x *exchange, method, target string, args json.RawMessage) stateKey {
-	return stateKey{x.call.Principal, method, target, args, x.r.Endpoint}
-}
 
 // openState opens the request's state, if it carries one, before any
 // handler runs, and records the decision.
@@ -38,29 +31,23 @@ func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *Inpu
 	return out, e
 }
 
-// readInputResponses reads a retry's inputResponses into the call.
-func (x *exchange) readInputResponses(rt *roundTrip) *mcperr.Error {
-	m, err := parseInputResponses(rt.InputResponses)
-	if err != nil {
-		return mcperr.Wrap(mcperr.KindMalformedParams, err)
-	}
-	x.call.inputResponses = m
-	return nil
-}
-
-// nonToolInput maps the error of a prompt or resource handler.
-func (x *exchange) nonToolInput(ctx context.Context, b stateKey, err error) *Response {
+// nonToolInput is the answer to the error of a prompt or resource
+// handler: the input it asks for (the round's state sealed, bound to k),
+// or a refusal.
+func (x *exchange) nonToolInput(ctx context.Context, k stateKey, err error) Answer {
 	var ir *InputRequired
-	if errors.As(err, &ir) {
-		if x.legacy {
-			return x.refuse(x.d.id, mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
-				WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
-		}
-		out, e := x.inputRequiredResult(ctx, b, ir)
-		if e != nil {
-			return x.refuse(x.d.id, e)
-		}
-		return x.result(out, &resultFields{resultTyp: "input_required"})
+	if !errors.As(err, &ir) {
+		return handlerFailure(ctx, err)
 	}
-	return x.handlerFailure(ctx, err)
+	if x.legacy {
+		return refused(mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
+			WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
+	}
+	out, e := x.inputRequiredResult(ctx, k, ir)
+	if e != nil {
+		return refused(e)
+	}
+	a := x.result(out, &resultFields{resultTyp: "input_required"})
+	a.inputRequired = true
+	return a
 }

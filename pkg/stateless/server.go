@@ -153,12 +153,23 @@ type Server struct {
 	// schemas is Options.ToolSchemas, read on first use.
 	schemas generatedSchemas
 
-	// executes says an interceptor runs around executions; claims,
-	// redeems and tasks that one claims idempotency keys, one redeems
-	// single-use states and one makes calls tasks (Interceptor.Idempotent,
-	// RedeemsState, Tasks).
-	executes, claims, redeems, tasks bool
+	// interceptors are Options.Interceptors and those added by Use; what
+	// they provide is summed up once, as they are added: executes says
+	// one runs around executions, singleUse and taskRuns that one
+	// provides single-use state and task runs, toolMeta and extensions
+	// what they add to tools' definitions and the capabilities.
+	interceptors        []Interceptor
+	executes            bool
+	singleUse, taskRuns bool
+	toolMeta            []func(*Tool) Meta
+	extensions          map[string]any
+	// answering is set once the server starts answering its first
+	// request: the chain of interceptors is fixed from then on (Use).
+	answering atomic.Bool
 }
+
+// taskRunsProvided reports whether an interceptor in use runs tasks.
+func (s *Server) taskRunsProvided() bool { return s.taskRuns }
 
 // NewServer returns a server that identifies itself as info.
 func NewServer(info Implementation, opts *Options) *Server {
@@ -198,9 +209,9 @@ func NewServer(info Implementation, opts *Options) *Server {
 		panic(fmt.Sprintf("stateless: server info does not marshal: %v", err))
 	}
 	s.serverInfoMeta = b
-	s.executes, s.claims, s.redeems, s.tasks = executors(s.opts.Interceptors)
-	s.reg.Store(&registry{idempotency: s.claims})
+	s.reg.Store(&registry{})
 	s.bufs.New = func() any { return new(buffer) }
+	s.Use(s.opts.Interceptors...)
 	return s
 }
 

@@ -38,7 +38,7 @@ type methodInfo struct {
 	// own marks a server's own method (AddMethod).
 	own bool
 	// serve answers the request; x.d.params holds its decoded params.
-	serve func(x *exchange, ctx context.Context) *Response
+	serve func(x *exchange, ctx context.Context) Answer
 }
 
 // row is a method table row whose handler takes its params typed: the
@@ -47,10 +47,10 @@ type methodInfo struct {
 func row[P any, PP interface {
 	*P
 	paramsOf
-}](e era, feature string, named bool, serve func(x *exchange, ctx context.Context, p PP) *Response) *methodInfo {
+}](e era, feature string, named bool, serve func(x *exchange, ctx context.Context, p PP) Answer) *methodInfo {
 	return &methodInfo{era: e, feature: feature, named: named,
 		params: func() paramsOf { return PP(new(P)) },
-		serve:  func(x *exchange, ctx context.Context) *Response { return serve(x, ctx, x.d.params.(PP)) }}
+		serve:  func(x *exchange, ctx context.Context) Answer { return serve(x, ctx, x.d.params.(PP)) }}
 }
 
 // paramsOf is a method's params type: each embeds baseParams.

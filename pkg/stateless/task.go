@@ -48,7 +48,7 @@ type TaskRun struct {
 // the extension on this request. A tool that only runs as a task, called
 // by a client that did not declare it, is refused -32021 naming it.
 func runsAsTask(x *exchange, t *registeredTool) (bool, *mcperr.Error) {
-	if t.def.TaskSupport == TaskSupportForbidden || !x.s.tasks {
+	if t.def.TaskSupport == TaskSupportForbidden || !x.s.taskRuns {
 		return false, nil
 	}
 	if !x.legacy && x.call.Declares(ExtensionTasks) {

@@ -106,7 +106,8 @@ type TypedToolHandler[In, Out any] func(ctx context.Context, req *ToolRequest, i
 
 type registeredTool struct {
 	def     Tool
-	handler ToolHandler
+	handler ToolHandler  // raw, inside the tool interceptors
+	raw     ToolHandler  // as registered
 	srv     *Server      // whose options say where schemas come from
 	inType  reflect.Type // a typed tool's In, when its input schema is not given
 	outType reflect.Type // a typed tool's Out, when its output schema is not given
@@ -120,7 +121,6 @@ type registeredTool struct {
 	output  *schemaValidator // nil: no output schema
 	encoded []byte           // the tool as listed
 	params  []paramHeader    // x-mcp-header annotations
-	idem    bool             // advertises idempotency claims in _meta
 }
 
 // prepare resolves the tool's schemas once; every later call returns at
@@ -149,15 +149,12 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 }
 
 func addTool(s *Server, rt *registeredTool) {
-	rt.handler = interceptTool(s, &rt.def, rt.handler)
-	// Tell clients that this tool's calls take an idempotency key: a
-	// side-effecting tool's, and a task tool's (a keyed retry finds the
-	// task the first call made).
-	rt.idem = s.claims && (!rt.def.ReadOnly() || rt.def.TaskSupport != TaskSupportForbidden)
-	if rt.def.TaskSupport != TaskSupportForbidden && !s.tasks {
-		panic(fmt.Sprintf("stateless: tool %q runs as a task but no interceptor serves tasks (package tasks)", rt.def.Name))
+	if rt.def.TaskSupport != TaskSupportForbidden && !s.taskRunsProvided() {
+		panic(fmt.Sprintf("stateless: tool %q runs as a task but no interceptor in use runs tasks (Provides.TaskRuns: package tasks's)", rt.def.Name))
 	}
 	update(s, func(r *registry) {
+		rt.raw = rt.handler
+		rt.handler = interceptTool(s, &rt.def, rt.raw)
 		var ok bool
 		r.tools, ok = insertSorted(r.tools, rt, func(t *registeredTool) string { return t.def.Name })
 		if !ok {
@@ -270,12 +267,7 @@ func (rt *registeredTool) compile() error {
 		t.OutputSchema = json.RawMessage(raw)
 	}
 	listed := *t
-	if rt.idem {
-		meta := Meta{}
-		for k, v := range t.Meta {
-			meta[k] = v
-		}
-		meta[MetaIdempotency] = map[string]any{"byArguments": t.IdempotentByArguments}
+	if meta := s.listedMeta(t); meta != nil {
 		listed.Meta = meta
 	}
 	if rt.encoded, err = json.Marshal(&listed); err != nil {

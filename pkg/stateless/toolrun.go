@@ -15,18 +15,23 @@ type toolRun struct {
 	err   error
 	panic *Panic
 	call  Call
+	// late is set when an Inline handler returned past its deadline (and
+	// the grace runTool allows): a fault of the server's, answered as it
+	// returned.
+	late error
 }
 
-// runTool runs h, t's handler or what stands for it, in its own goroutine
+// runTool runs h, t's handler or what stands for it, for call, in its own goroutine
 // (an Inline tool's on the calling one: runInline) and waits for it until
 // ctx, the handler's context, is done (and a short grace after). It
 // reports false when the handler has not returned by then: the handler is abandoned, its eventual result
 // discarded, and it is counted in the server's overdue handlers until it
-// returns. The handler works on a copy of the request's Call, so that one
-// left running cannot touch the answered exchange.
-func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (toolRun, bool) {
+// returns. The handler works on a copy of call, written back when it
+// returns in time, so that one left running cannot touch the answered
+// request.
+func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) (toolRun, bool) {
 	if t.def.Inline {
-		return x.runInline(ctx, t, args, h), true
+		return runInline(ctx, s, t, call, args, h), true
 	}
 	const running, returned, abandoned = 0, 1, 2
 	// One allocation holds the handler's copy of the Call and what it
@@ -37,8 +42,7 @@ func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.Raw
 		state atomic.Int32
 		done  chan struct{}
 	}
-	sh := &shared{run: toolRun{call: x.call}, done: make(chan struct{}, 1)}
-	s := x.s
+	sh := &shared{run: toolRun{call: *call}, done: make(chan struct{}, 1)}
 	go func() {
 		defer func() {
 			if p := recover(); p != nil {
@@ -54,7 +58,7 @@ func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.Raw
 	}()
 	select {
 	case <-sh.done:
-		x.call = sh.run.call
+		*call = sh.run.call
 		return sh.run, true
 	case <-ctx.Done():
 	}
@@ -64,7 +68,7 @@ func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.Raw
 	defer grace.Stop()
 	select {
 	case <-sh.done:
-		x.call = sh.run.call
+		*call = sh.run.call
 		return sh.run, true
 	case <-grace.C:
 	}
@@ -75,7 +79,7 @@ func (x *exchange) runTool(ctx context.Context, t *registeredTool, args json.Raw
 	// It returned at the deadline: its answer stands.
 	s.overdue.Add(-1)
 	<-sh.done
-	x.call = sh.run.call
+	*call = sh.run.call
 	return sh.run, true
 }
 
@@ -90,18 +94,17 @@ func (t *Tool) maxDuration() time.Duration {
 // runInline runs h, t's handler or what stands for it, on the calling
 // goroutine (Tool.Inline). A handler that returns after its deadline (and
 // the fifth of the margin runTool waits) is answered as it returned, and
-// the outcome records the overrun as a fault.
-func (x *exchange) runInline(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) (run toolRun) {
-	run.call = x.call
+// its run records the overrun (late), a fault.
+func runInline(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) (run toolRun) {
+	run.call = *call
 	defer func() {
 		if p := recover(); p != nil {
 			run.panic = &Panic{Value: p, Stack: debug.Stack()}
 		}
-		x.call = run.call
+		*call = run.call
 		if end, ok := ctx.Deadline(); ok {
-			if late := time.Since(end); late > x.s.opts.DeadlineMargin/5 {
-				x.o.Fault = true
-				x.o.Err = fmt.Errorf("inline tool %s returned %v after its deadline", t.def.Name, late.Round(time.Millisecond))
+			if late := time.Since(end); late > s.opts.DeadlineMargin/5 {
+				run.late = fmt.Errorf("inline tool %s returned %v after its deadline", t.def.Name, late.Round(time.Millisecond))
 			}
 		}
 	}()

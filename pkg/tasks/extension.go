@@ -124,7 +124,7 @@ func New(opts Options) *Extension {
 // Interceptor is the extension's execution interceptor: put it in the
 // server's Options.Interceptors, after the claims Guard's.
 func (x *Extension) Interceptor() stateless.Interceptor {
-	return stateless.Interceptor{Execute: x.execute, Tasks: true}
+	return stateless.Interceptor{Execute: x.execute, Provides: stateless.Provides{TaskRuns: true}}
 }
 
 // Serve registers the extension's methods on srv, whose interceptors
@@ -174,7 +174,7 @@ func (x *Extension) execute(ctx context.Context, e *stateless.Execution, next fu
 // task is the answer, and it is handed to a worker again if none holds it
 // (a second delivery is fenced).
 func (x *Extension) create(ctx context.Context, e *stateless.Execution) *stateless.Answer {
-	to, c, o := x.opts, e.Call, e.Outcome()
+	to, c := x.opts, e.Call
 	ctx, cancel := context.WithDeadline(ctx, e.Deadline)
 	defer cancel()
 	now := time.Now()
@@ -231,9 +231,7 @@ func (x *Extension) create(ctx context.Context, e *stateless.Execution) *statele
 		}
 	}
 	a := e.Result(appendTask(nil, to, rec, false), "task")
-	if o.Kind == "" || kind == "task_found" {
-		o.Kind = kind
-	}
+	e.Note(stateless.Note{Kind: kind})
 	return a
 }
 

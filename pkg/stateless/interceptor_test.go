@@ -23,7 +23,7 @@ type ctxKey struct{}
 // call's idempotency claim; interceptors nest, the first outermost.
 func TestInterceptors(t *testing.T) {
 	var seen, order []string
-	var reported []string
+	var reported, answers []string
 	limited := map[string]bool{"mallory": true}
 	g := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{
@@ -31,12 +31,20 @@ func TestInterceptors(t *testing.T) {
 		Interceptors: []stateless.Interceptor{
 			g.Interceptor(),
 			{
-				Request: func(ctx context.Context, r *stateless.InterceptedRequest) (context.Context, *mcperr.Error) {
+				Request: func(ctx context.Context, r *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
 					seen = append(seen, r.Method+" "+r.Target+" "+r.Call.Principal)
 					if limited[r.Call.Principal] {
-						return ctx, mcperr.NewRetryable(mcperr.KindRateLimited, 2*time.Second, errors.New("over the limit"))
+						return stateless.Refusal(mcperr.NewRetryable(mcperr.KindRateLimited, 2*time.Second, errors.New("over the limit")))
 					}
-					return context.WithValue(ctx, ctxKey{}, "traced"), nil
+					a := next(context.WithValue(ctx, ctxKey{}, "traced"))
+					// It sees what came out: for tracing and audit.
+					switch {
+					case a.Refused() != nil:
+						answers = append(answers, r.Method+" refused "+a.Refused().Kind().String())
+					case a.Result() != nil:
+						answers = append(answers, r.Method+" result")
+					}
+					return a
 				},
 				Tool: func(tool *stateless.Tool, next stateless.ToolHandler) stateless.ToolHandler {
 					return func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
@@ -107,7 +115,17 @@ func TestInterceptors(t *testing.T) {
 	if l := mallory.Call("tools/list", nil); l.Error == nil {
 		t.Errorf("tools/list for mallory: %s", l.Raw)
 	}
-	want := []string{"tools/call echo alice", "tools/call echo alice", "tools/call bump alice", "tools/call bump alice", "tools/call echo mallory", "tools/list  mallory"}
+	if l := alice.Call("tools/list", nil); l.Error != nil {
+		t.Errorf("tools/list for alice: %s", l.Raw)
+	}
+	if d := alice.Call("server/discover", nil); d.Error != nil {
+		t.Errorf("server/discover for alice: %s", d.Raw)
+	}
+	wantAnswers := []string{"tools/call result", "tools/call result", "tools/call result", "tools/call result", "tools/list result", "server/discover result"}
+	if strings.Join(answers, "|") != strings.Join(wantAnswers, "|") {
+		t.Errorf("the request interceptor saw the answers %q, want %q", answers, wantAnswers)
+	}
+	want := []string{"tools/call echo alice", "tools/call echo alice", "tools/call bump alice", "tools/call bump alice", "tools/call echo mallory", "tools/list  mallory", "tools/list  alice", "server/discover  alice"}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {
 		t.Errorf("seen %q, want %q", seen, want)
 	}
