@@ -31,9 +31,8 @@ func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observ
 // need one.
 func taskServer(info stateless.Implementation, opts *stateless.Options) *stateless.Server {
 	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
-	opts.Interceptors = append(opts.Interceptors, ext.Interceptor())
 	srv := stateless.NewServer(info, opts)
-	ext.Serve(srv)
+	ext.Install(srv)
 	return srv
 }
 

@@ -28,10 +28,10 @@ var (
 func newServer(sealer reqstate.Sealer, ext *tasks.Extension) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
-		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor(), ext.Interceptor()},
+		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor()},
 			Instructions: "Fixture server for the MCP conformance suite.",
 			SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
-	ext.Serve(srv)
+	ext.Install(srv)
 	tools(srv)
 	taskFixtures(srv)
 	tickFixtures(srv)

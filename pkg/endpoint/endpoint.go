@@ -159,22 +159,25 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		// Before the claim: a refused stream touches no claim.
 		ics = append(ics, (&ratelimit.StreamLimit{Slots: slots("streams"), Max: q.Streams}).Interceptor())
 	}
-	ics = append(ics, guard.Interceptor(), e.Tasks.Interceptor())
+	ics = append(ics, guard.Interceptor())
+	// The tasks extension's interceptor comes next (Install, below); then
+	// these.
+	var after []stateless.Interceptor
 	if q.Calls > 0 {
 		var counter ratelimit.Counter = &ratelimit.Memory{}
 		if cfg.ClaimsTable != "" {
 			counter = &ratelimit.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
 		}
-		ics = append(ics, (&ratelimit.Limiter{Counter: counter, Limit: q.Calls, Window: q.CallWindow}).Interceptor())
+		after = append(after, (&ratelimit.Limiter{Counter: counter, Limit: q.Calls, Window: q.CallWindow}).Interceptor())
 	}
 	if cfg.BreakerFailures > 0 {
-		ics = append(ics, (&breaker.Breaker{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown}).Interceptor())
+		after = append(after, (&breaker.Breaker{Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown}).Interceptor())
 	}
 	opts := &stateless.Options{
 		Instructions:    o.Instructions,
 		AllowedOrigins:  cfg.AllowedOrigins,
 		Sealer:          sealer,
-		Interceptors:    append(ics, o.Interceptors...),
+		Interceptors:    ics,
 		ToolSchemas:     o.ToolSchemas,
 		SchemaEngine:    o.SchemaEngine,
 		DeadlineMargin:  cfg.DeadlineMargin,
@@ -191,7 +194,8 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		e.Logger.Warn("no " + EnvAuthIssuer + ": the endpoint serves anyone who can reach " + cfg.Addr)
 	}
 	e.Server = stateless.NewServer(o.Implementation, opts)
-	e.Tasks.Serve(e.Server)
+	e.Tasks.Install(e.Server)
+	e.Server.Use(append(after, o.Interceptors...)...)
 	return e, nil
 }
 

@@ -466,8 +466,8 @@ func TestWorkerRunLines(t *testing.T) {
 		ids := make(chan string, 1)
 		ext := tasks.New(tasks.Options{Store: tc.store, Dispatch: func(ctx context.Context, id string) error { ids <- id; return nil }})
 		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Observe: ob.Observe,
-			DeadlineMargin: 50 * time.Millisecond, Interceptors: []stateless.Interceptor{ext.Interceptor()}})
-		ext.Serve(srv)
+			DeadlineMargin: 50 * time.Millisecond})
+		ext.Install(srv)
 		stateless.AddTool(srv, &stateless.Tool{Name: "report", TaskSupport: stateless.TaskSupportRequired},
 			func(ctx context.Context, r *stateless.ToolRequest, in textIn) (*stateless.CallToolResult, struct{}, error) {
 				return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, struct{}{}, nil

@@ -50,22 +50,22 @@ func (x *exchange) toolAnswer(ctx context.Context, t *registeredTool, k stateKey
 		a := x.result(out, &resultFields{resultTyp: "input_required"})
 		a.inputRequired = true
 		return a
-	case ctx.Err() == context.Canceled:
-		return cancelled(ctx, err)
 	}
 	return x.replier().toolResult(ctx, t, res, err)
 }
 
 // toolResult is the answer to a tool's result, or to its error when it
-// is neither a request for input nor a cancellation: the handler's own
-// refusal, a tool failure (an isError result with its machine-readable
-// form), a timeout, or any other error's text shown to the model as an
-// isError result, as the spec asks.
+// is not a request for input: the caller's hang-up (whatever the handler
+// made of it), the handler's own refusal, a tool failure (an isError
+// result with its machine-readable form), a timeout, or any other error's
+// text shown to the model as an isError result, as the spec asks.
 func (r replier) toolResult(ctx context.Context, t *registeredTool, res *CallToolResult, err error) Answer {
 	if err != nil {
 		var me *mcperr.Error
 		var te *mcperr.ToolError
 		switch {
+		case ctx.Err() == context.Canceled:
+			return cancelled(ctx, err)
 		case errors.As(err, &me):
 			return refusedBy(me, nil, true)
 		case errors.As(err, &te):

@@ -60,9 +60,8 @@ func TestConcurrentGetsDuringUpdates(t *testing.T) {
 			go ext.Run(context.Background(), id)
 			return nil
 		}})
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
-	ext.Serve(srv)
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	ext.Install(srv)
 	form := stateless.ElicitForm("Name?", map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}})
 	srv.AddTool(&stateless.Tool{Name: "ask", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
@@ -158,9 +157,8 @@ func TestTaskCost(t *testing.T) {
 	ext := tasks.New(tasks.Options{
 		Store: store, CancelCheck: time.Hour, // no cancel check within the run: each would be one GetItem
 		Dispatch: func(ctx context.Context, id string) error { ids = append(ids, id); return nil }})
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
-	ext.Serve(srv)
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	ext.Install(srv)
 	srv.AddTool(&stateless.Tool{Name: "work", InputSchema: map[string]any{"type": "object"}, TaskSupport: stateless.TaskSupportRequired},
 		func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
 			return &stateless.CallToolResult{Content: []stateless.Content{stateless.Text("done")}}, nil

@@ -87,16 +87,15 @@ func (o *Options) withDefaults() *Options {
 }
 
 // Extension serves the tasks extension on a stateless server, through its
-// seams: an execution interceptor makes a call of a tool with a
-// TaskSupport a task (Interceptor), the extension's methods are the
-// server's own (Serve registers tasks/get, tasks/update and
-// tasks/cancel), and a worker runs each task's handler through
-// Server.Invoke (Run). The protocol package keeps no task of its own.
+// seams, installed in one call (Install): an execution interceptor makes
+// a call of a tool with a TaskSupport a task, the extension's methods
+// (tasks/get, tasks/update, tasks/cancel) are the server's own, and a
+// worker runs each task's handler through Server.Invoke (Run). The
+// protocol package keeps no task of its own.
 //
-//	ext := tasks.New(tasks.Options{Store: store})
 //	srv := stateless.NewServer(info, &stateless.Options{
-//		Interceptors: []stateless.Interceptor{guard.Interceptor(), ext.Interceptor()}})
-//	ext.Serve(srv)
+//		Interceptors: []stateless.Interceptor{guard.Interceptor()}})
+//	tasks.New(tasks.Options{Store: store}).Install(srv)
 //
 // The claims Guard's interceptor comes first, outside this one, so that a
 // keyed call's claim stores its CreateTaskResult and a keyed retry is
@@ -121,30 +120,30 @@ func New(opts Options) *Extension {
 	return &Extension{opts: o}
 }
 
-// Interceptor is the extension's execution interceptor: put it in the
-// server's Options.Interceptors, after the claims Guard's.
-func (x *Extension) Interceptor() stateless.Interceptor {
-	return stateless.Interceptor{Execute: x.execute, Provides: stateless.Provides{TaskRuns: true}}
-}
-
-// Serve registers the extension's methods on srv, whose interceptors
-// hold x.Interceptor(), and makes srv the server whose tools the worker
-// runs. Call it once, before srv serves a request.
-func (x *Extension) Serve(srv *stateless.Server) {
+// Install serves the extension on srv, in one call, before srv answers
+// its first request: its execution interceptor joins srv's (after those
+// srv has: the claims Guard's comes first, outside it, so that a keyed
+// call's claim stores its CreateTaskResult), its methods (tasks/get,
+// tasks/update, tasks/cancel) become srv's own, and srv is the server
+// whose tools the worker runs. Register the tools that run as tasks
+// after it. It panics when called twice.
+func (x *Extension) Install(srv *stateless.Server) {
 	if x.srv != nil {
-		panic("tasks: Serve called twice")
+		panic("tasks: Install called twice")
 	}
 	x.srv = srv
+	srv.Use(stateless.Interceptor{Execute: x.execute, Provides: stateless.Provides{TaskRuns: true}})
 	named := &stateless.MethodOptions{Target: "taskId", Extension: stateless.ExtensionTasks}
 	stateless.AddMethod(srv, "tasks/get", x.get, named)
 	stateless.AddMethod(srv, "tasks/update", x.update, named)
 	stateless.AddMethod(srv, "tasks/cancel", x.cancel, named)
 }
 
-// errNotServing is the fault of an extension whose Serve was not called.
-var errNotServing = errors.New("tasks: the extension serves no server (Extension.Serve)")
+// errNotServing is the fault of a worker whose extension was installed
+// on no server.
+var errNotServing = errors.New("tasks: the extension is installed on no server (Extension.Install)")
 
-// execute is the Interceptor's Execute: a call that becomes a task runs
+// execute is the extension's Execute: a call that becomes a task runs
 // the request's part (the tool's BeforeTask and its input rounds); once
 // that lets it through, the task is created and is the answer.
 func (x *Extension) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
@@ -154,9 +153,6 @@ func (x *Extension) execute(ctx context.Context, e *stateless.Execution, next fu
 	a := next(ctx)
 	if !a.StartsTask() {
 		return a
-	}
-	if x.srv == nil {
-		return stateless.Refusal(mcperr.Wrap(mcperr.KindInternal, errNotServing))
 	}
 	return x.create(ctx, e)
 }

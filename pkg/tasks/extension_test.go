@@ -51,9 +51,8 @@ func newTaskRig(t *testing.T, store tasks.Store, mod func(*stateless.Options, *t
 		mod(opts, to)
 	}
 	r.ext = tasks.New(*to)
-	opts.Interceptors = append(opts.Interceptors, r.ext.Interceptor())
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "tasks", Version: "1"}, opts)
-	r.ext.Serve(r.srv)
+	r.ext.Install(r.srv)
 	stateless.AddTool(r.srv, &stateless.Tool{Name: "quick", TaskSupport: stateless.TaskSupportOptional},
 		func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, echoOut, error) {
 			r.runs.Add(1)
@@ -532,9 +531,8 @@ func TestTaskFailsClosed(t *testing.T) {
 // task says only that it needed longer.
 func TestTimeoutSaysRunAsTask(t *testing.T) {
 	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
-	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Interceptors: []stateless.Interceptor{ext.Interceptor()}})
-	ext.Serve(srv)
+	srv := stateless.NewServer(stateless.Implementation{Name: "slow", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	ext.Install(srv)
 	slow := func(ctx context.Context, req *stateless.ToolRequest, in echoIn) (*stateless.CallToolResult, any, error) {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()

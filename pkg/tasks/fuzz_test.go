@@ -61,8 +61,8 @@ func FuzzTaskMethods(f *testing.F) {
 	newServer := func() (*tasks.Extension, *stateless.Server) {
 		ext := tasks.New(tasks.Options{Store: tasks.NewMemory(), Dispatch: func(context.Context, string) error { return nil }})
 		srv := stateless.NewServer(stateless.Implementation{Name: "fuzz", Version: "1"},
-			&stateless.Options{Interceptors: []stateless.Interceptor{ext.Interceptor()}})
-		ext.Serve(srv)
+			&stateless.Options{})
+		ext.Install(srv)
 		stateless.AddTool(srv, &stateless.Tool{Name: "ask", TaskSupport: stateless.TaskSupportRequired},
 			func(context.Context, *stateless.ToolRequest, struct{}) (*stateless.CallToolResult, any, error) {
 				return nil, nil, &stateless.InputRequired{Requests: map[string]stateless.InputRequest{"a": stateless.ListRoots()}}

@@ -49,8 +49,8 @@ func newSizeRig(t *testing.T, guard *claims.Guard) *sizeRig {
 		ics = append(ics, guard.Interceptor())
 	}
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "sizes", Version: "1"}, &stateless.Options{
-		Interceptors: append(ics, r.ext.Interceptor())})
-	r.ext.Serve(r.srv)
+		Interceptors: ics})
+	r.ext.Install(r.srv)
 	obj := map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}
 	// echo answers with its text: the result is as large as the call
 	// says, made of whatever characters it says.
