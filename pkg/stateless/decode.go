@@ -17,12 +17,37 @@ import (
 // envelope is a JSON-RPC message's envelope; params stay raw until the
 // method is known, and are then decoded into the method's own type.
 type envelope struct {
-	JSONRPC string         `json:"jsonrpc"`
-	ID      jsontext.Value `json:"id"`
-	Method  *string        `json:"method"`
-	Params  jsontext.Value `json:"params"`
-	Result  jsontext.Value `json:"result"`
-	Error   jsontext.Value `json:"error"`
+	JSONRPC string  `json:"jsonrpc"`
+	ID      span    `json:"id"`
+	Method  *string `json:"method"`
+	Params  span    `json:"params"`
+	Result  span    `json:"result"`
+	Error   span    `json:"error"`
+}
+
+// span is a JSON value of the request's body, kept as its bytes in the
+// body rather than copied: the members a request's decoding keeps raw
+// (the id, the params, the _meta values, a tool's arguments) are spans of
+// the one body, which the server never modifies and keeps (a task's
+// arguments) as long as they are used. It reads like jsontext.Value: a
+// null is the bytes null.
+//
+// jsonv2 hands UnmarshalJSONFrom the value as a slice of its input when
+// it decodes a []byte (Unmarshal reads the slice in place, and never
+// refills or reuses it); TestSpansAreOfTheBody holds the pinned version
+// to that, since a decoder that copied into a reused buffer would make
+// spans change under the request.
+type span []byte
+
+// UnmarshalJSONFrom implements jsonv2.UnmarshalerFrom: the value, not
+// copied.
+func (s *span) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	v, err := dec.ReadValue()
+	if err != nil {
+		return err
+	}
+	*s = span(v)
+	return nil
 }
 
 // decoded is a request after the message-shape checks.
@@ -106,16 +131,25 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 		// is usable, so the error can carry it.
 		d := &decoded{params: &baseParams{}}
 		var idOnly struct {
-			ID jsontext.Value `json:"id"`
+			ID span `json:"id"`
 		}
 		if jsonv2.Unmarshal(body, &idOnly) == nil && validID(idOnly.ID) {
 			d.id = json.RawMessage(idOnly.ID)
 		}
 		return d, mcperr.Wrap(mcperr.KindInvalidRequest, err)
 	}
-	d := &decoded{params: &baseParams{}}
+	d := &decoded{}
 	if validID(m.ID) {
 		d.id = json.RawMessage(m.ID)
+	}
+	if m.Method != nil {
+		d.method = *m.Method
+		d.row = lookup(d.method)
+	}
+	if d.row != nil {
+		d.params = d.row.params()
+	} else {
+		d.params = &baseParams{}
 	}
 	if m.Method == nil {
 		if m.Result != nil || m.Error != nil {
@@ -128,10 +162,6 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 	}
 	if m.ID != nil && !validID(m.ID) {
 		return d, mcperr.New(mcperr.KindInvalidRequest)
-	}
-	d.method = *m.Method
-	if d.row = lookup(d.method); d.row != nil {
-		d.params = d.row.params()
 	}
 	if p := m.Params; len(p) > 0 && string(p) != "null" {
 		d.hasParams = true

@@ -1,6 +1,7 @@
 package stateless
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -58,5 +59,48 @@ func TestDecodeCapabilities(t *testing.T) {
 			t.Errorf("%s: elicitation %v, sampling %v, roots %v, tasks %v; want %v %v %v %v", tt.raw,
 				c.Elicitation != nil, c.Sampling != nil, c.Roots != nil, tasks, tt.elicitation, tt.sampling, tt.roots, tt.tasks)
 		}
+	}
+}
+
+// TestSpansAreOfTheBody: the raw members a request's decoding keeps (the
+// id, the params, the _meta values, a tool's arguments) are slices of the
+// body, not copies, and stay what they were after other messages are
+// decoded (a decoder that copied into a reused buffer would change them);
+// a null member is the bytes null, as jsontext.Value reads it.
+func TestSpansAreOfTheBody(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"progressToken":null},"name":"echo","arguments":{"text":"hi"}}}`)
+	d, e := decodeMessage(body, nil)
+	if e != nil {
+		t.Fatal(e)
+	}
+	p := d.params.(*callToolParams)
+	meta := p.Meta
+	within := func(name string, v []byte) {
+		t.Helper()
+		if len(v) == 0 {
+			t.Fatalf("%s is empty", name)
+		}
+		i := bytes.Index(body, v)
+		if i < 0 || &body[i] != &v[0] {
+			t.Errorf("%s (%s) is not a slice of the body", name, v)
+		}
+	}
+	within("id", d.id)
+	within("params", d.rawParams)
+	within("protocolVersion", meta.ProtocolVersion)
+	within("clientCapabilities", meta.ClientCapabilities)
+	within("arguments", p.Arguments)
+	if string(meta.ProgressToken) != "null" {
+		t.Errorf("a null member is %q, want the bytes null", meta.ProgressToken)
+	}
+	for range 100 {
+		other := []byte(`{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"other","arguments":{"text":"overwritten"}}}`)
+		if _, e := decodeMessage(other, nil); e != nil {
+			t.Fatal(e)
+		}
+	}
+	if string(p.Arguments) != `{"text":"hi"}` || string(d.id) != "7" || string(meta.ClientCapabilities) != `{"elicitation":{}}` {
+		t.Errorf("the spans changed after other messages were decoded: %s, %s, %s", p.Arguments, d.id, meta.ClientCapabilities)
 	}
 }

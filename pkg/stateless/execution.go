@@ -117,28 +117,53 @@ func (e *Execution) Result(obj json.RawMessage, resultType string) *Answer {
 
 // executable is a request that runs one of the server's handlers — a
 // tools/call, a prompts/get, a resources/read — once its method's own
-// checks have passed: what the prelude the three share needs of it. A
-// method that runs a handler of the server's fills one in and calls
-// execute.
+// checks have passed: what the prelude the three share (execute) needs of
+// it, and the handler it runs (a value of run's kinds: a method that runs
+// a handler of the server's adds its kind there). It is kept in the
+// exchange, so that a request that runs one allocates nothing for it.
 type executable struct {
 	method, target string
 	// stateArgs are the arguments a request state of it is bound to.
 	stateArgs json.RawMessage
 	round     *roundTrip
-	// tool, key, args and task are a tools/call's (Execution's Tool,
-	// Key, Arguments and Task).
-	tool *Tool
+
+	// A tools/call's: its tool, key, arguments, and whether it becomes
+	// a task (Execution's Tool, Key, Arguments and Task).
+	tool *registeredTool
 	key  string
 	args json.RawMessage
 	task bool
-	// ready, if set, runs once the request's state is open, before the
-	// execution interceptors: the last checks (a tool's arguments against
-	// its schema) and the handler's deadline. An answer it returns ends
-	// the request. Without it the deadline is the request's.
-	ready func() (time.Time, *Answer)
-	// run runs the handler under its deadline and answers what it
-	// returned; k names the request a state it seals is bound to.
-	run func(ctx context.Context, k stateKey, deadline time.Time) Answer
+	// A prompts/get's.
+	prompt     *registeredPrompt
+	promptArgs map[string]string
+	// A resources/read's: the handler of the resource or template the
+	// URI (target) matched, and a template's variables.
+	resource ResourceHandler
+	vars     map[string]string
+}
+
+// ready makes the last checks before ex's handler runs, once the
+// request's state is open, and returns the handler's deadline; an answer
+// it returns ends the request.
+func (x *exchange) ready(ex *executable) (time.Time, *Answer) {
+	if ex.tool != nil {
+		return x.toolReady(ex.tool, ex.args)
+	}
+	return x.deadline, nil
+}
+
+// run runs ex's handler under its deadline and answers what it returned;
+// k names the request a state it seals is bound to.
+func (x *exchange) run(ctx context.Context, ex *executable, k stateKey, deadline time.Time) Answer {
+	switch {
+	case ex.tool != nil:
+		return x.runCall(ctx, ex.tool, k, ex.args, deadline, ex.task)
+	case ex.prompt != nil:
+		return x.runPrompt(ctx, ex.prompt, ex.promptArgs, k)
+	case ex.resource != nil:
+		return x.runResource(ctx, ex.resource, ex.target, ex.vars, k)
+	}
+	panic("stateless: an executable with no handler")
 }
 
 // execute is the multi-round-trip prelude every handler of the server's
@@ -155,24 +180,24 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 	if e := x.openState(ctx, k, ex.round.RequestState); e != nil {
 		return refused(e)
 	}
-	deadline := x.deadline
-	if ex.ready != nil {
-		var stop *Answer
-		if deadline, stop = ex.ready(); stop != nil {
-			return *stop
-		}
+	deadline, stop := x.ready(ex)
+	if stop != nil {
+		return *stop
 	}
 	if !x.s.executes {
 		// No interceptor runs around executions: spare the request the
 		// allocations.
-		return ex.run(ctx, k, deadline)
+		return x.run(ctx, ex, k, deadline)
 	}
-	e := &Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call, Tool: ex.tool,
+	e := &Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call,
 		Key: ex.key, Arguments: ex.args, Task: ex.task, Deadline: deadline, SingleUse: x.redeemID, x: x}
+	if ex.tool != nil {
+		e.Tool = &ex.tool.def
+	}
 	next := func(ctx context.Context) *Answer {
 		// The handler runs once per request: its answer is kept in the
 		// exchange rather than allocated.
-		x.executed = ex.run(ctx, k, deadline)
+		x.executed = x.run(ctx, ex, k, deadline)
 		return &x.executed
 	}
 	ics := x.s.interceptors

@@ -16,7 +16,10 @@ import (
 type Request struct {
 	Method string      // HTTP method
 	Header http.Header // canonical keys
-	Body   []byte
+	// Body is the request's body. The server reads it in place and may
+	// keep slices of it after Handle returns (a task's arguments, a
+	// handler left running): it must not be modified or reused.
+	Body []byte
 	// Host is the host the request was addressed to, for the loopback
 	// origin rule.
 	Host string
@@ -55,10 +58,13 @@ func (s *Server) Handle(ctx context.Context, r *Request) *Response {
 	return s.handleRequest(ctx, r, nil)
 }
 
-// handleRequest answers r; live, when set, takes its notifications as
-// they happen (HandleStream).
-func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream) *Response {
+// handleRequest answers r; st, when set, takes its notifications as
+// they happen (HandleStream), and its answer is written to it.
+func (s *Server) handleRequest(ctx context.Context, r *Request, st Stream) *Response {
 	start := time.Now()
+	if !s.answering.Load() {
+		s.answering.Store(true)
+	}
 	// The request's deadline: its context's (a Lambda invocation's), or
 	// RequestTimeout from now. A context that lacks one is given it only
 	// where the request waits on something (bounded), not on every
@@ -67,20 +73,35 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, live *liveStream
 	if !ok {
 		deadline = start.Add(s.opts.RequestTimeout)
 	}
-	if !s.answering.Load() {
-		s.answering.Store(true)
+	m := &request{}
+	o := &m.outcome
+	var live *liveStream
+	if st != nil {
+		live = &m.live
+		live.st = st
 	}
-	o := &Outcome{}
 	ctx = s.observing(ctx, r.Header, o)
 	var resp *Response
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = s.serveRequest(ctx, r, o, deadline, live)
+		resp = s.serveRequest(ctx, &m.exchange, r, o, deadline, live)
 		allowCORS(s, r, resp)
 	}
 	s.reportSince(ctx, o, resp.Status, start)
+	if live != nil {
+		live.finish(resp)
+	}
 	return resp
+}
+
+// request is the memory of one request's answer, allocated once: its
+// exchange, its Outcome (which Options.Observe may keep) and, when it is
+// answered onto a Stream, the stream it shares with its handler.
+type request struct {
+	exchange exchange
+	outcome  Outcome
+	live     liveStream
 }
 
 // observing is ctx carrying o, the Outcome that the stages of the answer
@@ -173,6 +194,9 @@ type exchange struct {
 	d          *decoded
 	reg        *registry
 	row        *methodInfo // the method's, once dispatched
+	// exec is the handler of the server's the request runs, if any
+	// (execute), kept here so that it costs no allocation of its own.
+	exec executable
 	call       Call
 	acceptsSSE bool
 	version    string
@@ -221,8 +245,8 @@ func (x *exchange) bounded(ctx context.Context) context.Context {
 // serveRequest answers one request that is not a CORS preflight: its
 // answer (serve), rendered once, and the request's Outcome derived from
 // it once.
-func (s *Server) serveRequest(ctx context.Context, r *Request, o *Outcome, deadline time.Time, live *liveStream) *Response {
-	x := &exchange{s: s, r: r, o: o, reg: s.reg.Load(), deadline: deadline}
+func (s *Server) serveRequest(ctx context.Context, x *exchange, r *Request, o *Outcome, deadline time.Time, live *liveStream) *Response {
+	x.s, x.r, x.o, x.reg, x.deadline = s, r, o, s.reg.Load(), deadline
 	a := x.serveSafely(ctx, live)
 	if x.stop != nil {
 		x.stop()

@@ -34,13 +34,17 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) Answe
 			return refused(mcperr.Wrap(mcperr.KindMalformedParams, errors.New("missing a required prompt argument")))
 		}
 	}
-	return x.execute(ctx, &executable{method: "prompts/get", target: pr.def.Name, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
-		run: func(ctx context.Context, k stateKey, _ time.Time) Answer {
-			handlerStart := time.Now()
-			res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
-			x.o.Steps.Handler = time.Since(handlerStart)
-			return x.promptAnswer(ctx, k, res, err)
-		}})
+	x.exec = executable{method: "prompts/get", target: pr.def.Name, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
+		prompt: pr, promptArgs: args}
+	return x.execute(ctx, &x.exec)
+}
+
+// runPrompt runs a prompt's handler and answers what it returned.
+func (x *exchange) runPrompt(ctx context.Context, pr *registeredPrompt, args map[string]string, k stateKey) Answer {
+	handlerStart := time.Now()
+	res, err := pr.handler(ctx, &PromptRequest{Call: &x.call, Name: pr.def.Name, Arguments: args})
+	x.o.Steps.Handler = time.Since(handlerStart)
+	return x.promptAnswer(ctx, k, res, err)
 }
 
 // promptAnswer answers what a prompt's handler returned.

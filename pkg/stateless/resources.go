@@ -32,13 +32,17 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if h == nil {
 		return refused(mcperr.NewUnknownResource(uri))
 	}
-	return x.execute(ctx, &executable{method: "resources/read", target: uri, round: &p.roundTrip,
-		run: func(ctx context.Context, k stateKey, _ time.Time) Answer {
-			handlerStart := time.Now()
-			res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
-			x.o.Steps.Handler = time.Since(handlerStart)
-			return x.readAnswer(ctx, k, uri, res, err)
-		}})
+	x.exec = executable{method: "resources/read", target: uri, round: &p.roundTrip, resource: h, vars: vars}
+	return x.execute(ctx, &x.exec)
+}
+
+// runResource runs a resource's handler for uri and answers what it
+// returned.
+func (x *exchange) runResource(ctx context.Context, h ResourceHandler, uri string, vars map[string]string, k stateKey) Answer {
+	handlerStart := time.Now()
+	res, err := h(ctx, &ResourceRequest{Call: &x.call, URI: uri, Vars: vars})
+	x.o.Steps.Handler = time.Since(handlerStart)
+	return x.readAnswer(ctx, k, uri, res, err)
 }
 
 // readAnswer answers what a resource's handler returned.

@@ -31,9 +31,7 @@ type Stream interface {
 // failure, so a retry with the same key neither runs beside it nor runs
 // twice.
 func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
-	live := &liveStream{st: st}
-	resp := s.handleRequest(ctx, r, live)
-	live.finish(resp)
+	s.handleRequest(ctx, r, st)
 }
 
 // liveStream sends one request's notifications as they happen. It is

@@ -3,8 +3,6 @@ package stateless
 import (
 	"context"
 	"slices"
-
-	"github.com/go-json-experiment/json/jsontext"
 )
 
 // era says which revisions of the protocol serve a method.
@@ -73,17 +71,17 @@ func (b *baseParams) target() *string   { return nil }
 // requestMeta is params._meta. The two required members are kept raw so
 // that absent, null and wrongly typed can be told apart.
 type requestMeta struct {
-	ProtocolVersion    jsontext.Value `json:"io.modelcontextprotocol/protocolVersion"`
-	ClientCapabilities jsontext.Value `json:"io.modelcontextprotocol/clientCapabilities"`
-	ClientInfo         jsontext.Value `json:"io.modelcontextprotocol/clientInfo"`
-	LogLevel           jsontext.Value `json:"io.modelcontextprotocol/logLevel"`
-	ProgressToken      jsontext.Value `json:"progressToken"`
+	ProtocolVersion    span `json:"io.modelcontextprotocol/protocolVersion"`
+	ClientCapabilities span `json:"io.modelcontextprotocol/clientCapabilities"`
+	ClientInfo         span `json:"io.modelcontextprotocol/clientInfo"`
+	LogLevel           span `json:"io.modelcontextprotocol/logLevel"`
+	ProgressToken      span `json:"progressToken"`
 }
 
 // roundTrip are the members of a multi-round-trip retry.
 type roundTrip struct {
-	InputResponses jsontext.Value `json:"inputResponses"`
-	RequestState   *string        `json:"requestState"`
+	InputResponses span    `json:"inputResponses"`
+	RequestState   *string `json:"requestState"`
 }
 
 type listParams struct {
@@ -94,11 +92,11 @@ type listParams struct {
 type callToolParams struct {
 	baseParams
 	roundTrip
-	Name      *string        `json:"name"`
-	Arguments jsontext.Value `json:"arguments"`
+	Name      *string `json:"name"`
+	Arguments span    `json:"arguments"`
 	// request idempotency (proposed for tools/call); kept raw so that a
 	// key of the wrong type is refused as a key (see idempotencyKey)
-	IdempotencyKey jsontext.Value `json:"idempotencyKey"`
+	IdempotencyKey span `json:"idempotencyKey"`
 }
 
 func (p *callToolParams) target() *string { return p.Name }
@@ -106,8 +104,8 @@ func (p *callToolParams) target() *string { return p.Name }
 type getPromptParams struct {
 	baseParams
 	roundTrip
-	Name      *string        `json:"name"`
-	Arguments jsontext.Value `json:"arguments"`
+	Name      *string `json:"name"`
+	Arguments span    `json:"arguments"`
 }
 
 func (p *getPromptParams) target() *string { return p.Name }
@@ -139,9 +137,9 @@ type completeParams struct {
 // initializeParams are the legacy handshake's.
 type initializeParams struct {
 	baseParams
-	ProtocolVersion *string        `json:"protocolVersion"`
-	Capabilities    jsontext.Value `json:"capabilities"`
-	ClientInfo      jsontext.Value `json:"clientInfo"`
+	ProtocolVersion *string `json:"protocolVersion"`
+	Capabilities    span    `json:"capabilities"`
+	ClientInfo      span    `json:"clientInfo"`
 }
 
 // setLevelParams are legacy logging/setLevel's.

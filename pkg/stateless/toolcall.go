@@ -55,12 +55,9 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) Answer 
 		return refused(e)
 	}
 	x.call.IdempotencyKey = key
-	return x.execute(ctx, &executable{method: "tools/call", target: t.def.Name, stateArgs: args, round: &p.roundTrip,
-		tool: &t.def, key: key, args: args, task: asTask,
-		ready: func() (time.Time, *Answer) { return x.toolReady(t, args) },
-		run: func(ctx context.Context, k stateKey, deadline time.Time) Answer {
-			return x.runCall(ctx, t, k, args, deadline, asTask)
-		}})
+	x.exec = executable{method: "tools/call", target: t.def.Name, stateArgs: args, round: &p.roundTrip,
+		tool: t, key: key, args: args, task: asTask}
+	return x.execute(ctx, &x.exec)
 }
 
 // toolReady makes the last checks of a tools/call once its state is
