@@ -188,15 +188,15 @@ func lowerHex(s string) bool {
 
 // exchange is the state of one request on its way through the pipeline.
 type exchange struct {
-	s          *Server
-	r          *Request
-	o          *Outcome
-	d          *decoded
-	reg        *registry
-	row        *methodInfo // the method's, once dispatched
+	s   *Server
+	r   *Request
+	o   *Outcome
+	d   *decoded
+	reg *registry
+	row *methodInfo // the method's, once dispatched
 	// exec is the handler of the server's the request runs, if any
 	// (execute), kept here so that it costs no allocation of its own.
-	exec executable
+	exec       executable
 	call       Call
 	acceptsSSE bool
 	version    string
