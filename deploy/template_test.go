@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/rie"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -398,7 +399,7 @@ func TestRoutes(t *testing.T) {
 
 	// The metadata tells a client without a token where to get one: the
 	// gateway's authorizer must never stand in front of it.
-	for _, key := range []string{"GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp"} {
+	for _, key := range []string{"GET " + auth.MetadataPath, "GET " + auth.MetadataPath + "/mcp"} {
 		route := routes[key]
 		if route == nil {
 			t.Errorf("no route %s", key)
@@ -415,7 +416,7 @@ func TestRoutes(t *testing.T) {
 	}
 	// The registration facade's metadata and registration endpoint are for
 	// clients without a token too, and exist only with the facade.
-	for _, key := range []string{"GET " + stateless.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + stateless.RegistrationSuffix} {
+	for _, key := range []string{"GET " + auth.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + auth.RegistrationSuffix} {
 		route := routes[key]
 		if route == nil {
 			t.Errorf("no route %s", key)
@@ -434,8 +435,8 @@ func TestRoutes(t *testing.T) {
 		if show(find(route, "Properties", "Target")) != "!Sub integrations/${McpIntegration}" {
 			continue
 		}
-		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + stateless.MetadataPath, "GET " + stateless.MetadataPath + "/mcp",
-			"GET " + stateless.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + stateless.RegistrationSuffix}, key) {
+		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + auth.MetadataPath, "GET " + auth.MetadataPath + "/mcp",
+			"GET " + auth.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + auth.RegistrationSuffix}, key) {
 			t.Errorf("unexpected route %s to the MCP function", key)
 		}
 	}
@@ -1151,7 +1152,7 @@ func TestStreamingDoor(t *testing.T) {
 	}
 	want(t, at(t, res, "StreamASMetadataResource", "Properties", "PathPart"), "oauth-authorization-server", "facade metadata path")
 	want(t, at(t, res, "StreamASMetadataMcpResource", "Properties", "PathPart"), "mcp", "facade metadata path")
-	want(t, at(t, res, "StreamRegisterResource", "Properties", "PathPart"), strings.TrimPrefix(stateless.RegistrationSuffix, "/"), "registration path")
+	want(t, at(t, res, "StreamRegisterResource", "Properties", "PathPart"), strings.TrimPrefix(auth.RegistrationSuffix, "/"), "registration path")
 	want(t, at(t, res, "StreamRegisterResource", "Properties", "ParentId"), "!Ref StreamMcpResource", "registration under /mcp")
 	want(t, at(t, res, "StreamRegisterMethod", "Properties", "HttpMethod"), "POST", "registration method")
 	want(t, at(t, res, "StreamRegisterMethod", "Properties", "AuthorizationType"), "NONE", "registration outside the authorizer")

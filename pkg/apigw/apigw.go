@@ -37,6 +37,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -434,72 +435,11 @@ func endpointURL(domain, path string) string {
 	return "https://" + strings.ToLower(domain) + path
 }
 
-// DefaultEndpointPath is the endpoint's path when a request for the
-// protected-resource metadata does not name one (the template routes the
-// endpoint at /mcp).
-const DefaultEndpointPath = "/mcp"
-
-// wellKnownPath finds the well-known path wk in r's path, on its own or
-// followed by the endpoint's path, after the stage's prefix if any, and
-// returns the canonical URL of the endpoint it names: the gateway's
-// domain, the prefix and the endpoint's path (DefaultEndpointPath when
-// none follows).
-func wellKnownPath(r *Request, wk string) (string, bool) {
-	i := strings.Index(r.Path, wk)
-	if i < 0 {
-		return "", false
-	}
-	prefix, rest := r.Path[:i], r.Path[i+len(wk):]
-	if rest != "" && rest[0] != '/' {
-		return "", false
-	}
-	if rest == "" || rest == "/" {
-		rest = DefaultEndpointPath
-	}
-	return endpointURL(r.Domain, prefix+rest), true
-}
-
-// oauthResponse answers r when it is no MCP request but one of the
-// endpoint's OAuth documents: a GET of the protected-resource metadata
-// (RFC 9728) or of the registration facade's authorization server
-// metadata (RFC 8414), or a POST to the facade's registration endpoint
-// (RFC 7591), or that POST's CORS preflight. The endpoint they describe
-// is h.Endpoint when configured, else the one the gateway's domain and
-// the path name.
-func (h *Handler) oauthResponse(ctx context.Context, r *Request) (*stateless.Response, bool) {
-	endpoint := func(found string) string {
-		if h.Endpoint != "" {
-			return h.Endpoint
-		}
-		return found
-	}
-	switch r.Method {
-	case http.MethodGet:
-		if resource, ok := wellKnownPath(r, stateless.MetadataPath); ok {
-			return h.Server.ProtectedResourceMetadata(endpoint(resource)), true
-		}
-		if issuer, ok := wellKnownPath(r, stateless.AuthorizationServerMetadataPath); ok {
-			return h.Server.AuthorizationServerMetadata(endpoint(issuer)), true
-		}
-	case http.MethodPost:
-		if path, ok := registrationPath(r); ok {
-			return h.Server.Register(endpoint(endpointURL(r.Domain, path)), r.Body), true
-		}
-	case http.MethodOptions:
-		if _, ok := registrationPath(r); ok {
-			return h.Server.RegistrationPreflight(ctx, r.Request), true
-		}
-	}
-	return nil, false
-}
-
-// registrationPath reports whether r is addressed to the facade's
-// registration endpoint, and returns the endpoint's path (the stage's
-// prefix and DefaultEndpointPath) it follows.
-func registrationPath(r *Request) (string, bool) {
-	path, ok := strings.CutSuffix(r.Path, stateless.RegistrationSuffix)
-	return path, ok && strings.HasSuffix(path, DefaultEndpointPath)
-}
+// EndpointAt returns the canonical URL of the endpoint at path on the
+// domain the gateway reports, as Decode derives a request's Endpoint (""
+// when either is unusable): the endpoint an OAuth document the event asks
+// for describes, unless one is configured (auth.EndpointLocator).
+func (r *Request) EndpointAt(path string) string { return endpointURL(r.Domain, path) }
 
 // Encode turns a response into the response payload for an event of kind
 // k. Bodies are JSON or an event stream, both text, so never base64. The
@@ -583,6 +523,13 @@ type Handler struct {
 	// request's is derived from the event: the domain name and path API
 	// Gateway reports.
 	Endpoint string
+	// Documents, if set, are the endpoint's OAuth documents (package
+	// auth): an event that asks for one (the protected-resource metadata,
+	// the registration facade's metadata, a registration or its
+	// preflight) is answered and reported by them, about the endpoint
+	// Endpoint names or else the one the gateway's domain and the event's
+	// path name; any other is the server's.
+	Documents *auth.Documents
 }
 
 // Invoke implements lambda.Handler. The context carries the invocation's
@@ -604,13 +551,19 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 		return Encode(r.Kind, h.reject(ctx, r, err))
 	}
 	ctx = withRequest(ctx, r)
-	if resp, ok := h.oauthResponse(ctx, r); ok {
+	if resp, ok := h.document(ctx, r); ok {
 		return Encode(r.Kind, resp)
 	}
 	if h.Endpoint != "" {
 		r.Endpoint = h.Endpoint
 	}
 	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
+}
+
+// document answers r when it asks for one of the endpoint's OAuth
+// documents (Handler.Documents), which reports the answer.
+func (h *Handler) document(ctx context.Context, r *Request) (*stateless.Response, bool) {
+	return h.Documents.Serve(ctx, &auth.Request{Request: r.Request, Path: r.Path, Endpoint: h.Endpoint, Locator: r})
 }
 
 // reject answers an event whose body cannot be read as a malformed body,
@@ -645,7 +598,7 @@ func (h *Handler) RespondStream(ctx context.Context, r *Request, err error, st s
 		return nil
 	}
 	ctx = withRequest(ctx, r)
-	if resp, ok := h.oauthResponse(ctx, r); ok {
+	if resp, ok := h.document(ctx, r); ok {
 		writeWhole(st, resp)
 		return nil
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -163,10 +164,11 @@ func TestEndpointFromTheGateway(t *testing.T) {
 // the document of the endpoint the gateway names; anything else is not
 // taken for it.
 func TestMetadataRoute(t *testing.T) {
+	res := &auth.Resource{AuthorizationServers: []string{"https://issuer.example.com"}}
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		AuthorizationServers: []string{"https://issuer.example.com"},
+		Authenticator: res,
 	}})
-	h := &Handler{Server: srv}
+	h := &Handler{Server: srv, Documents: &auth.Documents{Server: srv, Resource: res}}
 	ev := func(method, path string) []byte {
 		return []byte(`{"version":"2.0","requestContext":{"domainName":"a1.execute-api.eu-west-1.amazonaws.com","http":{"method":"` + method + `","path":"` + path + `"}}}`)
 	}

@@ -7,12 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
-// scopeTable is an Authenticator: token -> scopes; "down" cannot be
+// scopeTable is a TokenAuthenticator: token -> scopes; "down" cannot be
 // checked.
 type scopeTable map[string][]string
 
@@ -61,7 +62,7 @@ func authorizerEventFor(authorization, method, name string) string {
 // other error when the token could not be checked (500).
 func TestAuthorize(t *testing.T) {
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}},
+		Authenticator: &auth.Resource{Tokens: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}},
 		ScopeImplies:  map[string][]string{"notes:write": {"notes:read"}},
 	}})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
@@ -155,7 +156,7 @@ func FuzzAuthorize(f *testing.F) {
 	f.Add([]byte(`{"type":"REQUEST","methodArn":"a","type":"TOKEN"}`))
 	f.Add([]byte(`{"version":"2.0","headers":{"methodArn":"REQUEST"}}`))
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator: scopeTable{"reader": {"notes:read"}},
+		Authenticator: &auth.Resource{Tokens: scopeTable{"reader": {"notes:read"}}},
 	}})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
 		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
@@ -210,7 +211,7 @@ func TestAuthorizeReportsEveryDecision(t *testing.T) {
 			seen = append(seen, decisionReport{method: o.Method, kind: o.Kind, gatewayID: RequestID(ctx), own: o.OwnMethod,
 				fault: o.Fault, cause: o.Err != nil, status: o.Status})
 		},
-		Auth: &stateless.AuthOptions{Authenticator: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}}})
+		Auth: &stateless.AuthOptions{Authenticator: &auth.Resource{Tokens: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}}}})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
 		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 			return nil, struct{}{}, nil
@@ -251,7 +252,7 @@ func TestAuthorizeReportsEveryDecision(t *testing.T) {
 // whatever the order Go iterates a map in.
 func TestAuthorizeHeaderSelection(t *testing.T) {
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}},
+		Authenticator: &auth.Resource{Tokens: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}},
 	}})
 	stateless.AddTool(s, &stateless.Tool{Name: "add", Scopes: []string{"notes:write"}},
 		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {

@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -19,15 +21,16 @@ import (
 func TestRegistrationFacadeRoutes(t *testing.T) {
 	const domain = "a1.execute-api.eu-west-1.amazonaws.com"
 	const clientID = "4f1b2c3d5e6f7a8b9c0d"
-	server := func(reg *stateless.Registration) *stateless.Server {
-		return stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-			AuthorizationServers: []string{"https://issuer.example.com"},
-			Registration:         reg,
+	server := func(reg *auth.Registration) *Handler {
+		res := &auth.Resource{AuthorizationServers: []string{"https://issuer.example.com"}, Registration: reg}
+		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
+			Authenticator: res,
 		}})
+		return &Handler{Server: srv, Documents: &auth.Documents{Server: srv, Resource: res}}
 	}
-	facade := &Handler{Server: server(&stateless.Registration{ClientID: clientID,
-		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})}
-	plain := &Handler{Server: server(nil)}
+	facade := server(&auth.Registration{ClientID: clientID,
+		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})
+	plain := server(nil)
 
 	get := func(path string) []byte {
 		return []byte(`{"version":"2.0","requestContext":{"requestId":"r1","domainName":"` + domain + `","http":{"method":"GET","path":"` + path + `"}}}`)
@@ -194,15 +197,17 @@ func (w *wholeStream) Write(p []byte) error {
 // an OPTIONS that is no preflight is 405, and without a facade 404.
 func TestRegistrationPreflight(t *testing.T) {
 	reported := 0
-	server := func(reg *stateless.Registration) *stateless.Server {
-		return stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+	server := func(reg *auth.Registration) *Handler {
+		res := &auth.Resource{AuthorizationServers: []string{"https://issuer.example.com"}, Registration: reg}
+		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 			AllowedOrigins: []string{"https://app.example.com"},
 			Observe:        func(context.Context, *stateless.Outcome) { reported++ },
-			Auth:           &stateless.AuthOptions{AuthorizationServers: []string{"https://issuer.example.com"}, Registration: reg}})
+			Auth:           &stateless.AuthOptions{Authenticator: res}})
+		return &Handler{Server: srv, Documents: &auth.Documents{Server: srv, Resource: res}}
 	}
-	facade := &Handler{Server: server(&stateless.Registration{ClientID: "c",
-		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})}
-	plain := &Handler{Server: server(nil)}
+	facade := server(&auth.Registration{ClientID: "c",
+		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token"})
+	plain := server(nil)
 	v2 := func(domain, path string, h map[string]string) []byte {
 		b, _ := json.Marshal(map[string]any{"version": "2.0", "headers": h,
 			"requestContext": map[string]any{"requestId": "r1", "domainName": domain, "http": map[string]string{"method": "OPTIONS", "path": path}}})
@@ -253,5 +258,73 @@ func TestRegistrationPreflight(t *testing.T) {
 	}
 	if a := invoke(plain, v2("a1.execute-api.eu-west-1.amazonaws.com", "/mcp/register", preflight)); a.StatusCode != 404 {
 		t.Errorf("without a facade: %d %v", a.StatusCode, a.Headers)
+	}
+}
+
+// TestDocumentsReported: an OAuth document the Lambda handler serves is
+// one reported Outcome, as an MCP answer is: its Method names the
+// document (whatever path, stage or suffix the event names), with the
+// status the event is answered with and a refusal's kind; on the
+// buffered and the streaming door alike.
+func TestDocumentsReported(t *testing.T) {
+	var outcomes []*stateless.Outcome
+	res := &auth.Resource{AuthorizationServers: []string{"https://issuer.example.com"},
+		Registration: &auth.Registration{ClientID: "c", AuthorizationEndpoint: "https://auth.example.com/authorize", TokenEndpoint: "https://auth.example.com/token"}}
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Auth:    &stateless.AuthOptions{Authenticator: res},
+		Observe: func(_ context.Context, o *stateless.Outcome) { outcomes = append(outcomes, o) }})
+	h := &Handler{Server: srv, Documents: &auth.Documents{Server: srv, Resource: res}}
+	event := func(method, path, body string) []byte {
+		b, _ := json.Marshal(map[string]any{"version": "2.0", "body": body,
+			"requestContext": map[string]any{"requestId": "r1", "domainName": "a1.execute-api.eu-west-1.amazonaws.com", "http": map[string]string{"method": method, "path": path}}})
+		return b
+	}
+	for _, tt := range []struct {
+		name, method, path, body string
+		status                   int
+		document, kind           string
+	}{
+		{"the protected-resource metadata", "GET", "/.well-known/oauth-protected-resource/mcp", "", 200, auth.MethodProtectedResourceMetadata, ""},
+		{"behind a stage, of another path", "GET", "/v1/.well-known/oauth-protected-resource/some/where", "", 200, auth.MethodProtectedResourceMetadata, ""},
+		{"the facade's metadata", "GET", "/.well-known/oauth-authorization-server/mcp", "", 200, auth.MethodAuthorizationServerMetadata, ""},
+		{"a registration", "POST", "/mcp/register", `{"redirect_uris":["http://127.0.0.1:1/cb"]}`, 201, auth.MethodRegister, ""},
+		{"a refused registration", "POST", "/v1/mcp/register", `{"redirect_uris":["https://evil.example/cb"]}`, 400, auth.MethodRegister, "invalid_redirect_uri"},
+		{"an OPTIONS that is no preflight", "OPTIONS", "/mcp/register", "", 405, auth.MethodRegisterPreflight, "method_not_allowed"},
+	} {
+		for _, streamed := range []bool{false, true} {
+			outcomes = nil
+			status := 0
+			if streamed {
+				st := &wholeStream{}
+				if err := h.InvokeStream(context.Background(), event(tt.method, tt.path, tt.body), st); err != nil {
+					t.Fatal(err)
+				}
+				status = st.status
+			} else {
+				out, err := h.Invoke(context.Background(), event(tt.method, tt.path, tt.body))
+				var a struct{ StatusCode int }
+				if err != nil || json.Unmarshal(out, &a) != nil {
+					t.Fatalf("%s: %s %v", tt.name, out, err)
+				}
+				status = a.StatusCode
+			}
+			if status != tt.status || len(outcomes) != 1 || outcomes[0].Method != tt.document || !outcomes[0].OwnMethod ||
+				outcomes[0].Status != tt.status || outcomes[0].Kind != tt.kind {
+				t.Errorf("%s (streamed %v): %d, outcomes %+v; want %d and one of %s, kind %q", tt.name, streamed, status, outcomes, tt.status, tt.document, tt.kind)
+			}
+		}
+	}
+	// Without an issuer the documents are absent, and still reported.
+	outcomes = nil
+	open := &Handler{Server: srv, Documents: &auth.Documents{Server: srv}}
+	out, _ := open.Invoke(context.Background(), event("GET", "/.well-known/oauth-protected-resource/mcp", ""))
+	if !strings.Contains(string(out), `"statusCode":404`) || len(outcomes) != 1 || outcomes[0].Method != auth.MethodProtectedResourceMetadata || outcomes[0].Kind != "not_found" {
+		t.Errorf("an open endpoint's metadata: %s, outcomes %+v", out, outcomes)
+	}
+	// An MCP request is the server's, reported as its own.
+	outcomes = nil
+	_, _ = h.Invoke(context.Background(), event("POST", "/mcp", `{}`))
+	if len(outcomes) != 1 || outcomes[0].OwnMethod && strings.HasPrefix(outcomes[0].Method, "oauth/") {
+		t.Errorf("an MCP request: outcomes %+v", outcomes)
 	}
 }

@@ -1,7 +1,14 @@
-// Package auth is the resource server's side of MCP authorization: it
-// verifies the OAuth 2.1 bearer tokens that clients present, as JWT access
-// tokens (RFC 9068) signed by one authorization server and issued for this
-// resource (RFC 8707).
+// Package auth is the resource server's side of MCP authorization, all
+// that is OAuth's and not the protocol's: the endpoint as a protected
+// resource ([Resource], the server's stateless.Authenticator: the bearer
+// token of each request, the challenges of a refusal, the provider's
+// names of scopes), its documents (the protected-resource metadata, RFC
+// 9728; the registration facade's authorization server metadata, RFC
+// 8414, and registration endpoint, RFC 7591) and the one routing table
+// that serves them beside the endpoint on both doors and reports each
+// answer ([Documents]), and the verification of the OAuth 2.1 bearer
+// tokens that clients present, as JWT access tokens (RFC 9068) signed by
+// one authorization server and issued for this resource (RFC 8707).
 //
 // A [Verifier] is built once, at start, from a [Config] naming the issuer.
 // [New] only checks the configuration: it makes no network call, so a
@@ -23,9 +30,10 @@
 //     a retryable server fault; the client should retry, not re-authorize.
 //
 // Error messages name the failing check and never contain bytes of the
-// token, so they are safe to log. Scope checks are separate
+// token, so they are safe to log. Scope checks are the server's
 // (stateless.MissingScopes), because the scopes a request needs depend on
-// the operation, which the caller knows and this package does not.
+// the operation, which the server's registry knows and this package does
+// not.
 //
 // JOSE parsing and signature verification are github.com/go-jose/go-jose/v4
 // (its JWK parsing, its compact JWS with an algorithm allow-list, its

@@ -1,19 +1,14 @@
 package endpoint
 
 import (
-	"context"
-	"errors"
-	"time"
-
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// newAuth returns the endpoint's authorization when an issuer is
-// configured, else nil (anonymous). The verifier makes no network call
-// until the first token arrives, so a cold start pays nothing for it.
-func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
+// newAuth returns the endpoint as an OAuth protected resource when an
+// issuer is configured, else nil (anonymous). The verifier makes no
+// network call until the first token arrives, so a cold start pays
+// nothing for it.
+func newAuth(cfg *Config, o *Options) (*auth.Resource, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
@@ -29,29 +24,12 @@ func newAuth(cfg *Config, o *Options) (*stateless.AuthOptions, error) {
 			scopes = append(scopes, cfg.AuthScopePrefix+s)
 		}
 	}
-	return &stateless.AuthOptions{
-		Authenticator:        verifier{v},
+	return &auth.Resource{
+		Tokens:               v,
 		AuthorizationServers: []string{cfg.AuthIssuer},
 		ScopesSupported:      scopes,
-		ScopeImplies:         o.ScopeImplies,
 		ResourceName:         o.ResourceName,
 		ScopePrefix:          cfg.AuthScopePrefix,
 		Registration:         cfg.AuthRegistration,
 	}, nil
-}
-
-// verifier adapts pkg/auth's verifier to the server: the token's fault
-// is a 401, a key service that cannot be reached fails the request
-// closed as a retryable server fault.
-type verifier struct{ v *auth.Verifier }
-
-func (a verifier) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
-	t, err := a.v.Verify(ctx, token, audience)
-	switch {
-	case err == nil:
-		return auth.Principal(t), t.Scopes, nil
-	case errors.Is(err, auth.ErrUnavailable):
-		return "", nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, time.Second, err)
-	}
-	return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, err)
 }

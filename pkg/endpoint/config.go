@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -64,7 +64,7 @@ type Config struct {
 	// AuthScopePrefix is what the provider puts before the endpoint's
 	// scope names (MCP_AUTH_SCOPE_PREFIX): Cognito's resource server
 	// identifier and "/", Entra ID's Application ID URI and "/". See
-	// stateless.AuthOptions.ScopePrefix.
+	// auth.Resource.ScopePrefix.
 	AuthScopePrefix string
 	// AuthAudiences are accepted in a token's "aud" besides the
 	// endpoint's canonical URL (MCP_AUTH_ACCEPTED_AUDIENCES,
@@ -78,8 +78,8 @@ type Config struct {
 	// MCP_AUTH_AUTHORIZATION_ENDPOINT and MCP_AUTH_TOKEN_ENDPOINT the
 	// provider's endpoints, MCP_AUTH_REGISTRATION_REDIRECT_URIS
 	// (comma-separated) the redirect URIs accepted besides loopback ones.
-	// Unset: nil, no facade (see stateless.Registration).
-	AuthRegistration *stateless.Registration
+	// Unset: nil, no facade (see auth.Registration).
+	AuthRegistration *auth.Registration
 	// AllowAnonymous lets the function run on Lambda without an issuer
 	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
 	// can reach it.
@@ -486,7 +486,7 @@ func (c *Config) loadRegistration(getenv func(string) string) error {
 	if !validScope(id) {
 		return fmt.Errorf("%s: %q is not a client id", EnvAuthRegistrationClientID, id)
 	}
-	reg := &stateless.Registration{ClientID: id}
+	reg := &auth.Registration{ClientID: id}
 	for _, e := range []struct {
 		name, v string
 		to      *string

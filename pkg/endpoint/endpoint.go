@@ -33,6 +33,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/breaker"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
@@ -99,6 +100,13 @@ type Endpoint struct {
 	Observer *observe.Observer
 	Logger   *slog.Logger
 	stdout   io.Writer
+
+	// Auth is the endpoint as an OAuth protected resource, when an
+	// issuer is configured (nil: anonymous); Documents are its OAuth
+	// documents, which both doors serve beside the endpoint (absent, 404,
+	// without Auth).
+	Auth      *auth.Resource
+	Documents *auth.Documents
 }
 
 // New composes the endpoint cfg describes.
@@ -187,13 +195,17 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		opts.Observe = e.Observer.Observe
 	}
 	opts.HandlerLogger = e.Logger
-	if opts.Auth, err = newAuth(cfg, &o); err != nil {
+	if e.Auth, err = newAuth(cfg, &o); err != nil {
 		return nil, err
+	}
+	if e.Auth != nil {
+		opts.Auth = &stateless.AuthOptions{Authenticator: e.Auth, ScopeImplies: o.ScopeImplies}
 	}
 	if cfg.AuthIssuer == "" && !cfg.InLambda && !loopbackAddr(cfg.Addr) {
 		e.Logger.Warn("no " + EnvAuthIssuer + ": the endpoint serves anyone who can reach " + cfg.Addr)
 	}
 	e.Server = stateless.NewServer(o.Implementation, opts)
+	e.Documents = &auth.Documents{Server: e.Server, Resource: e.Auth}
 	e.Tasks.Install(e.Server)
 	e.Server.Use(append(after, o.Interceptors...)...)
 	return e, nil
@@ -204,7 +216,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 func (e *Endpoint) Run(ctx context.Context) error {
 	cfg := e.Config
 	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
-		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Tasks: e.Tasks}
+		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Tasks: e.Tasks, Documents: e.Documents}
 	if err := runner.Run(ctx, e.Server, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", EnvAddr, cfg.Addr, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -27,7 +28,7 @@ func TestLoadRegistrationConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &stateless.Registration{ClientID: "4f1b2c3d5e6f7a8b9c0d",
+	want := &auth.Registration{ClientID: "4f1b2c3d5e6f7a8b9c0d",
 		AuthorizationEndpoint: "https://auth.example.com/oauth2/authorize", TokenEndpoint: "https://auth.example.com/oauth2/token",
 		RedirectURIs: []string{"https://app.example.com/cb", "https://claude.ai/api/mcp/auth_callback"}}
 	if !reflect.DeepEqual(c.AuthRegistration, want) {
@@ -104,14 +105,14 @@ func TestNewServesTheFacade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp := ep.Server.ProtectedResourceMetadata(mcp)
+	resp := ep.Auth.ProtectedResourceMetadata(mcp)
 	var prm struct {
 		AuthorizationServers []string `json:"authorization_servers"`
 	}
 	if err := json.Unmarshal(resp.Body, &prm); err != nil || resp.Status != 200 || !reflect.DeepEqual(prm.AuthorizationServers, []string{mcp}) {
 		t.Errorf("protected-resource metadata: %d %s", resp.Status, resp.Body)
 	}
-	resp = ep.Server.AuthorizationServerMetadata(mcp)
+	resp = ep.Auth.AuthorizationServerMetadata(mcp)
 	var asm struct {
 		Issuer                string `json:"issuer"`
 		AuthorizationEndpoint string `json:"authorization_endpoint"`
@@ -121,7 +122,7 @@ func TestNewServesTheFacade(t *testing.T) {
 		asm.AuthorizationEndpoint != "https://auth.example.com/oauth2/authorize" || asm.TokenEndpoint != "https://auth.example.com/oauth2/token" {
 		t.Errorf("authorization server metadata: %d %s", resp.Status, resp.Body)
 	}
-	resp = ep.Server.Register(mcp, []byte(`{"redirect_uris":["https://claude.ai/api/mcp/auth_callback"]}`))
+	resp = ep.Auth.Register(mcp, []byte(`{"redirect_uris":["https://claude.ai/api/mcp/auth_callback"]}`))
 	if resp.Status != 201 || !strings.Contains(string(resp.Body), `"client_id":"4f1b2c3d5e6f7a8b9c0d"`) {
 		t.Errorf("a registration: %d %s", resp.Status, resp.Body)
 	}
@@ -135,11 +136,11 @@ func TestNewServesTheFacade(t *testing.T) {
 	if ep, err = New(cfg, Options{Implementation: stateless.Implementation{Name: "t", Version: "1"}, Stdout: io.Discard}); err != nil {
 		t.Fatal(err)
 	}
-	resp = ep.Server.ProtectedResourceMetadata(mcp)
+	resp = ep.Auth.ProtectedResourceMetadata(mcp)
 	if err := json.Unmarshal(resp.Body, &prm); err != nil || !reflect.DeepEqual(prm.AuthorizationServers, []string{"https://issuer.example.com"}) {
 		t.Errorf("protected-resource metadata without a facade: %s", resp.Body)
 	}
-	if resp := ep.Server.AuthorizationServerMetadata(mcp); resp.Status != 404 {
+	if resp := ep.Auth.AuthorizationServerMetadata(mcp); resp.Status != 404 {
 		t.Errorf("authorization server metadata without a facade: %d %s", resp.Status, resp.Body)
 	}
 }

@@ -113,7 +113,7 @@ func TestNewListsPrefixedDefaultScopes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp := ep.Server.ProtectedResourceMetadata(mcp)
+			resp := ep.Auth.ProtectedResourceMetadata(mcp)
 			var prm struct {
 				ScopesSupported []string `json:"scopes_supported"`
 			}

@@ -11,13 +11,14 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
-// tokenTable is an Authenticator: token -> scopes; tokenDown cannot be
+// tokenTable is a TokenAuthenticator: token -> scopes; tokenDown cannot be
 // checked (the issuer's keys out of reach).
 type tokenTable map[string][]string
 
@@ -59,7 +60,7 @@ func TestAuthorizerLines(t *testing.T) {
 	ob := observe.New(&buf, observe.Options{Namespace: "test", Function: "authorizer"})
 	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Observe: ob.Observe,
-		Auth:    &stateless.AuthOptions{Authenticator: tokenTable{"reader-S3CRET": {"notes:read"}}}})
+		Auth:    &stateless.AuthOptions{Authenticator: &auth.Resource{Tokens: tokenTable{"reader-S3CRET": {"notes:read"}}}}})
 	stateless.AddTool(srv, &stateless.Tool{Name: "notes_add", Scopes: []string{"notes:write"}},
 		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 			return nil, struct{}{}, nil

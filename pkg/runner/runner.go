@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
@@ -54,6 +55,12 @@ type Options struct {
 	// Tasks, if set, is the tasks extension the server serves: its
 	// worker runs the tasks the function sends itself.
 	Tasks *tasks.Extension
+	// Documents, if set, are the endpoint's OAuth documents (package
+	// auth), served beside the endpoint on both doors: locally at their
+	// paths on the listening address, on Lambda for the gateway's events
+	// that ask for them (apigw.Handler.Documents). Each answer is
+	// reported as an MCP answer is.
+	Documents *auth.Documents
 }
 
 // EnvRequestTimeout names the variable of Options.RequestTimeout.
@@ -76,7 +83,8 @@ func RequestTimeout(getenv func(string) string) (time.Duration, error) {
 // Run serves srv until ctx ends (locally) or forever (on Lambda).
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
-		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint}, RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Tasks: o.Tasks}
+		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint, Documents: o.Documents},
+			RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Tasks: o.Tasks}
 		if len(h.StreamKinds) > 0 {
 			// aws-lambda-go would post a stream without the response
 			// mode header Lambda's streaming contract requires: this
@@ -95,15 +103,7 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if endpoint == "" {
 		endpoint = url
 	}
-	h := &stateless.HTTPHandler{Server: srv, Endpoint: endpoint}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	mux.HandleFunc("GET "+stateless.MetadataPath, h.ServeMetadata)
-	mux.HandleFunc("GET "+stateless.MetadataPath+"/mcp", h.ServeMetadata)
-	mux.HandleFunc("GET "+stateless.AuthorizationServerMetadataPath+"/mcp", h.ServeAuthorizationServerMetadata)
-	mux.HandleFunc("POST /mcp"+stateless.RegistrationSuffix, h.ServeRegister)
-	mux.HandleFunc("OPTIONS /mcp"+stateless.RegistrationSuffix, h.ServeRegistrationPreflight)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: localHandler(srv, endpoint, o.Documents), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.Stdout, "MCP endpoint: %s\n", url)
 	logger := o.Logger
 
@@ -126,6 +126,16 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 		return err
 	}
 	return nil
+}
+
+// localHandler is the local server's: the endpoint at /mcp, and every
+// other path the OAuth documents' (docs.Handler: their routing table,
+// the Lambda handler's too), all of them about endpoint.
+func localHandler(srv *stateless.Server, endpoint string, docs *auth.Documents) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", &stateless.HTTPHandler{Server: srv, Endpoint: endpoint})
+	mux.Handle("/", docs.Handler(endpoint))
+	return mux
 }
 
 // Invocations serves a function's invocations: the tasks extension's

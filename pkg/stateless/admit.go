@@ -33,7 +33,8 @@ type Admission struct {
 	// retry can succeed).
 	Refusal *mcperr.Error
 	// RequiredScopes are, with InsufficientScope, every scope the tool
-	// needs.
+	// needs, as the client must ask for them (the Authenticator's names:
+	// the provider's).
 	RequiredScopes []string
 }
 
@@ -96,9 +97,10 @@ func (a Admission) Decision() Decision {
 const MethodAuthorize = "authorize"
 
 // Admit decides whether a request to the endpoint whose canonical URL is
-// endpoint may go on, by its headers alone: the bearer token in
-// Authorization, validated for endpoint as the server validates it, and,
-// for a tools/call (Mcp-Method), the scopes of the tool Mcp-Name names.
+// endpoint may go on, by its headers alone: the credentials (the bearer
+// token in Authorization), which the Authenticator checks for endpoint as
+// it does for the server, and, for a tools/call (Mcp-Method), the scopes
+// of the tool Mcp-Name names.
 // The body is not read (an authorizer is not given it), so the headers are
 // trusted only this far: the server refuses a request whose Mcp-Method or
 // Mcp-Name differs from its body, and checks the token and the scopes
@@ -155,8 +157,7 @@ func (s *Server) admit(ctx context.Context, endpoint string, header http.Header)
 		return adm
 	}
 	if len(MissingScopes(scopes, t.def.Scopes, a.ScopeImplies)) > 0 {
-		required := a.providerScopes(t.def.Scopes)
-		adm.Refusal, adm.RequiredScopes = mcperr.NewInsufficientScope(required, MetadataURL(endpoint)), required
+		adm.Refusal, adm.RequiredScopes = a.Authenticator.InsufficientScope(endpoint, t.def.Scopes)
 	}
 	return adm
 }

@@ -2,71 +2,70 @@ package stateless
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
 // Authorization, the resource server's side (MCP 2026-07-28, OAuth 2.1):
-// with [Options.Auth] set, every request must carry a bearer token in its
-// Authorization header that the [Authenticator] accepts for this
-// endpoint. A request without one, or with one that fails, is refused 401
-// with a WWW-Authenticate challenge that points the client at the
-// protected-resource metadata (RFC 9728), from which it discovers the
-// authorization server; a valid token that lacks a scope a tool needs is
-// refused 403 insufficient_scope, naming every scope the tool needs, so
-// the client can step up. Tokens never leave the Authenticator: they are
-// not logged, not stored and not passed to handlers.
+// with [Options.Auth] set, every request must carry credentials (a
+// bearer token in its Authorization header) that the [Authenticator]
+// accepts for this endpoint. A request without them, or with ones that
+// fail, is refused 401 with the authenticator's challenge, which points
+// the client at the protected-resource metadata (RFC 9728); a valid token
+// that lacks a scope a tool needs is refused 403 insufficient_scope,
+// naming every scope the tool needs, so the client can step up. Tokens
+// never leave the Authenticator: they are not logged, not stored and not
+// passed to handlers.
+//
+// What is OAuth's and not the protocol's — reading the bearer token, the
+// provider's names of scopes, the metadata documents and the registration
+// facade — is package auth's ([auth.Resource] is an Authenticator,
+// [auth.Documents] serves the documents beside the endpoint). The server
+// keeps what needs its registry: the principal a request is made by, a
+// tool's scopes checked against the token's (MissingScopes), the scopes a
+// challenge names, and the authorizer's decision (Admit).
 //
 // tools/list shows every tool, whatever the token's scopes: a client must
 // see a tool to ask for the scope it needs, and the 403 tells it which.
 // Visibility rules still hide tools, and a hidden tool still answers
 // exactly like an unknown one.
 
-// Authenticator validates bearer tokens. pkg/auth's verifier, wrapped by
-// the function, is one.
+// Authenticator establishes the caller of a request to a protected
+// endpoint: the server asks it for every request, and for the refusal of
+// a call whose token lacks a tool's scopes. Scopes cross it as the
+// endpoint's tools name them ([Tool].Scopes); the names a provider
+// issues, and the challenge's syntax, are the authenticator's. Package
+// auth's Resource is one.
 type Authenticator interface {
-	// Authenticate validates token for audience, the endpoint's canonical
-	// URL (RFC 8707), and returns the caller's principal and the token's
-	// scopes. A refusal is Unauthorized when the token is at fault (the
-	// server adds the challenge) and a server-fault kind such as
-	// DependencyFailure when the validation could not be done (the
-	// issuer's keys cannot be fetched): the request fails closed.
-	Authenticate(ctx context.Context, token, audience string) (principal string, scopes []string, refusal *mcperr.Error)
+	// Authenticate validates the credentials in header for endpoint, the
+	// endpoint's canonical URL (RFC 8707's resource, never empty), and
+	// returns the caller's principal (neither "" nor Anonymous) and the
+	// scopes the credentials grant. A refusal is Unauthorized when the
+	// credentials are absent or at fault, with the challenge that names
+	// the scopes challenge returns (called only then; nil: none), or a
+	// server-fault kind such as DependencyFailure when they could not be
+	// checked (the issuer's keys cannot be fetched): the request fails
+	// closed.
+	Authenticate(ctx context.Context, endpoint string, header http.Header, challenge func() []string) (principal string, scopes []string, refusal *mcperr.Error)
+	// InsufficientScope returns the refusal of a request to endpoint
+	// whose credentials lack some of required, a tool's scopes: an
+	// InsufficientScope whose challenge and data name every one of them
+	// as the client must ask for them, and those names.
+	InsufficientScope(endpoint string, required []string) (refusal *mcperr.Error, asked []string)
 }
 
-// AuthOptions protect the endpoint with bearer tokens.
+// AuthOptions protect the endpoint ([Options.Auth]).
 type AuthOptions struct {
+	// Authenticator establishes each request's caller (package auth's
+	// Resource, for bearer tokens).
 	Authenticator Authenticator
-	// AuthorizationServers are the issuer URLs the protected-resource
-	// metadata names.
-	AuthorizationServers []string
-	// ScopesSupported are the scopes the metadata lists (the minimum for
-	// basic use).
-	ScopesSupported []string
 	// ScopeImplies is the scope hierarchy: a scope grants the scopes it
 	// maps to, transitively ("notes:write" -> "notes:read").
 	ScopeImplies map[string][]string
-	// ResourceName is the metadata's human-readable resource_name.
-	ResourceName string
-	// ScopePrefix is what the provider puts before the endpoint's scope
-	// names: Amazon Cognito names a resource server's scopes
-	// "<identifier>/<name>", Entra ID an API's "<Application ID URI>/<name>".
-	// Challenges (401 and 403) name a tool's scopes with it, as clients
-	// must ask for them; a token's scope that carries it grants the scope
-	// without it, and one without it (Entra ID's scp lists bare names)
-	// grants itself. ScopesSupported are listed as they are: the
-	// provider's names.
-	ScopePrefix string
-	// Registration, when set, is the endpoint's registration facade, for
-	// clients that register themselves with a provider that offers no
-	// registration: the metadata then names the endpoint itself as its
-	// authorization server (see [Registration]).
-	Registration *Registration
 }
 
 // ChallengeRelayHeader carries a refusal's WWW-Authenticate challenge a
@@ -79,56 +78,8 @@ type AuthOptions struct {
 // this one into WWW-Authenticate; see docs/aws-contract.md.
 const ChallengeRelayHeader = "Relay-WWW-Authenticate"
 
-// MetadataPath is where the protected-resource metadata is served: at
-// this path (for clients that ask the origin) and at this path followed
-// by the endpoint's path (RFC 9728's well-known URI for the endpoint).
-const MetadataPath = "/.well-known/oauth-protected-resource"
-
-// MetadataURL returns the RFC 9728 well-known URL of the metadata of the
-// resource whose canonical URL is endpoint: the well-known segment goes
-// between the origin and the endpoint's path.
-func MetadataURL(endpoint string) string { return wellKnownURL(endpoint, MetadataPath) }
-
-// wellKnownURL is the well-known URL wk for the resource or issuer whose
-// URL is endpoint (RFC 9728, RFC 8414): the well-known segment between
-// the origin and the path; "" for a URL without a host.
-func wellKnownURL(endpoint, wk string) string {
-	u, err := url.Parse(endpoint)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Scheme + "://" + u.Host + wk + strings.TrimSuffix(u.EscapedPath(), "/")
-}
-
-// ProtectedResourceMetadata answers a GET for the protected-resource
-// metadata of the endpoint whose canonical URL is endpoint. It is public
-// and the same for everyone, so any origin may read it. Without
-// [Options.Auth] there is none: 404.
-func (s *Server) ProtectedResourceMetadata(endpoint string) *Response {
-	a := s.opts.Auth
-	if a == nil || endpoint == "" {
-		return oauthNotFound()
-	}
-	doc := struct {
-		Resource               string   `json:"resource"`
-		AuthorizationServers   []string `json:"authorization_servers"`
-		ScopesSupported        []string `json:"scopes_supported,omitempty"`
-		BearerMethodsSupported []string `json:"bearer_methods_supported"`
-		ResourceName           string   `json:"resource_name,omitempty"`
-	}{endpoint, a.authorizationServers(endpoint), a.ScopesSupported, []string{"header"}, a.ResourceName}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return (&exchange{s: s, o: &Outcome{}}).refuse(nil, mcperr.Wrap(mcperr.KindInternal, err))
-	}
-	return &Response{Status: http.StatusOK, Header: http.Header{
-		"Content-Type":                {"application/json"},
-		"Cache-Control":               {"public, max-age=300"},
-		"Access-Control-Allow-Origin": {"*"},
-	}, Body: b}
-}
-
 // authenticate establishes the caller of a request to a protected
-// endpoint from its bearer token, or refuses it.
+// endpoint from its credentials, or refuses it.
 func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
 	if x.s.opts.Auth == nil {
 		return nil
@@ -141,110 +92,42 @@ func (x *exchange) authenticate(ctx context.Context) *mcperr.Error {
 	return nil
 }
 
-// checkToken validates the bearer token in header for endpoint, the one
-// check of both the server (authenticate) and an authorizer in front of
-// it (Admit): the principal and scopes it names, or the refusal, a 401's
-// challenge naming the scopes challenge returns (nil: none), asked only
-// for a refusal.
+// checkToken asks the Authenticator for the caller of a request to
+// endpoint with header, the one check of both the server (authenticate)
+// and an authorizer in front of it (Admit): the principal and scopes it
+// names, or the refusal, whose challenge names the scopes challenge
+// returns (nil: none).
 func (s *Server) checkToken(ctx context.Context, endpoint string, header http.Header, challenge func() []string) (string, []string, *mcperr.Error) {
-	unauthorized := func(invalid bool, cause error) *mcperr.Error {
-		var scopes []string
-		if challenge != nil {
-			scopes = challenge()
-		}
-		return mcperr.NewUnauthorized(MetadataURL(endpoint), s.opts.Auth.providerScopes(scopes), invalid, cause)
-	}
-	if endpoint == "" {
+	a := s.opts.Auth.Authenticator
+	switch {
+	case endpoint == "":
 		// Nothing to check the token's audience against: a server that
 		// does not know its own URL accepts no token.
 		return "", nil, mcperr.Wrap(mcperr.KindInternal, errNoEndpoint)
+	case a == nil:
+		return "", nil, mcperr.Wrap(mcperr.KindInternal, errNoAuthenticator)
 	}
-	token, present, ok := bearerToken(header.Values(headerAuthorization))
-	if !present {
-		return "", nil, unauthorized(false, errNoToken)
+	principal, scopes, e := a.Authenticate(ctx, endpoint, header, challenge)
+	switch {
+	case e != nil:
+		return "", nil, e
+	case principal == "" || principal == Anonymous:
+		// An Authenticator that lets a request through names its caller:
+		// a protected endpoint serves no one anonymously.
+		return "", nil, mcperr.Wrap(mcperr.KindInternal, errNoPrincipal)
 	}
-	if !ok {
-		return "", nil, unauthorized(true, errMalformedAuthorization)
-	}
-	principal, granted, refusal := s.opts.Auth.Authenticator.Authenticate(ctx, token, endpoint)
-	if refusal != nil {
-		if refusal.Kind() == mcperr.KindUnauthorized {
-			return "", nil, unauthorized(true, refusal)
-		}
-		return "", nil, refusal
-	}
-	if principal == "" || principal == Anonymous {
-		return "", nil, unauthorized(true, errNoIdentity)
-	}
-	return principal, s.opts.Auth.endpointScopes(granted), nil
-}
-
-// providerScopes are the endpoint's scope names as the provider issues
-// them: with ScopePrefix before each.
-func (a *AuthOptions) providerScopes(scopes []string) []string {
-	if a.ScopePrefix == "" || len(scopes) == 0 {
-		return scopes
-	}
-	out := make([]string, len(scopes))
-	for i, sc := range scopes {
-		out[i] = a.ScopePrefix + sc
-	}
-	return out
-}
-
-// endpointScopes are a token's scopes as the endpoint names them:
-// ScopePrefix removed where a scope has it.
-func (a *AuthOptions) endpointScopes(granted []string) []string {
-	if a.ScopePrefix == "" || len(granted) == 0 {
-		return granted
-	}
-	out := make([]string, len(granted))
-	for i, sc := range granted {
-		out[i] = strings.TrimPrefix(sc, a.ScopePrefix)
-	}
-	return out
+	return principal, scopes, nil
 }
 
 var (
-	errNoEndpoint             = authError("no endpoint URL to validate tokens for")
-	errNoToken                = authError("no bearer token")
-	errMalformedAuthorization = authError("malformed Authorization header")
-	errNoIdentity             = authError("token names no principal")
+	errNoEndpoint      = authError("no endpoint URL to validate tokens for")
+	errNoAuthenticator = authError("Options.Auth has no Authenticator")
+	errNoPrincipal     = authError("the Authenticator let a request through without naming its caller")
 )
 
 type authError string
 
 func (e authError) Error() string { return "stateless: " + string(e) }
-
-// bearerToken reads the one Authorization header's Bearer credential
-// (RFC 6750 section 2.1; the scheme is case-insensitive). present reports
-// whether the request tried to authenticate at all; ok whether it did so
-// well-formedly. A token anywhere else (the query string, the body) is
-// never read.
-func bearerToken(vals []string) (token string, present, ok bool) {
-	if len(vals) == 0 {
-		return "", false, false
-	}
-	if len(vals) > 1 {
-		return "", true, false
-	}
-	scheme, cred, found := strings.Cut(vals[0], " ")
-	if !found || !strings.EqualFold(scheme, "Bearer") {
-		return "", true, false
-	}
-	cred = strings.TrimLeft(cred, " ")
-	if cred == "" || len(cred) > 16<<10 {
-		return "", true, false
-	}
-	for i := 0; i < len(cred); i++ {
-		// token68: ALPHA DIGIT - . _ ~ + / then trailing =
-		c := cred[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0) {
-			return "", true, false
-		}
-	}
-	return cred, true, true
-}
 
 // challengeScopes are the scopes a 401 tells the client this request
 // needs: a tool's, when the request calls a registered tool that no
@@ -277,7 +160,8 @@ func (x *exchange) checkScopes(t *registeredTool) *mcperr.Error {
 	if len(MissingScopes(x.scopes, t.def.Scopes, a.ScopeImplies)) == 0 {
 		return nil
 	}
-	return mcperr.NewInsufficientScope(a.providerScopes(t.def.Scopes), MetadataURL(x.r.Endpoint))
+	e, _ := a.Authenticator.InsufficientScope(x.r.Endpoint, t.def.Scopes)
+	return e
 }
 
 // MissingScopes returns the scopes of required that granted does not
@@ -309,4 +193,30 @@ func MissingScopes(granted, required []string, implies map[string][]string) (mis
 		}
 	}
 	return missing
+}
+
+// Preflight answers r, a CORS preflight of a resource the endpoint serves
+// beside the MCP endpoint that takes methods (package auth's registration
+// endpoint, which takes POST), by the endpoint's own Origin rule
+// (Options.AllowedOrigins and the loopback rule), as the MCP endpoint's
+// preflight is answered: an allowed origin is echoed, with methods and
+// the requested headers the endpoint admits; a refused origin, or a
+// method not among methods, gets the forbidden-origin refusal without
+// Access-Control-* headers, so the browser never sends the request, and o
+// records it (Kind, Code, the cause). It reports nothing: its caller
+// reports the answer, with o ([Server.Answered]).
+func (s *Server) Preflight(r *Request, o *Outcome, methods ...string) *Response {
+	return preflightFor(s, r, o, methods, strings.Join(methods, ", "))
+}
+
+// Answered reports resp, the answer to r that the server gave beside the
+// MCP endpoint (package auth's OAuth documents), as every answer is
+// reported: the log line of a refusal, and Options.Observe, whose request
+// line and metrics it gets. o names the answer — its Method one of the
+// endpoint's own names (OwnMethod), never the peer's path; Kind and Err
+// for a refusal — and is completed here with resp's status, the time since
+// start and r's traceparent.
+func (s *Server) Answered(ctx context.Context, r *Request, resp *Response, o *Outcome, start time.Time) {
+	ctx = s.observing(ctx, r.Header, o)
+	s.reportSince(ctx, o, resp.Status, start)
 }

@@ -2,9 +2,9 @@ package stateless_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,255 +14,133 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
-const (
-	endpoint = "https://api.example.com/mcp"
-	prm      = "https://api.example.com/.well-known/oauth-protected-resource/mcp"
-)
+// authEndpoint is the protected endpoint's canonical URL.
+const authEndpoint = "https://api.example.com/mcp"
 
-// tokens is an Authenticator over a fixed table: token -> principal and
-// scopes. "down" is a key service that cannot be reached.
-type tokens map[string][]string
-
-func (tk tokens) Authenticate(ctx context.Context, token, audience string) (string, []string, *mcperr.Error) {
-	if audience != endpoint {
-		return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, errors.New("audience"))
-	}
-	if token == "down" {
-		return "", nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, errors.New("jwks unreachable"))
-	}
-	scopes, ok := tk[token]
-	if !ok {
-		return "", nil, mcperr.Wrap(mcperr.KindUnauthorized, errors.New("bad signature"))
-	}
-	return "jwt:https://issuer.example.com#" + token, scopes, nil
+// askedAuthenticator is an Authenticator that records what the server
+// asks of it: its answer is the header's X-Who (the principal, "" for a
+// refusal) and X-Scopes; its challenge names the scopes the server's
+// challenge function returns, its 403 the scopes asked for, prefixed.
+type askedAuthenticator struct {
+	endpoints  []string
+	challenged [][]string
+	forbidden  [][]string
 }
 
-func newAuthServer(t *testing.T) (*stateless.Server, *[]string) {
-	t.Helper()
+func (a *askedAuthenticator) Authenticate(ctx context.Context, endpoint string, h http.Header, challenge func() []string) (string, []string, *mcperr.Error) {
+	a.endpoints = append(a.endpoints, endpoint)
+	who := h.Get("X-Who")
+	if who == "" || who == "nobody" || who == stateless.Anonymous {
+		if who == "" {
+			var scopes []string
+			if challenge != nil {
+				scopes = challenge()
+			}
+			a.challenged = append(a.challenged, scopes)
+			return "", nil, mcperr.NewUnauthorized("https://meta.example/", scopes, false, errors.New("no one"))
+		}
+		if who == "nobody" {
+			who = "" // an Authenticator that names no one
+		}
+	}
+	return who, strings.Fields(h.Get("X-Scopes")), nil
+}
+
+func (a *askedAuthenticator) InsufficientScope(endpoint string, required []string) (*mcperr.Error, []string) {
+	a.forbidden = append(a.forbidden, required)
+	asked := make([]string, len(required))
+	for i, s := range required {
+		asked[i] = "provider/" + s
+	}
+	return mcperr.NewInsufficientScope(asked, "https://meta.example/"), asked
+}
+
+// TestAuthenticatorAsked: what the server asks its Authenticator, and
+// what it makes of the answers: the challenge names a visible tool's
+// scopes (nothing for a hidden, unknown or listing request), a token's
+// scopes are checked against the tool's with the hierarchy, the 403 is
+// the Authenticator's own for the tool's scopes, and an Authenticator
+// that lets a request through without naming its caller, or naming the
+// anonymous one, is a server fault, never an anonymous call.
+func TestAuthenticatorAsked(t *testing.T) {
+	a := &askedAuthenticator{}
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Auth: &stateless.AuthOptions{Authenticator: a, ScopeImplies: map[string][]string{"notes:write": {"notes:read"}}}})
 	var principals []string
-	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator:        tokens{"reader": {"notes:read"}, "writer": {"notes:write"}, "none": nil},
-		AuthorizationServers: []string{"https://issuer.example.com"},
-		ScopesSupported:      []string{"notes:read", "notes:write"},
-		ScopeImplies:         map[string][]string{"notes:write": {"notes:read"}},
-	}})
-	tool := func(name string, scopes []string, visible stateless.Visibility) {
-		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: scopes, Visible: visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
+	for _, tool := range []struct {
+		name    string
+		scopes  []string
+		visible stateless.Visibility
+	}{{"search", []string{"notes:read"}, nil}, {"add", []string{"notes:write"}, nil}, {"secret", []string{"admin"}, func(context.Context, string) bool { return false }}} {
+		stateless.AddTool(s, &stateless.Tool{Name: tool.name, Scopes: tool.scopes, Visible: tool.visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
 			func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 				principals = append(principals, r.Principal)
 				return nil, struct{}{}, nil
 			})
 	}
-	tool("search", []string{"notes:read"}, nil)
-	tool("add", []string{"notes:write"}, nil)
-	tool("secret", []string{"admin"}, func(context.Context, string) bool { return false })
-	return s, &principals
-}
-
-func authCall(s *stateless.Server, tool string, authz []string) *stateless.Response {
-	h := wire.ModernHeaders("tools/call", tool)
-	if authz != nil {
-		h["Authorization"] = authz
-	}
-	return s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: endpoint,
-		Body: []byte(req("1", "tools/call", withMeta(`"name":"`+tool+`","arguments":{}`)))})
-}
-
-// TestAuthChallenges pins each answer of a protected endpoint: status,
-// WWW-Authenticate exactly, and the JSON-RPC error.
-func TestAuthChallenges(t *testing.T) {
-	s, principals := newAuthServer(t)
-	tests := []struct {
-		name      string
-		tool      string
-		authz     []string
-		status    int
-		challenge string
-		code      int
-		data      string
-	}{
-		{"no token: where to authenticate, and the scope the call needs", "add", nil, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:write"`, -32600, ""},
-		{"a hidden tool's scopes are not revealed", "secret", nil, 401, `Bearer resource_metadata="` + prm + `"`, -32600, ""},
-		{"an unknown tool's neither", "nope", nil, 401, `Bearer resource_metadata="` + prm + `"`, -32600, ""},
-		{"another scheme", "search", []string{"Basic dXNlcjpwYXNz"}, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
-		{"two Authorization headers", "search", []string{"Bearer reader", "Bearer writer"}, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
-		{"not a token68", "search", []string{"Bearer a b"}, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
-		{"empty credential", "search", []string{"Bearer "}, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
-		{"a token the authenticator refuses", "search", []string{"Bearer forged"}, 401,
-			`Bearer resource_metadata="` + prm + `", scope="notes:read", error="invalid_token"`, -32600, ""},
-		{"the key service down fails closed, in-band", "search", []string{"Bearer down"}, 200, "", -32603,
-			`{"retryable":true,"type":"dependency_failure"}`},
-		{"a valid token without the tool's scope: step up", "add", []string{"Bearer reader"}, 403,
-			`Bearer error="insufficient_scope", scope="notes:write", resource_metadata="` + prm + `"`, -32600,
-			`{"requiredScopes":["notes:write"],"type":"insufficient_scope"}`},
-		{"no scopes at all", "search", []string{"Bearer none"}, 403,
-			`Bearer error="insufficient_scope", scope="notes:read", resource_metadata="` + prm + `"`, -32600,
-			`{"requiredScopes":["notes:read"],"type":"insufficient_scope"}`},
-		{"the scheme is case-insensitive", "search", []string{"bearer reader"}, 200, "", 0, ""},
-		{"a broader scope implies a narrower one", "search", []string{"Bearer writer"}, 200, "", 0, ""},
-		{"the scope itself", "add", []string{"Bearer writer"}, 200, "", 0, ""},
-		{"a hidden tool with a token is an unknown tool", "secret", []string{"Bearer writer"}, 400, "", -32602, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp := authCall(s, tt.tool, tt.authz)
-			if resp.Status != tt.status {
-				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
-				t.Errorf("WWW-Authenticate = %s\nwant               %s", got, tt.challenge)
-			}
-			// The relay a gateway copies from carries the same challenge.
-			if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != tt.challenge {
-				t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, tt.challenge)
-			}
-			r := wire.DecodeRPC(t, resp.Body)
-			switch {
-			case tt.code == 0 && r.Error != nil:
-				t.Errorf("error %+v", r.Error)
-			case tt.code != 0 && (r.Error == nil || r.Error.Code != tt.code):
-				t.Fatalf("error %+v, want code %d", r.Error, tt.code)
-			case tt.data != "" && string(r.Error.Data) != tt.data:
-				t.Errorf("data = %s, want %s", r.Error.Data, tt.data)
-			}
-			if strings.Contains(string(resp.Body), "forged") || strings.Contains(string(resp.Body), "bad signature") {
-				t.Errorf("the token or its fault reached the body: %s", resp.Body)
-			}
-		})
-	}
-	// The principal is the token's, never anonymous.
-	for _, p := range *principals {
-		if p != "jwt:https://issuer.example.com#reader" && p != "jwt:https://issuer.example.com#writer" {
-			t.Errorf("handler saw principal %q", p)
+	call := func(method, tool, who, scopes string) *stateless.Response {
+		h := wire.ModernHeaders(method, tool)
+		if who != "" {
+			h.Set("X-Who", who)
 		}
+		h.Set("X-Scopes", scopes)
+		params := withMeta(`"name":"` + tool + `","arguments":{}`)
+		if method != "tools/call" {
+			params = withMeta("")
+		}
+		return s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: authEndpoint, Body: []byte(req("1", method, params))})
 	}
-	if len(*principals) != 3 {
-		t.Errorf("%d handler runs, want 3", len(*principals))
-	}
-}
 
-// TestAuthEveryRequest: lists and notifications need a token too, and a
-// server that does not know its own URL accepts none.
-func TestAuthEveryRequest(t *testing.T) {
-	s, _ := newAuthServer(t)
-	list := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/list", ""), Endpoint: endpoint,
-		Body: []byte(req("1", "tools/list", withMeta("")))})
-	if list.Status != 401 || list.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+prm+`"` {
-		t.Errorf("tools/list without a token: %d %v", list.Status, list.Header)
-	}
-	h := wire.ModernHeaders("tools/list", "")
-	h.Set("Authorization", "Bearer none")
-	list = s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h, Endpoint: endpoint,
-		Body: []byte(req("1", "tools/list", withMeta("")))})
-	if list.Status != 200 || !strings.Contains(string(list.Body), `"add"`) || strings.Contains(string(list.Body), `"secret"`) {
-		t.Errorf("tools/list lists every visible tool whatever the scopes: %d %s", list.Status, list.Body)
-	}
-	note := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("notifications/initialized", ""), Endpoint: endpoint,
-		Body: []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)})
-	if note.Status != 401 {
-		t.Errorf("a notification without a token: %d", note.Status)
-	}
-	h = wire.ModernHeaders("tools/call", "search")
-	h.Set("Authorization", "Bearer reader")
-	lost := s.Handle(context.Background(), &stateless.Request{Method: "POST", Header: h,
-		Body: []byte(req("1", "tools/call", withMeta(`"name":"search","arguments":{}`)))})
-	if r := wire.DecodeRPC(t, lost.Body); lost.Status != 200 || r.Error == nil || r.Error.Code != -32603 {
-		t.Errorf("no endpoint URL: %d %s", lost.Status, lost.Body)
-	}
-}
-
-func TestProtectedResourceMetadata(t *testing.T) {
-	s, _ := newAuthServer(t)
-	resp := s.ProtectedResourceMetadata(endpoint)
-	if resp.Status != 200 || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
-		t.Fatalf("%d %v", resp.Status, resp.Header)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(resp.Body, &doc); err != nil {
-		t.Fatal(err)
-	}
-	want := `{"authorization_servers":["https://issuer.example.com"],"bearer_methods_supported":["header"],"resource":"https://api.example.com/mcp","scopes_supported":["notes:read","notes:write"]}`
-	if got, _ := json.Marshal(doc); string(got) != want {
-		t.Errorf("document %s\nwant     %s", got, want)
-	}
-	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
-	if r := open.ProtectedResourceMetadata(endpoint); r.Status != http.StatusNotFound {
-		t.Errorf("an open endpoint serves metadata: %d", r.Status)
-	}
-	for in, want := range map[string]string{
-		"https://api.example.com/mcp":      prm,
-		"https://api.example.com":          "https://api.example.com/.well-known/oauth-protected-resource",
-		"https://api.example.com/prod/mcp": "https://api.example.com/.well-known/oauth-protected-resource/prod/mcp",
-		"http://127.0.0.1:8080/mcp":        "http://127.0.0.1:8080/.well-known/oauth-protected-resource/mcp",
+	for _, tt := range []struct {
+		name, method, tool string
+		challenge          []string
+	}{
+		{"a visible tool's scopes", "tools/call", "add", []string{"notes:write"}},
+		{"a hidden tool's are not revealed", "tools/call", "secret", nil},
+		{"an unknown tool's neither", "tools/call", "nope", nil},
+		{"a listing names none", "tools/list", "", nil},
 	} {
-		if got := stateless.MetadataURL(in); got != want {
-			t.Errorf("MetadataURL(%s) = %s, want %s", in, got, want)
+		a.challenged = nil
+		resp := call(tt.method, tt.tool, "", "")
+		if resp.Status != http.StatusUnauthorized || len(a.challenged) != 1 || !slices.Equal(a.challenged[0], tt.challenge) {
+			t.Errorf("%s: %d, challenged with %q, want 401 and %q", tt.name, resp.Status, a.challenged, tt.challenge)
 		}
 	}
-}
+	if len(a.endpoints) == 0 || a.endpoints[0] != authEndpoint {
+		t.Errorf("asked for endpoints %q, want %s", a.endpoints, authEndpoint)
+	}
 
-// TestAdmit: an authorizer's decision from the headers alone is the
-// server's own: the same refusals for the same tokens, the scopes of the
-// tool Mcp-Name names, and no judgement of a tool the caller may not see
-// or that does not exist (the server answers those as it always does).
-func TestAdmit(t *testing.T) {
-	s, _ := newAuthServer(t)
-	tests := []struct {
-		name      string
-		authz     []string
-		method    string
-		tool      string
-		kind      string // "" let through
-		principal string
-		required  []string
-	}{
-		{"no token", nil, "tools/call", "add", "unauthorized", "", nil},
-		{"another scheme", []string{"Basic dXNlcjpwYXNz"}, "tools/call", "add", "unauthorized", "", nil},
-		{"two Authorization headers", []string{"Bearer reader", "Bearer writer"}, "tools/list", "", "unauthorized", "", nil},
-		{"a forged token", []string{"Bearer forged"}, "tools/list", "", "unauthorized", "", nil},
-		{"the key service down fails closed", []string{"Bearer down"}, "tools/list", "", "dependency_failure", "", nil},
-		{"a listing needs a valid token only", []string{"Bearer none"}, "tools/list", "", "", "jwt:https://issuer.example.com#none", nil},
-		{"a call without the tool's scope", []string{"Bearer reader"}, "tools/call", "add", "insufficient_scope", "jwt:https://issuer.example.com#reader", []string{"notes:write"}},
-		{"a call whose scope is implied", []string{"Bearer writer"}, "tools/call", "search", "", "jwt:https://issuer.example.com#writer", nil},
-		{"a hidden tool is not judged", []string{"Bearer reader"}, "tools/call", "secret", "", "jwt:https://issuer.example.com#reader", nil},
-		{"nor an unknown one", []string{"Bearer reader"}, "tools/call", "nope", "", "jwt:https://issuer.example.com#reader", nil},
-		{"a name in the base64 form", []string{"Bearer reader"}, "tools/call", "=?base64?YWRk?=", "insufficient_scope", "jwt:https://issuer.example.com#reader", []string{"notes:write"}},
-		{"Mcp-Name of another method is not a tool", []string{"Bearer reader"}, "prompts/get", "add", "", "jwt:https://issuer.example.com#reader", nil},
+	if resp := call("tools/call", "search", "alice", "notes:write"); resp.Status != 200 || wire.DecodeRPC(t, resp.Body).Error != nil {
+		t.Errorf("an implied scope: %d %s", resp.Status, resp.Body)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h := http.Header{"Mcp-Method": {tt.method}}
-			if tt.tool != "" {
-				h.Set("Mcp-Name", tt.tool)
-			}
-			if tt.authz != nil {
-				h["Authorization"] = tt.authz
-			}
-			adm := s.Admit(context.Background(), endpoint, h)
-			kind := ""
-			if adm.Refusal != nil {
-				kind = adm.Refusal.Kind().String()
-			}
-			if kind != tt.kind || adm.Principal != tt.principal || strings.Join(adm.RequiredScopes, " ") != strings.Join(tt.required, " ") {
-				t.Errorf("Admit = %q, principal %q, required %q; want %q, %q, %q", kind, adm.Principal, adm.RequiredScopes, tt.kind, tt.principal, tt.required)
-			}
-			if tt.kind == "unauthorized" {
-				if ch := adm.Refusal.Challenge(); !strings.HasPrefix(ch, `Bearer resource_metadata="`+prm+`"`) {
-					t.Errorf("challenge %q", ch)
-				}
-			}
-		})
+	resp := call("tools/call", "add", "alice", "notes:read")
+	if resp.Status != http.StatusForbidden || len(a.forbidden) != 1 || !slices.Equal(a.forbidden[0], []string{"notes:write"}) ||
+		!strings.Contains(resp.Header.Get("WWW-Authenticate"), `scope="provider/notes:write"`) {
+		t.Errorf("a missing scope: %d %v, asked InsufficientScope(%q)", resp.Status, resp.Header, a.forbidden)
 	}
-	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil)
-	if adm := open.Admit(context.Background(), endpoint, http.Header{}); adm.Refusal != nil || adm.Principal != stateless.Anonymous {
-		t.Errorf("an open endpoint: %+v", adm)
+	for _, who := range []string{"nobody", stateless.Anonymous} {
+		resp := call("tools/call", "search", who, "notes:read")
+		if r := wire.DecodeRPC(t, resp.Body); resp.Status != 200 || r.Error == nil || r.Error.Code != -32603 {
+			t.Errorf("an Authenticator that names %q: %d %s, want an internal error", who, resp.Status, resp.Body)
+		}
 	}
-	if adm := s.Admit(context.Background(), "", http.Header{"Authorization": {"Bearer writer"}}); adm.Refusal == nil || adm.Refusal.Kind() != mcperr.KindInternal {
-		t.Errorf("no endpoint URL: %+v, want an internal refusal", adm)
+	if !slices.Equal(principals, []string{"alice"}) {
+		t.Errorf("handler runs %q, want alice's alone", principals)
+	}
+
+	// The authorizer's decision asks the same, with no challenge scopes
+	// (it has no body to read a tool from), and names the scopes the
+	// Authenticator's 403 asks for.
+	a.challenged = nil
+	if adm := s.Admit(context.Background(), authEndpoint, http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"add"}}); adm.Refusal == nil ||
+		adm.Refusal.Kind() != mcperr.KindUnauthorized || len(a.challenged) != 1 || a.challenged[0] != nil {
+		t.Errorf("Admit without credentials: %+v, challenged with %q", adm, a.challenged)
+	}
+	adm := s.Admit(context.Background(), authEndpoint, http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {"add"}, "X-Who": {"alice"}, "X-Scopes": {"notes:read"}})
+	if adm.Refusal == nil || adm.Refusal.Kind() != mcperr.KindInsufficientScope || !slices.Equal(adm.RequiredScopes, []string{"provider/notes:write"}) || adm.Principal != "alice" {
+		t.Errorf("Admit short of a scope: %+v", adm)
+	}
+	if adm := s.Admit(context.Background(), authEndpoint, http.Header{"X-Who": {stateless.Anonymous}}); adm.Refusal == nil || adm.Refusal.Kind() != mcperr.KindInternal {
+		t.Errorf("Admit of an anonymous caller: %+v, want an internal refusal", adm)
 	}
 }

@@ -83,35 +83,6 @@ func (h *httpStream) Write(p []byte) error {
 	return http.NewResponseController(h.w).Flush()
 }
 
-// ServeMetadata serves the endpoint's protected-resource metadata (RFC
-// 9728); mount it at [MetadataPath] and at MetadataPath followed by the
-// endpoint's path.
-func (h *HTTPHandler) ServeMetadata(w http.ResponseWriter, r *http.Request) {
-	writeResponse(w, h.Server.ProtectedResourceMetadata(h.Endpoint))
-}
-
-// ServeAuthorizationServerMetadata serves the registration facade's
-// authorization server metadata (RFC 8414); mount it at
-// [AuthorizationServerMetadataPath] followed by the endpoint's path.
-func (h *HTTPHandler) ServeAuthorizationServerMetadata(w http.ResponseWriter, r *http.Request) {
-	writeResponse(w, h.Server.AuthorizationServerMetadata(h.Endpoint))
-}
-
-// ServeRegister serves the registration facade's client registration
-// endpoint (RFC 7591); mount it at the endpoint's path followed by
-// [RegistrationSuffix], for POST.
-func (h *HTTPHandler) ServeRegister(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxRegistration)
-	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
-		body = make([]byte, maxRegistration+1) // refused as over the bound
-	case err != nil:
-		body = nil // a body that did not arrive is no client metadata
-	}
-	writeResponse(w, h.Server.Register(h.Endpoint, body))
-}
-
 // ServeHTTP serves s over net/http with every caller anonymous. Use
 // [HTTPHandler] to identify callers.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

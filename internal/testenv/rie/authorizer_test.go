@@ -15,13 +15,14 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// doorTokens is an Authenticator: token -> scopes; "keys-down" cannot be
+// doorTokens is a TokenAuthenticator: token -> scopes; "keys-down" cannot be
 // checked (the issuer's keys out of reach), any other is expired.
 type doorTokens map[string][]string
 
@@ -40,24 +41,25 @@ const doorEndpoint = "https://api.example/mcp"
 
 // doorServer is the endpoint behind the door: protected, one tool that
 // needs notes:write, browser pages of one origin, the registration
-// facade; observed into log.
-func doorServer(log io.Writer) *stateless.Server {
+// facade; observed into log. docs are its OAuth documents.
+func doorServer(log io.Writer) (srv *stateless.Server, docs *auth.Documents) {
 	ob := observe.New(log, observe.Options{Function: "fn"})
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Observe: ob.Observe,
+	res := &auth.Resource{Tokens: doorTokens{"reader": {"notes:read"}}, ScopesSupported: []string{"notes:read", "notes:write"},
+		Registration: &auth.Registration{ClientID: "c", AuthorizationEndpoint: "https://idp.example/authorize", TokenEndpoint: "https://idp.example/token"}}
+	srv = stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Observe: ob.Observe,
 		AllowedOrigins: []string{"https://app.example"},
-		Auth: &stateless.AuthOptions{Authenticator: doorTokens{"reader": {"notes:read"}}, ScopesSupported: []string{"notes:read", "notes:write"},
-			Registration: &stateless.Registration{ClientID: "c", AuthorizationEndpoint: "https://idp.example/authorize", TokenEndpoint: "https://idp.example/token"}}})
+		Auth:           &stateless.AuthOptions{Authenticator: res}})
 	stateless.AddTool(srv, &stateless.Tool{Name: "notes_add", Scopes: []string{"notes:write"}},
 		func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 			return &stateless.CallToolResult{}, struct{}{}, nil
 		})
-	return srv
+	return srv, &auth.Documents{Server: srv, Resource: res}
 }
 
 // runInLambda serves srv in this process as the function does on Lambda
 // when some of its answers stream (its own runtime, pkg/runner), under a
 // stand-in Runtime API, until the test ends.
-func runInLambda(t *testing.T, srv *stateless.Server) *runtimeapi.Runtime {
+func runInLambda(t *testing.T, srv *stateless.Server, docs *auth.Documents) *runtimeapi.Runtime {
 	t.Helper()
 	rt, err := runtimeapi.Start(runtimeapi.Options{})
 	if err != nil {
@@ -67,7 +69,7 @@ func runInLambda(t *testing.T, srv *stateless.Server) *runtimeapi.Runtime {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runner.Run(ctx, srv, runner.Options{InLambda: true, Endpoint: doorEndpoint, StreamKinds: []apigw.Kind{apigw.KindREST}})
+		done <- runner.Run(ctx, srv, runner.Options{InLambda: true, Endpoint: doorEndpoint, StreamKinds: []apigw.Kind{apigw.KindREST}, Documents: docs})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -102,7 +104,8 @@ func requestLines(t *testing.T, log *syncbuf.Buffer) []map[string]any {
 // and "unavailable" (a fault: ERROR, Faults 1), a token let through "ok".
 func TestStreamingDoorAuthorizerOfItsOwn(t *testing.T) {
 	var log syncbuf.Buffer
-	authorizer := runInLambda(t, doorServer(&log))
+	srv, docs := doorServer(&log)
+	authorizer := runInLambda(t, srv, docs)
 	fn := &fakeFunction{answer: proxyAnswer(t, 200, nil, nil), stream: proxyAnswer(t, 200, nil, nil)}
 	front := &StreamFront{Function: fn, Door: RESTAPI, REST: REST{Domain: true,
 		Metadata:           TemplateMetadata(doorEndpoint, "https://issuer.example", []string{"notes:read", "notes:write"}),
@@ -152,14 +155,14 @@ func TestStreamingDoorAuthorizerOfItsOwn(t *testing.T) {
 // TestCORS.)
 func TestRegistrationPreflightOnEveryDoor(t *testing.T) {
 	var log syncbuf.Buffer
-	srv := doorServer(&log)
-	rt := runInLambda(t, srv)
+	srv, docs := doorServer(&log)
+	rt := runInLambda(t, srv, docs)
 	// The local door.
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- runner.Run(ctx, srv, runner.Options{Addr: "127.0.0.1:0", Endpoint: doorEndpoint, Stdout: pw, Logger: slog.New(slog.DiscardHandler)})
+		done <- runner.Run(ctx, srv, runner.Options{Addr: "127.0.0.1:0", Endpoint: doorEndpoint, Stdout: pw, Logger: slog.New(slog.DiscardHandler), Documents: docs})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	line, err := bufio.NewReader(pr).ReadString('\n')

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 )
 
 // REST is what the template deploys on its REST door beyond what every
@@ -141,11 +141,11 @@ func (rest REST) route(r *http.Request) (path string, to restRoute) {
 	switch {
 	case path == restResource:
 		return path, routeFunction
-	case rest.Metadata != nil && r.Method == http.MethodGet && (path == stateless.MetadataPath || path == stateless.MetadataPath+restResource):
+	case rest.Metadata != nil && r.Method == http.MethodGet && (path == auth.MetadataPath || path == auth.MetadataPath+restResource):
 		return path, routeMetadata
-	case rest.ASMetadata != nil && r.Method == http.MethodGet && path == stateless.AuthorizationServerMetadataPath+restResource:
+	case rest.ASMetadata != nil && r.Method == http.MethodGet && path == auth.AuthorizationServerMetadataPath+restResource:
 		return path, routeASMetadata
-	case rest.ASMetadata != nil && (r.Method == http.MethodPost || r.Method == http.MethodOptions) && path == restResource+stateless.RegistrationSuffix:
+	case rest.ASMetadata != nil && (r.Method == http.MethodPost || r.Method == http.MethodOptions) && path == restResource+auth.RegistrationSuffix:
 		return path, routeRegister
 	}
 	return "", routeNone

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/runtimeapi"
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 )
 
 // authorizingFunction answers authorizer events with authz (or fails with
@@ -220,9 +219,7 @@ func TestStreamIdleTimeout(t *testing.T) {
 func TestTemplateAuthorizationServerMetadata(t *testing.T) {
 	const ep, authz, token = "https://mcp.example.com/mcp", "https://idp.example/oauth2/authorize", "https://idp.example/oauth2/token"
 	scopes := []string{"notes:read", "notes:write"}
-	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Auth: &stateless.AuthOptions{
-		Authenticator:   noTokens{},
-		ScopesSupported: scopes, Registration: &stateless.Registration{ClientID: "c", AuthorizationEndpoint: authz, TokenEndpoint: token}}})
+	srv := &auth.Resource{ScopesSupported: scopes, Registration: &auth.Registration{ClientID: "c", AuthorizationEndpoint: authz, TokenEndpoint: token}}
 	var fromFunction, fromTemplate any
 	if err := json.Unmarshal(srv.AuthorizationServerMetadata(ep).Body, &fromFunction); err != nil {
 		t.Fatal(err)
@@ -241,12 +238,4 @@ func TestTemplateAuthorizationServerMetadata(t *testing.T) {
 	if !reflect.DeepEqual(prm, tprm) {
 		t.Errorf("the template's protected-resource metadata\n%v\ndiffers from the function's\n%v", tprm, prm)
 	}
-}
-
-// noTokens accepts no token: the metadata needs an authenticator, not a
-// token.
-type noTokens struct{}
-
-func (noTokens) Authenticate(context.Context, string, string) (string, []string, *mcperr.Error) {
-	return "", nil, mcperr.New(mcperr.KindUnauthorized)
 }

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -273,7 +274,7 @@ func (r *run) discovery(ctx context.Context) {
 		r.fail("unauthenticated", "status %d, want 401 (protected) or 200 (open)", a.Status)
 		return
 	}
-	prm := stateless.MetadataURL(r.c.URL)
+	prm := auth.MetadataURL(r.c.URL)
 	challenge := a.Header.Get("WWW-Authenticate")
 	switch rm := challengeParam(challenge, "resource_metadata"); {
 	case challenge == "" && a.Header.Get("X-Amzn-Remapped-WWW-Authenticate") != "":

@@ -1,4 +1,4 @@
-package stateless_test
+package auth_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -40,15 +41,18 @@ var prefixTokens = tokens{
 // newPrefixServer is newAuthServer's endpoint with a ScopePrefix: the
 // tools search (notes:read), add (notes:write), audit (notes:read and
 // audit) and secret (admin, never visible).
-func newPrefixServer(t *testing.T, prefix string) (*stateless.Server, *[]string) {
+func newPrefixServer(t *testing.T, prefix string) (*stateless.Server, *auth.Resource, *[]string) {
 	t.Helper()
 	var principals []string
-	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator:        prefixTokens,
+	res := &auth.Resource{
+		Tokens:               prefixTokens,
 		AuthorizationServers: []string{"https://issuer.example.com"},
 		ScopesSupported:      []string{scopePrefix + "notes:read", scopePrefix + "notes:write", "offline_access"},
-		ScopeImplies:         map[string][]string{"notes:write": {"notes:read"}},
 		ScopePrefix:          prefix,
+	}
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
+		Authenticator: res,
+		ScopeImplies:  map[string][]string{"notes:write": {"notes:read"}},
 	}})
 	tool := func(name string, scopes []string, visible stateless.Visibility) {
 		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: scopes, Visible: visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
@@ -61,7 +65,7 @@ func newPrefixServer(t *testing.T, prefix string) (*stateless.Server, *[]string)
 	tool("add", []string{"notes:write"}, nil)
 	tool("audit", []string{"notes:read", "audit"}, nil)
 	tool("secret", []string{"admin"}, func(context.Context, string) bool { return false })
-	return s, &principals
+	return s, res, &principals
 }
 
 // TestScopePrefixChallenges: with a ScopePrefix, the 401 and 403
@@ -135,7 +139,7 @@ func TestScopePrefixChallenges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, principals := newPrefixServer(t, tt.prefix)
+			s, _, principals := newPrefixServer(t, tt.prefix)
 			var authz []string
 			if tt.token != "" {
 				authz = []string{"Bearer " + tt.token}
@@ -178,8 +182,8 @@ func TestScopePrefixChallenges(t *testing.T) {
 // provider's names), neither prefixed again nor stripped.
 func TestScopePrefixMetadata(t *testing.T) {
 	for _, prefix := range []string{scopePrefix, ""} {
-		s, _ := newPrefixServer(t, prefix)
-		resp := s.ProtectedResourceMetadata(endpoint)
+		_, res, _ := newPrefixServer(t, prefix)
+		resp := res.ProtectedResourceMetadata(endpoint)
 		if resp.Status != http.StatusOK {
 			t.Fatalf("prefix %q: %d %s", prefix, resp.Status, resp.Body)
 		}
@@ -223,7 +227,7 @@ func TestScopePrefixAdmit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newPrefixServer(t, tt.prefix)
+			s, _, _ := newPrefixServer(t, tt.prefix)
 			h := http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {tt.tool}}
 			if tt.token != "" {
 				h.Set("Authorization", "Bearer "+tt.token)

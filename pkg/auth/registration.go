@@ -1,7 +1,6 @@
-package stateless
+package auth
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,9 +8,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Registration is the endpoint's registration facade, for clients that
@@ -57,9 +57,10 @@ const AuthorizationServerMetadataPath = "/.well-known/oauth-authorization-server
 // registration endpoint: POST /mcp/register.
 const RegistrationSuffix = "/register"
 
-// maxRegistration bounds a registration request's body: client metadata
-// is a few hundred bytes.
-const maxRegistration = 16 << 10
+// MaxRegistrationBytes bounds a registration request's body: client
+// metadata is a few hundred bytes. A longer body is refused
+// invalid_client_metadata; a door reads no more than one byte beyond it.
+const MaxRegistrationBytes = 16 << 10
 
 // AuthorizationServerMetadataURL returns the RFC 8414 well-known URL of
 // the facade's metadata for the endpoint whose canonical URL is
@@ -68,22 +69,22 @@ func AuthorizationServerMetadataURL(endpoint string) string {
 	return wellKnownURL(endpoint, AuthorizationServerMetadataPath)
 }
 
-// authorizationServers are the issuers the protected-resource metadata of
-// endpoint names: the endpoint itself when it has a registration facade.
-func (a *AuthOptions) authorizationServers(endpoint string) []string {
-	if a.Registration != nil {
-		return []string{endpoint}
+// registration is the facade, or nil (a nil Resource has none).
+func (res *Resource) registration() *Registration {
+	if res == nil {
+		return nil
 	}
-	return a.AuthorizationServers
+	return res.Registration
 }
 
-// AuthorizationServerMetadata answers a request for the registration
-// facade's authorization server metadata (RFC 8414) of the endpoint whose
-// canonical URL is endpoint: 404 when the endpoint has no facade.
-func (s *Server) AuthorizationServerMetadata(endpoint string) *Response {
-	reg := s.registration()
+// AuthorizationServerMetadata is the registration facade's authorization
+// server metadata (RFC 8414) of the endpoint whose canonical URL is
+// endpoint: the answer to its GET; 404 when the endpoint has no facade.
+// [Documents] serves it, and reports it.
+func (res *Resource) AuthorizationServerMetadata(endpoint string) *stateless.Response {
+	reg := res.registration()
 	if reg == nil || endpoint == "" {
-		return oauthNotFound()
+		return notFound()
 	}
 	doc := struct {
 		Issuer                            string   `json:"issuer"`
@@ -96,13 +97,9 @@ func (s *Server) AuthorizationServerMetadata(endpoint string) *Response {
 		TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 		CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
 	}{endpoint, reg.AuthorizationEndpoint, reg.TokenEndpoint, strings.TrimSuffix(endpoint, "/") + RegistrationSuffix,
-		s.opts.Auth.ScopesSupported, []string{"code"}, registrableGrants, []string{"none"}, []string{"S256"}}
+		res.ScopesSupported, []string{"code"}, registrableGrants, []string{"none"}, []string{"S256"}}
 	b, _ := json.Marshal(doc) // strings and slices of strings: cannot fail
-	return &Response{Status: http.StatusOK, Header: http.Header{
-		"Content-Type":                {"application/json"},
-		"Cache-Control":               {"public, max-age=300"},
-		"Access-Control-Allow-Origin": {"*"},
-	}, Body: b}
+	return publicDocument(b)
 }
 
 // registrableGrants are the grant types a registration may ask for.
@@ -117,29 +114,40 @@ type clientMetadata struct {
 	ResponseTypes           []string `json:"response_types"`
 }
 
-// errRegistration is a registration the facade refuses, with the RFC
-// 7591 error code.
+// errRegistration is a registration the facade refuses: code is the RFC
+// 7591 error (invalid_redirect_uri, invalid_client_metadata) and
+// description names the member at fault, never its value.
 type errRegistration struct{ code, description string }
 
-func (e *errRegistration) Error() string { return e.code + ": " + e.description }
+func (e *errRegistration) Error() string {
+	return "auth: registration refused: " + e.code + ": " + e.description
+}
 
 // Register answers a client registration request (RFC 7591) to the
 // facade of the endpoint whose canonical URL is endpoint: 201 with the
 // pre-registered client's id and the metadata registered, or 400 with
-// invalid_redirect_uri or invalid_client_metadata and a description
-// that names the member at fault (never its value); 404 when the endpoint
-// has no facade. Nothing is stored: every registration is answered alike.
-func (s *Server) Register(endpoint string, body []byte) *Response {
-	reg := s.registration()
+// invalid_redirect_uri or invalid_client_metadata and a description that
+// names the member at fault (never its value); 404 when the endpoint has
+// no facade. Nothing is stored: every registration is answered alike.
+// [Documents] serves it, and reports it.
+func (res *Resource) Register(endpoint string, body []byte) *stateless.Response {
+	resp, _ := res.register(endpoint, body)
+	return resp
+}
+
+// register is Register with the refusal's reason, a *errRegistration,
+// for the report.
+func (res *Resource) register(endpoint string, body []byte) (*stateless.Response, error) {
+	reg := res.registration()
 	if reg == nil || endpoint == "" {
-		return oauthNotFound()
+		return notFound(), nil
 	}
 	md, err := reg.check(body)
 	if err != nil {
 		var e *errRegistration
 		errors.As(err, &e)
 		b, _ := json.Marshal(map[string]string{"error": e.code, "error_description": e.description})
-		return &Response{Status: http.StatusBadRequest, Header: registrationHeader(), Body: b}
+		return &stateless.Response{Status: http.StatusBadRequest, Header: registrationHeader(), Body: b}, err
 	}
 	b, _ := json.Marshal(struct {
 		ClientID                string   `json:"client_id"`
@@ -148,51 +156,13 @@ func (s *Server) Register(endpoint string, body []byte) *Response {
 		GrantTypes              []string `json:"grant_types"`
 		ResponseTypes           []string `json:"response_types"`
 	}{reg.ClientID, md.RedirectURIs, "none", md.GrantTypes, md.ResponseTypes})
-	return &Response{Status: http.StatusCreated, Header: registrationHeader(), Body: b}
-}
-
-// RegistrationPreflight answers a CORS preflight of the facade's
-// registration endpoint (OPTIONS, with Origin and
-// Access-Control-Request-Method) by the endpoint's own Origin rule
-// (Options.AllowedOrigins and the loopback rule): an allowed origin is
-// echoed, with POST, the one method the endpoint takes, and the requested
-// headers the endpoint admits; a refused origin or another method gets
-// the forbidden-origin refusal without Access-Control-* headers, so the
-// browser never sends the registration. Another OPTIONS is answered 405,
-// and an endpoint without a facade 404. It is reported as every answer
-// is.
-func (s *Server) RegistrationPreflight(ctx context.Context, r *Request) *Response {
-	start := time.Now()
-	o := &Outcome{}
-	ctx = s.observing(ctx, r.Header, o)
-	var resp *Response
-	switch {
-	case s.registration() == nil:
-		resp = oauthNotFound()
-	case !isPreflight(r):
-		resp = &Response{Status: http.StatusMethodNotAllowed, Header: http.Header{"Content-Type": {"application/json"}, "Allow": {"OPTIONS, POST"}},
-			Body: []byte(`{"error":"method_not_allowed"}`)}
-	default:
-		resp = preflightFor(s, r, o, registrationMethods, http.MethodPost)
-	}
-	s.reportSince(ctx, o, resp.Status, start)
-	return resp
-}
-
-// registrationMethods are the methods the registration endpoint takes.
-var registrationMethods = []string{http.MethodPost}
-
-// ServeRegistrationPreflight serves the CORS preflight of the facade's
-// registration endpoint (Server.RegistrationPreflight); mount it where
-// ServeRegister is, for OPTIONS.
-func (h *HTTPHandler) ServeRegistrationPreflight(w http.ResponseWriter, r *http.Request) {
-	writeResponse(w, h.Server.RegistrationPreflight(r.Context(), &Request{Method: r.Method, Header: r.Header, Host: r.Host, Endpoint: h.Endpoint}))
+	return &stateless.Response{Status: http.StatusCreated, Header: registrationHeader(), Body: b}, nil
 }
 
 // check reads and validates a registration request.
 func (reg *Registration) check(body []byte) (*clientMetadata, error) {
-	if len(body) > maxRegistration {
-		return nil, &errRegistration{"invalid_client_metadata", fmt.Sprintf("the request is over %d bytes", maxRegistration)}
+	if len(body) > MaxRegistrationBytes {
+		return nil, &errRegistration{"invalid_client_metadata", fmt.Sprintf("the request is over %d bytes", MaxRegistrationBytes)}
 	}
 	var md clientMetadata
 	if err := jsonv2.Unmarshal(body, &md); err != nil {
@@ -245,15 +215,11 @@ func (reg *Registration) acceptsRedirect(raw string) bool {
 	if err != nil || u.Scheme != "http" || strings.Contains(raw, "#") || u.User != nil || u.Opaque != "" {
 		return false
 	}
-	h := strings.ToLower(u.Hostname())
-	return (h == "localhost" || h == "127.0.0.1" || h == "::1") && isLoopbackHost(u.Host)
-}
-
-func (s *Server) registration() *Registration {
-	if s.opts.Auth == nil {
-		return nil
+	switch strings.ToLower(u.Hostname()) {
+	case "localhost", "127.0.0.1", "::1":
+		return true
 	}
-	return s.opts.Auth.Registration
+	return false
 }
 
 func registrationHeader() http.Header {
@@ -262,8 +228,4 @@ func registrationHeader() http.Header {
 		"Cache-Control":               {"no-store"},
 		"Access-Control-Allow-Origin": {"*"},
 	}
-}
-
-func oauthNotFound() *Response {
-	return &Response{Status: http.StatusNotFound, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(`{"error":"not_found"}`)}
 }

@@ -1,4 +1,4 @@
-package stateless_test
+package auth_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -28,27 +29,34 @@ const (
 	maxRegistration = 16 << 10
 )
 
-func facadeRegistration() *stateless.Registration {
-	return &stateless.Registration{ClientID: facadeClientID, AuthorizationEndpoint: facadeAuthorize, TokenEndpoint: facadeToken,
+func facadeRegistration() *auth.Registration {
+	return &auth.Registration{ClientID: facadeClientID, AuthorizationEndpoint: facadeAuthorize, TokenEndpoint: facadeToken,
 		RedirectURIs: []string{facadeRedirect}}
 }
 
-// newFacadeServer is a protected server; with reg set it has the
+// newFacade is a protected endpoint's Resource; with reg set it has the
 // registration facade.
-func newFacadeServer(reg *stateless.Registration) *stateless.Server {
-	return stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator:        tokens{},
+func newFacade(reg *auth.Registration) *auth.Resource {
+	return &auth.Resource{
+		Tokens:               tokens{},
 		AuthorizationServers: []string{"https://issuer.example.com"},
 		ScopesSupported:      []string{"notes:read", "notes:write"},
 		Registration:         reg,
-	}})
+	}
+}
+
+// newFacadeServer is the server res protects, and its documents.
+func newFacadeServer(res *auth.Resource) (*stateless.Server, *auth.Documents) {
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Auth: &stateless.AuthOptions{Authenticator: res}})
+	return s, &auth.Documents{Server: s, Resource: res}
 }
 
 // TestFacadeProtectedResourceMetadata: with a facade the endpoint is its
 // own (only) authorization server; without one the configured issuers
 // are.
 func TestFacadeProtectedResourceMetadata(t *testing.T) {
-	servers := func(s *stateless.Server) []string {
+	servers := func(s *auth.Resource) []string {
 		t.Helper()
 		resp := s.ProtectedResourceMetadata(endpoint)
 		if resp.Status != http.StatusOK {
@@ -66,15 +74,15 @@ func TestFacadeProtectedResourceMetadata(t *testing.T) {
 		}
 		return doc.AuthorizationServers
 	}
-	if got := servers(newFacadeServer(facadeRegistration())); !slices.Equal(got, []string{endpoint}) {
+	if got := servers(newFacade(facadeRegistration())); !slices.Equal(got, []string{endpoint}) {
 		t.Errorf("with a facade: authorization_servers %q, want [%s]", got, endpoint)
 	}
-	if got := servers(newFacadeServer(nil)); !slices.Equal(got, []string{"https://issuer.example.com"}) {
+	if got := servers(newFacade(nil)); !slices.Equal(got, []string{"https://issuer.example.com"}) {
 		t.Errorf("without a facade: authorization_servers %q, want the issuer", got)
 	}
 	// The issuer the metadata names is where a client finds the
 	// facade's own metadata (RFC 8414 section 3).
-	if got := stateless.AuthorizationServerMetadataURL(endpoint); got != facadeASM {
+	if got := auth.AuthorizationServerMetadataURL(endpoint); got != facadeASM {
 		t.Errorf("AuthorizationServerMetadataURL(%s) = %s, want %s", endpoint, got, facadeASM)
 	}
 	for in, want := range map[string]string{
@@ -83,14 +91,14 @@ func TestFacadeProtectedResourceMetadata(t *testing.T) {
 		"http://127.0.0.1:8080/mcp":         "http://127.0.0.1:8080/.well-known/oauth-authorization-server/mcp",
 		"/mcp":                              "",
 	} {
-		if got := stateless.AuthorizationServerMetadataURL(in); got != want {
+		if got := auth.AuthorizationServerMetadataURL(in); got != want {
 			t.Errorf("AuthorizationServerMetadataURL(%s) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestAuthorizationServerMetadata(t *testing.T) {
-	s := newFacadeServer(facadeRegistration())
+	s := newFacade(facadeRegistration())
 	resp := s.AuthorizationServerMetadata(endpoint)
 	if resp.Status != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Access-Control-Allow-Origin") != "*" {
 		t.Fatalf("%d %v %s", resp.Status, resp.Header, resp.Body)
@@ -127,8 +135,8 @@ func TestAuthorizationServerMetadata(t *testing.T) {
 			t.Errorf("%s = %q, want %q", c.name, c.got, c.want)
 		}
 	}
-	if !strings.HasSuffix(endpoint+stateless.RegistrationSuffix, "/mcp/register") {
-		t.Errorf("RegistrationSuffix %q", stateless.RegistrationSuffix)
+	if !strings.HasSuffix(endpoint+auth.RegistrationSuffix, "/mcp/register") {
+		t.Errorf("RegistrationSuffix %q", auth.RegistrationSuffix)
 	}
 	// A trailing slash on the endpoint does not double the registration
 	// endpoint's.
@@ -144,16 +152,16 @@ func TestAuthorizationServerMetadata(t *testing.T) {
 	// protected-resource metadata's of an open endpoint, whether the
 	// endpoint has no Auth at all or Auth without a facade (a facade
 	// that is off answers as one that does not exist).
-	open := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	var open *auth.Resource // an endpoint without authorization
 	absent := open.ProtectedResourceMetadata(endpoint)
 	if absent.Status != http.StatusNotFound {
 		t.Fatalf("an open endpoint's protected-resource metadata: %d", absent.Status)
 	}
 	for name, resp := range map[string]*stateless.Response{
 		"no Auth: metadata":                   open.AuthorizationServerMetadata(endpoint),
-		"Auth without a facade: metadata":     newFacadeServer(nil).AuthorizationServerMetadata(endpoint),
+		"Auth without a facade: metadata":     newFacade(nil).AuthorizationServerMetadata(endpoint),
 		"no Auth: registration":               open.Register(endpoint, []byte(`{"redirect_uris":["http://127.0.0.1/cb"]}`)),
-		"Auth without a facade: registration": newFacadeServer(nil).Register(endpoint, []byte(`{"redirect_uris":["http://127.0.0.1/cb"]}`)),
+		"Auth without a facade: registration": newFacade(nil).Register(endpoint, []byte(`{"redirect_uris":["http://127.0.0.1/cb"]}`)),
 		"a facade without an endpoint URL":    s.AuthorizationServerMetadata(""),
 	} {
 		if resp.Status != absent.Status || !reflect.DeepEqual(resp.Header, absent.Header) || !bytes.Equal(resp.Body, absent.Body) {
@@ -166,7 +174,7 @@ func TestAuthorizationServerMetadata(t *testing.T) {
 // pre-registered client for every valid one, a refusal with the RFC 7591
 // error for the rest, and never a word of the offending URI.
 func TestRegister(t *testing.T) {
-	s := newFacadeServer(facadeRegistration())
+	s := newFacade(facadeRegistration())
 	overBound := `{"redirect_uris":["http://127.0.0.1/cb"]}` + strings.Repeat(" ", maxRegistration)
 	atBound := `{"redirect_uris":["http://127.0.0.1/cb"]}`
 	atBound += strings.Repeat(" ", maxRegistration-len(atBound))
@@ -288,14 +296,18 @@ func TestRegister(t *testing.T) {
 	}
 }
 
-// TestFacadeOverHTTP: the net/http handlers serve the facade, and a
+// TestFacadeOverHTTP: the net/http handler serves the facade, and a
 // registration over the bound is a refused registration, not a transport
 // failure.
 func TestFacadeOverHTTP(t *testing.T) {
-	h := &stateless.HTTPHandler{Server: newFacadeServer(facadeRegistration()), Endpoint: endpoint}
+	_, docs := newFacadeServer(newFacade(facadeRegistration()))
+	h := docs.Handler(endpoint)
+	if maxRegistration != auth.MaxRegistrationBytes {
+		t.Errorf("MaxRegistrationBytes %d, want %d", auth.MaxRegistrationBytes, maxRegistration)
+	}
 
 	w := httptest.NewRecorder()
-	h.ServeAuthorizationServerMetadata(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server/mcp", nil))
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server/mcp", nil))
 	var doc struct {
 		Issuer string `json:"issuer"`
 	}
@@ -309,7 +321,7 @@ func TestFacadeOverHTTP(t *testing.T) {
 		r.Header.Set("Content-Type", "application/json")
 		r.ContentLength = length
 		w := httptest.NewRecorder()
-		h.ServeRegister(w, r)
+		h.ServeHTTP(w, r)
 		return w
 	}
 	valid := `{"redirect_uris":["http://127.0.0.1:8123/callback"]}`
@@ -332,14 +344,15 @@ func TestFacadeOverHTTP(t *testing.T) {
 	}
 
 	// Without a facade both are absent.
-	h = &stateless.HTTPHandler{Server: newFacadeServer(nil), Endpoint: endpoint}
+	_, docs = newFacadeServer(newFacade(nil))
+	h = docs.Handler(endpoint)
 	w = httptest.NewRecorder()
-	h.ServeAuthorizationServerMetadata(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server/mcp", nil))
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/.well-known/oauth-authorization-server/mcp", nil))
 	if w.Code != http.StatusNotFound {
 		t.Errorf("metadata without a facade: %d %s", w.Code, w.Body)
 	}
 	w = httptest.NewRecorder()
-	h.ServeRegister(w, httptest.NewRequest(http.MethodPost, "/mcp/register", strings.NewReader(valid)))
+	h.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/mcp/register", strings.NewReader(valid)))
 	if w.Code != http.StatusNotFound {
 		t.Errorf("registration without a facade: %d %s", w.Code, w.Body)
 	}
@@ -386,7 +399,7 @@ func FuzzRegister(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	reg := facadeRegistration()
-	s := newFacadeServer(reg)
+	s := newFacade(reg)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		resp := s.Register(endpoint, body)
 		if !json.Valid(resp.Body) {

@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
+	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+)
+
+// TestDocumentsThroughTheLocalDoor: the local server answers the OAuth
+// documents at their paths through the documents' routing table, and
+// each answer is one reported Outcome, named after the document (never
+// the path), with its status and a refusal's kind, and one request line
+// of the observer; a path that is no document's is a plain 404, no
+// answer of the endpoint's.
+func TestDocumentsThroughTheLocalDoor(t *testing.T) {
+	const endpoint = "https://mcp.example.com/mcp"
+	var log syncbuf.Buffer
+	ob := observe.New(&log, observe.Options{Function: "fn"})
+	var mu sync.Mutex
+	var outcomes []*stateless.Outcome
+	res := &auth.Resource{AuthorizationServers: []string{"https://issuer.example.com"},
+		Registration: &auth.Registration{ClientID: "c", AuthorizationEndpoint: "https://idp.example/authorize", TokenEndpoint: "https://idp.example/token"}}
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		AllowedOrigins: []string{"https://app.example"},
+		Auth:           &stateless.AuthOptions{Authenticator: res},
+		Observe: func(ctx context.Context, o *stateless.Outcome) {
+			mu.Lock()
+			outcomes = append(outcomes, o)
+			mu.Unlock()
+			ob.Observe(ctx, o)
+		}})
+	pr, pw := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, srv, Options{Addr: "127.0.0.1:0", Endpoint: endpoint, Stdout: pw, Logger: slog.New(slog.DiscardHandler),
+			Documents: &auth.Documents{Server: srv, Resource: res}})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "MCP endpoint: ")
+	if err != nil || !ok {
+		t.Fatalf("the local endpoint's URL: %q, %v", line, err)
+	}
+	origin := strings.TrimSuffix(url, "/mcp")
+	client := &http.Client{Timeout: 10 * time.Second}
+
+	for _, tt := range []struct {
+		method, path, body string
+		header             http.Header
+		status             int
+		document, kind     string // "": no answer of the endpoint's
+	}{
+		{"GET", "/.well-known/oauth-protected-resource/mcp", "", nil, 200, auth.MethodProtectedResourceMetadata, ""},
+		{"GET", "/.well-known/oauth-protected-resource", "", nil, 200, auth.MethodProtectedResourceMetadata, ""},
+		{"GET", "/.well-known/oauth-authorization-server/mcp", "", nil, 200, auth.MethodAuthorizationServerMetadata, ""},
+		{"POST", "/mcp/register", `{"redirect_uris":["http://127.0.0.1:3000/cb"]}`, nil, 201, auth.MethodRegister, ""},
+		{"POST", "/mcp/register", `{"redirect_uris":["https://evil.example/cb"]}`, nil, 400, auth.MethodRegister, "invalid_redirect_uri"},
+		{"OPTIONS", "/mcp/register", "", http.Header{"Origin": {"https://app.example"}, "Access-Control-Request-Method": {"POST"}}, 204, auth.MethodRegisterPreflight, ""},
+		{"OPTIONS", "/mcp/register", "", nil, 405, auth.MethodRegisterPreflight, "method_not_allowed"},
+		{"GET", "/elsewhere", "", nil, 404, "", ""},
+		{"PUT", "/mcp/register", "", nil, 404, "", ""},
+	} {
+		mu.Lock()
+		outcomes = nil
+		mu.Unlock()
+		log.Take()
+		req, err := http.NewRequest(tt.method, origin+tt.path, strings.NewReader(tt.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range tt.header {
+			req.Header[k] = v
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s %s: %d %s, want %d", tt.method, tt.path, resp.StatusCode, body, tt.status)
+		}
+		mu.Lock()
+		got := outcomes
+		mu.Unlock()
+		if tt.document == "" {
+			if len(got) != 0 {
+				t.Errorf("%s %s was reported: %+v", tt.method, tt.path, got[0])
+			}
+			continue
+		}
+		if len(got) != 1 || got[0].Method != tt.document || !got[0].OwnMethod || got[0].Status != tt.status || got[0].Kind != tt.kind {
+			t.Errorf("%s %s: outcomes %+v, want one of %s, status %d, kind %q", tt.method, tt.path, got, tt.document, tt.status, tt.kind)
+			continue
+		}
+		var l map[string]any
+		lines := strings.Split(strings.TrimSpace(log.Take()), "\n")
+		outcome := tt.kind
+		if outcome == "" {
+			outcome = "ok"
+		}
+		if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &l) != nil || l["msg"] != "request" || l["Method"] != tt.document ||
+			l["Outcome"] != outcome || l["status"] != float64(tt.status) || l["Requests"] != float64(1) {
+			t.Errorf("%s %s: the observer's lines %q, want one request line of %s, %s, %d", tt.method, tt.path, lines, tt.document, outcome, tt.status)
+		}
+	}
+}
