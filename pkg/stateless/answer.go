@@ -133,11 +133,19 @@ var errPanic = errors.New("handler panicked")
 // result is the answer with result v, decorated for the request's era.
 func (x *exchange) result(v any, f *resultFields) Answer { return x.replier().result(v, f) }
 
-// render is the HTTP response of a, the request's final answer. A
-// result leaves after the request's notifications, as an event stream,
-// when there are any and the client accepts one; a refusal or a replay
-// leaves alone, as JSON.
+// render is the HTTP response of a, the request's final answer, written
+// to x.response (one allocation with the request's). A result leaves
+// after the request's notifications, as an event stream, when there are
+// any and the client accepts one; a refusal or a replay leaves alone, as
+// JSON.
 func (x *exchange) render(a *Answer) *Response {
+	if resp := x.renderOf(a); resp != &x.response {
+		x.response = *resp
+	}
+	return &x.response
+}
+
+func (x *exchange) renderOf(a *Answer) *Response {
 	var id json.RawMessage
 	if x.d != nil {
 		id = x.d.id
@@ -205,7 +213,8 @@ func jsonResponse(msg []byte) *Response {
 func (x *exchange) respond(msg []byte) *Response {
 	notes := x.call.notes
 	if len(notes) == 0 || !x.acceptsSSE {
-		return jsonResponse(msg)
+		x.response = Response{Status: http.StatusOK, Header: http.Header{"Content-Type": contentTypeJSON}, Body: msg}
+		return &x.response
 	}
 	n := len(msg) + 32
 	for _, m := range notes {

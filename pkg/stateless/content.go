@@ -107,7 +107,10 @@ func appendCallToolResult(b []byte, r *CallToolResult) ([]byte, error) {
 		}
 	}
 	b = append(b, ']')
-	if r.StructuredContent != nil {
+	if r.structured != nil {
+		b = append(b, `,"structuredContent":`...)
+		b = append(b, r.structured...)
+	} else if r.StructuredContent != nil {
 		raw, ok := r.StructuredContent.(json.RawMessage)
 		if !ok {
 			var err error

@@ -17,12 +17,12 @@ import (
 // envelope is a JSON-RPC message's envelope; params stay raw until the
 // method is known, and are then decoded into the method's own type.
 type envelope struct {
-	JSONRPC string  `json:"jsonrpc"`
-	ID      span    `json:"id"`
-	Method  *string `json:"method"`
-	Params  span    `json:"params"`
-	Result  span    `json:"result"`
-	Error   span    `json:"error"`
+	JSONRPC string `json:"jsonrpc"`
+	ID      span   `json:"id"`
+	Method  span   `json:"method"`
+	Params  span   `json:"params"`
+	Result  span   `json:"result"`
+	Error   span   `json:"error"`
 }
 
 // span is a JSON value of the request's body, kept as its bytes in the
@@ -98,10 +98,7 @@ func trimJSONSpace(b []byte) []byte {
 // Unknown members are ignored. lookup finds the method's row (the
 // protocol's table, then the server's custom methods); nil is the
 // protocol's table alone.
-func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcperr.Error) {
-	if lookup == nil {
-		lookup = protocolMethod
-	}
+func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
 	body = trimJSONSpace(body)
 	if len(body) == 0 {
 		return nil, mcperr.New(mcperr.KindParseError)
@@ -142,16 +139,31 @@ func decodeMessage(body []byte, lookup func(string) *methodInfo) (*decoded, *mcp
 	if validID(m.ID) {
 		d.id = json.RawMessage(m.ID)
 	}
-	if m.Method != nil {
-		d.method = *m.Method
-		d.row = lookup(d.method)
+	hasMethod := m.Method != nil && string(m.Method) != "null"
+	if hasMethod {
+		if m.Method[0] != '"' {
+			d.params = &baseParams{}
+			return d, mcperr.Wrap(mcperr.KindInvalidRequest, errors.New("method is not a string"))
+		}
+		// A method's row names it: a known method costs no string.
+		name := m.Method[1 : len(m.Method)-1]
+		if bytes.IndexByte(name, '\\') < 0 {
+			if d.row = reg.methodOf(name); d.row != nil {
+				d.method = d.row.name
+			} else {
+				d.method = string(name)
+			}
+		} else {
+			d.method, _ = jsonString(m.Method)
+			d.row = reg.method(d.method)
+		}
 	}
 	if d.row != nil {
 		d.params = d.row.params()
 	} else {
 		d.params = &baseParams{}
 	}
-	if m.Method == nil {
+	if !hasMethod {
 		if m.Result != nil || m.Error != nil {
 			return d, mcperr.New(mcperr.KindResponseRejected)
 		}

@@ -222,6 +222,16 @@ func appendRawResult(dst []byte, id, result json.RawMessage) []byte {
 type preEncoded []byte
 
 // marshalCompact is compact JSON without HTML escaping.
+func (s *Server) marshalCompact(v any) ([]byte, error) {
+	buf := getBuffer(s)
+	defer putBuffer(s, buf)
+	if err := buf.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(bytes.TrimSuffix(buf.b.Bytes(), []byte("\n"))), nil
+}
+
+// marshalCompact is Server.marshalCompact with a buffer of its own.
 func marshalCompact(v any) ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

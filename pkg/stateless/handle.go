@@ -194,6 +194,8 @@ type exchange struct {
 	d   *decoded
 	reg *registry
 	row *methodInfo // the method's, once dispatched
+	// response is the request's HTTP response (render).
+	response Response
 	// exec is the handler of the server's the request runs, if any
 	// (execute), kept here so that it costs no allocation of its own.
 	exec       executable
@@ -287,7 +289,7 @@ func (x *exchange) serve(ctx context.Context, live *liveStream) Answer {
 		return refused(mcperr.New(mcperr.KindUnauthorized))
 	}
 	decodeStart := time.Now()
-	d, e := decodeMessage(r.Body, x.reg.method)
+	d, e := decodeMessage(r.Body, x.reg)
 	o.Steps.Decode = time.Since(decodeStart)
 	if e != nil {
 		// The refusal names the request's id when it could be read.

@@ -108,12 +108,13 @@ func writeResponse(w http.ResponseWriter, resp *Response) {
 // the size its Content-Length announces (io.ReadAll would start at 512
 // bytes and grow), or grown as it comes when none is announced.
 func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	rd := http.MaxBytesReader(w, r.Body, max)
 	if n := r.ContentLength; n > 0 && n <= max {
-		// One byte more than announced, to see the end without growing.
+		// net/http's body reader ends at the announced length, so the
+		// bound holds without a MaxBytesReader. One byte more than
+		// announced, to see the end without growing.
 		b := make([]byte, 0, n+1)
 		for {
-			k, err := rd.Read(b[len(b):cap(b)])
+			k, err := r.Body.Read(b[len(b):cap(b)])
 			b = b[:len(b)+k]
 			if err == io.EOF {
 				return b, nil
@@ -122,11 +123,15 @@ func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error)
 				return nil, err
 			}
 			if len(b) == cap(b) {
-				// Longer than announced: read the rest as it comes.
-				rest, err := io.ReadAll(rd)
+				// Longer than announced (a Body that is not net/http's):
+				// read the rest as it comes, within the bound.
+				if int64(len(b)) > max {
+					return nil, &http.MaxBytesError{Limit: max}
+				}
+				rest, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max-int64(len(b))))
 				return append(b, rest...), err
 			}
 		}
 	}
-	return io.ReadAll(rd)
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 }

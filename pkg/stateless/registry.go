@@ -40,7 +40,23 @@ func (r *registry) method(name string) *methodInfo {
 	if m := methods[name]; m != nil {
 		return m
 	}
+	if r == nil {
+		return nil
+	}
 	return r.custom[name]
+}
+
+// methodOf is method of a name given as bytes, which it looks up without
+// making a string of them; a nil registry has the protocol's methods
+// only.
+func (r *registry) methodOf(name []byte) *methodInfo {
+	if m := methods[string(name)]; m != nil {
+		return m
+	}
+	if r == nil {
+		return nil
+	}
+	return r.custom[string(name)]
 }
 
 func update(s *Server, f func(r *registry)) {

@@ -12,6 +12,10 @@ type CallToolResult struct {
 	IsError           bool      `json:"isError,omitempty"`
 	// Meta is merged into the result's _meta, after the server's own keys.
 	Meta Meta `json:"-"`
+
+	// structured is StructuredContent as the server encoded it, once,
+	// for the answer (see replier.toolResult).
+	structured json.RawMessage
 }
 
 // GetPromptResult is the complete result of prompts/get.

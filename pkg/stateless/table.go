@@ -19,7 +19,9 @@ const (
 // advertising and the decoding of params all read it; a method is added
 // with one row and one handler.
 type methodInfo struct {
-	era era
+	// name is the method's name.
+	name string
+	era  era
 	// feature is the registry feature that must be present for the method
 	// to exist ("" for the methods every server has): a method of a
 	// feature the server does not advertise is unknown.
@@ -176,8 +178,11 @@ var methods = map[string]*methodInfo{
 	"completion/complete":      row(everyEra, "completions", false, (*exchange).serveComplete),
 }
 
-// protocolMethod is the protocol's row of method, or nil.
-func protocolMethod(method string) *methodInfo { return methods[method] }
+func init() {
+	for name, m := range methods {
+		m.name = name
+	}
+}
 
 // unservedMethods are the methods the protocol defines that this server
 // does not serve (answered -32601).

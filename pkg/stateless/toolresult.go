@@ -83,7 +83,7 @@ func (r replier) toolResult(ctx context.Context, t *registeredTool, res *CallToo
 	if res.StructuredContent != nil && !res.IsError {
 		// Marshal once: the same bytes are validated, sent as
 		// structuredContent, and mirrored in a text block.
-		raw, err := marshalCompact(res.StructuredContent)
+		raw, err := r.s.marshalCompact(res.StructuredContent)
 		if err != nil {
 			return refused(mcperr.Wrap(mcperr.KindInternal, err))
 		}
@@ -92,7 +92,7 @@ func (r replier) toolResult(ctx context.Context, t *registeredTool, res *CallToo
 				return refused(mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("tool %s: structured result does not match its output schema: %w", t.def.Name, err)))
 			}
 		}
-		res.StructuredContent = json.RawMessage(raw)
+		res.structured = raw
 		if len(res.Content) == 0 {
 			res.Content = []Content{Text(string(raw))}
 		}
