@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -59,4 +60,59 @@ func (x *exchange) promptAnswer(ctx context.Context, k stateKey, res *GetPromptR
 		res.Messages = []PromptMessage{}
 	}
 	return x.result(res, &resultFields{meta: res.Meta})
+}
+
+// Prompt describes a prompt.
+type Prompt struct {
+	Name        string           `json:"name"`
+	Title       string           `json:"title,omitempty"`
+	Description string           `json:"description,omitempty"`
+	Arguments   []PromptArgument `json:"arguments,omitempty"`
+	Icons       []Icon           `json:"icons,omitempty"`
+	Meta        Meta             `json:"_meta,omitempty"`
+
+	Visible Visibility `json:"-"`
+}
+
+// PromptArgument describes one argument of a prompt.
+type PromptArgument struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// PromptRequest is a prompts/get request as a handler sees it.
+type PromptRequest struct {
+	*Call
+	Name      string
+	Arguments map[string]string
+}
+
+// PromptHandler answers prompts/get.
+type PromptHandler func(ctx context.Context, req *PromptRequest) (*GetPromptResult, error)
+
+type registeredPrompt struct {
+	def     Prompt
+	handler PromptHandler
+	encoded []byte
+}
+
+// AddPrompt registers a prompt. It panics if the name is empty or taken.
+func (s *Server) AddPrompt(p *Prompt, h PromptHandler) {
+	if p.Name == "" || h == nil {
+		panic("stateless: a prompt needs a name and a handler")
+	}
+	rp := &registeredPrompt{def: *p, handler: h}
+	rp.encoded = mustMarshal(&rp.def)
+	update(s, func(reg *registry) {
+		var ok bool
+		reg.prompts, ok = insertSorted(reg.prompts, rp, func(p *registeredPrompt) string { return p.def.Name })
+		if !ok {
+			panic(fmt.Sprintf("stateless: prompt %q registered twice", p.Name))
+		}
+		if p.Visible != nil {
+			reg.promptsHidden = true
+		}
+	})
 }

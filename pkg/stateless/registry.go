@@ -2,6 +2,8 @@ package stateless
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -189,4 +191,14 @@ func legacyLogLevel(s *Server) LoggingLevel {
 		return s.opts.LegacyLogLevel
 	}
 	return LevelInfo
+}
+
+// mustMarshal is v's JSON, for a definition registered once; a definition
+// that does not marshal is a programming error.
+func mustMarshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("stateless: %T does not marshal: %v", v, err))
+	}
+	return b
 }

@@ -2,9 +2,12 @@ package stateless
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/yosida95/uritemplate/v3"
 )
 
 // serveReadResource answers resources/read: a resource, or the first
@@ -60,36 +63,116 @@ func (x *exchange) readAnswer(ctx context.Context, k stateKey, uri string, res *
 	return x.result(res, &resultFields{cache: &hint, meta: res.Meta})
 }
 
-// serveComplete answers completion/complete from the completion handler.
-func (x *exchange) serveComplete(ctx context.Context, p *completeParams) Answer {
-	if p.Ref == nil || p.Argument == nil {
-		return refused(mcperr.New(mcperr.KindMalformedParams))
+// Resource describes a resource with a fixed URI.
+type Resource struct {
+	URI         string       `json:"uri"`
+	Name        string       `json:"name"`
+	Title       string       `json:"title,omitempty"`
+	Description string       `json:"description,omitempty"`
+	MIMEType    string       `json:"mimeType,omitempty"`
+	Size        *int64       `json:"size,omitempty"`
+	Icons       []Icon       `json:"icons,omitempty"`
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Meta        Meta         `json:"_meta,omitempty"`
+
+	// Visible, if set, hides the resource from callers it rejects: absent
+	// from resources/list, and not found on resources/read.
+	Visible Visibility `json:"-"`
+}
+
+// ResourceTemplate describes a family of resources by an RFC 6570 URI
+// template.
+type ResourceTemplate struct {
+	URITemplate string       `json:"uriTemplate"`
+	Name        string       `json:"name"`
+	Title       string       `json:"title,omitempty"`
+	Description string       `json:"description,omitempty"`
+	MIMEType    string       `json:"mimeType,omitempty"`
+	Icons       []Icon       `json:"icons,omitempty"`
+	Annotations *Annotations `json:"annotations,omitempty"`
+	Meta        Meta         `json:"_meta,omitempty"`
+
+	Visible Visibility `json:"-"`
+}
+
+// ResourceRequest is a resources/read request as a handler sees it.
+type ResourceRequest struct {
+	*Call
+	URI string
+	// Vars are the template variables matched in URI; nil for a resource
+	// with a fixed URI.
+	Vars map[string]string
+}
+
+// ResourceHandler answers resources/read. Return an error made with
+// [mcperr.NewUnknownResource] when the resource does not exist, or an
+// [*InputRequired] to ask for input.
+type ResourceHandler func(ctx context.Context, req *ResourceRequest) (*ReadResourceResult, error)
+
+type registeredResource struct {
+	def     Resource
+	handler ResourceHandler
+	encoded []byte
+}
+
+type registeredTemplate struct {
+	def     ResourceTemplate
+	handler ResourceHandler
+	tmpl    *uritemplate.Template
+	re      *regexp.Regexp
+	encoded []byte
+}
+
+// AddResource registers a resource with a fixed URI. It panics if the URI
+// is empty or taken.
+func (s *Server) AddResource(r *Resource, h ResourceHandler) {
+	if r.URI == "" || r.Name == "" || h == nil {
+		panic("stateless: a resource needs a URI, a name and a handler")
 	}
-	req := &CompleteRequest{Call: &x.call, RefType: p.Ref.Type, Argument: p.Argument.Name, Value: p.Argument.Value}
-	switch p.Ref.Type {
-	case "ref/prompt":
-		req.RefName = p.Ref.Name
-	case "ref/resource":
-		req.RefName = p.Ref.URI
-	default:
-		return refused(mcperr.New(mcperr.KindMalformedParams))
+	rr := &registeredResource{def: *r, handler: h}
+	rr.encoded = mustMarshal(&rr.def)
+	update(s, func(reg *registry) {
+		var ok bool
+		reg.resources, ok = insertSorted(reg.resources, rr, func(r *registeredResource) string { return r.def.URI })
+		if !ok {
+			panic(fmt.Sprintf("stateless: resource %q registered twice", r.URI))
+		}
+		if r.Visible != nil {
+			reg.resourcesHidden = true
+		}
+	})
+}
+
+// AddResourceTemplate registers a resource template. resources/read of a
+// URI that matches no fixed resource is tried against the templates in
+// registration order.
+func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
+	if t.URITemplate == "" || t.Name == "" || h == nil {
+		panic("stateless: a resource template needs a URI template, a name and a handler")
 	}
-	if p.Context != nil {
-		req.Context = p.Context.Arguments
-	}
-	res, err := x.reg.complete(ctx, req)
+	tmpl, err := uritemplate.New(t.URITemplate)
 	if err != nil {
-		return handlerFailure(ctx, err)
+		panic(fmt.Sprintf("stateless: resource template %q: %v", t.URITemplate, err))
 	}
-	if res == nil {
-		res = &CompleteResult{}
+	rt := &registeredTemplate{def: *t, handler: h, tmpl: tmpl, re: tmpl.Regexp()}
+	rt.encoded = mustMarshal(&rt.def)
+	update(s, func(reg *registry) {
+		reg.templates = append(reg.templates, rt)
+		if t.Visible != nil {
+			reg.resourcesHidden = true
+		}
+	})
+}
+
+// match returns the template variables of uri, or nil.
+func (t *registeredTemplate) match(uri string) map[string]string {
+	if !t.re.MatchString(uri) {
+		return nil
 	}
-	if res.Completion.Values == nil {
-		res.Completion.Values = []string{}
+	vals := t.tmpl.Match(uri)
+	vars := make(map[string]string, len(t.tmpl.Varnames()))
+	for _, n := range t.tmpl.Varnames() {
+		vars[n] = vals.Get(n).String()
 	}
-	if len(res.Completion.Values) > 100 {
-		res.Completion.Values = res.Completion.Values[:100]
-		res.Completion.HasMore = true
-	}
-	return x.result(res, &resultFields{})
+	return vars
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -152,6 +153,35 @@ func metricName(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// traceParent returns the request's W3C trace context traceparent
+// (version-traceid-parentid-flags, lower-case hex, non-zero ids), or ""
+// when it is absent or malformed: only a value that passes is ever
+// logged. A later version's extra fields are dropped.
+func traceParent(v string) string {
+	if len(v) < 55 || v[2] != '-' || v[35] != '-' || v[52] != '-' {
+		return ""
+	}
+	if len(v) > 55 && (v[:2] == "00" || v[55] != '-') {
+		return ""
+	}
+	if !lowerHex(v[:2]) || v[:2] == "ff" || !lowerHex(v[3:35]) || !lowerHex(v[36:52]) || !lowerHex(v[53:55]) {
+		return ""
+	}
+	if strings.Trim(v[3:35], "0") == "" || strings.Trim(v[36:52], "0") == "" {
+		return ""
+	}
+	return v[:55]
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
 			return false
 		}
 	}

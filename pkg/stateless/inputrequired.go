@@ -1,18 +1,5 @@
 package stateless
 
-import (
-	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-
-	"github.com/serverless-mcp/mcp-lambda/internal/canon"
-	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
-)
-
 // InputRequired is returned as the error of a tool, prompt or resource
 // handler that needs the client's input before it can finish: the
 // multi-round-trip pattern of revision 2026-07-28. The server answers
@@ -108,79 +95,4 @@ func requiredCapability(caps *ClientCapabilities, r InputRequest) map[string]any
 		}
 	}
 	return nil
-}
-
-// inputRequiredResult renders ir for the client: capability-gated, with
-// the state sealed under the request's binding.
-func (s *Server) sealInputRequired(ctx context.Context, c *Call, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
-	if len(ir.Requests) == 0 && ir.State == nil {
-		return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("handler returned InputRequired with neither requests nor state"))
-	}
-	if missing := c.MissingCapabilities(ir.Requests); missing != nil {
-		return nil, mcperr.NewMissingCapability(missing)
-	}
-	out := map[string]any{}
-	if len(ir.Requests) > 0 {
-		out["inputRequests"] = ir.Requests
-	}
-	if ir.State != nil {
-		flag := stateMultiUse
-		if ir.SingleUse {
-			if !s.singleUse {
-				return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("a single-use state needs an interceptor that redeems it (claims.Guard's)"))
-			}
-			flag = stateSingleUse
-		}
-		tok, err := stateSealer(s).Seal(ctx, k.binding(), append([]byte{flag}, ir.State...))
-		if err != nil {
-			if reqstate.IsInvalid(err) {
-				return nil, mcperr.Wrap(mcperr.KindInternal, err)
-			}
-			return nil, mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, err)
-		}
-		out["requestState"] = tok
-	}
-	return out, nil
-}
-
-// stateKey names the request a state belongs to. Its binding, which
-// digests the arguments, is computed only when a state is sealed or
-// opened: most requests have none.
-type stateKey struct {
-	principal, method, target string
-	args                      json.RawMessage
-	endpoint                  string // Request.Endpoint
-}
-
-func (k stateKey) binding() reqstate.Binding {
-	return reqstate.Binding{Principal: k.principal, Method: k.method, Target: k.target, ArgsDigest: canon.Digest(k.args), Endpoint: k.endpoint}
-}
-
-// openSealedState opens the state of a retry before any handler runs.
-// For a single-use state it returns the id to redeem (Execution.SingleUse),
-// which the redeeming interceptor does once the call is known not to be a
-// replay.
-func (s *Server) openSealedState(ctx context.Context, c *Call, k stateKey, token *string) (redeemID string, e *mcperr.Error) {
-	if token == nil {
-		return "", nil
-	}
-	st, err := stateSealer(s).Open(ctx, k.binding(), *token)
-	if err != nil {
-		if reqstate.IsInvalid(err) {
-			return "", mcperr.Wrap(mcperr.KindTamperedState, err)
-		}
-		return "", mcperr.NewRetryable(mcperr.KindDependencyFailure, 0, err)
-	}
-	if len(st) == 0 || st[0] > stateSingleUse {
-		return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("state without its flags"))
-	}
-	if st[0] == stateSingleUse {
-		if !s.singleUse {
-			return "", mcperr.Wrap(mcperr.KindTamperedState, errors.New("single-use state and no redeemer"))
-		}
-		sum := sha256.Sum256([]byte(*token))
-		redeemID = hex.EncodeToString(sum[:])
-	}
-	c.state, c.hasState = st[1:], true
-	return redeemID, nil
 }
