@@ -20,16 +20,25 @@
 //
 // Production features are built on two seams, not in the core:
 //
-//   - [Interceptor]s ([Options.Interceptors]) run around every request
-//     (Request: a rate limit, package ratelimit), around the execution of
-//     every tools/call, prompts/get and resources/read once it passed the
-//     server's checks (Execute: package claims's idempotency claims and
-//     single-use state, package tasks's task creation), and around each
-//     tool's handler (Tool: package breaker's circuit breaker).
+//   - [Interceptor]s ([Options.Interceptors], or [Server.Use] before the
+//     first request) wrap the server's work, and each sees what goes in
+//     and what came out ([Answer]): every request (Request: a rate limit,
+//     package ratelimit; tracing and audit see every method's answer), the
+//     execution of every tools/call, prompts/get and resources/read once it
+//     passed the server's checks (Execute: package claims's idempotency
+//     claims and single-use state, package tasks's task creation), and
+//     each tool's handler (Tool: package breaker's circuit breaker). The
+//     core names none of them: what one gives besides its hooks is its
+//     [Provides] — extensions to advertise, _meta for a tool's listed
+//     definition, single-use state, task runs — and what it records of a
+//     request is an [Execution.Note].
 //   - [AddMethod] registers a method of the server's own, typed, served
 //     like the protocol's: package tasks's tasks/get, tasks/update and
 //     tasks/cancel. [Server.Invoke] runs a registered tool's handler for
 //     work that no request carries (a task's worker).
+//
+// An extension that needs both installs itself in one call (package
+// tasks's Extension.Install).
 //
 // Package endpoint composes them from the environment; package mcptest
 // calls a server in tests.
@@ -110,9 +119,10 @@
 //     data {supported, requested}, HTTP 400.
 //  8. Method: unknown, removed (initialize, ping, logging/setLevel,
 //     resources/subscribe on the modern wire) or not advertised is -32601,
-//     HTTP 404. The request interceptors run next, and may refuse it.
-//  9. Params: the method's params must have its shape (-32602); for
-//     tools/call, the tool must exist and be visible to the caller (a
+//     HTTP 404. The method's params must have its shape (-32602).
+//  9. The request interceptors run next, around the rest: they may
+//     answer in its place (a refusal), and see its answer. For
+//     tools/call, the tool must then exist and be visible to the caller (a
 //     hidden tool is answered as an absent one, -32602), Mcp-Param-*
 //     headers from x-mcp-header annotations must match the arguments
 //     (-32020), the caller's scopes must cover the tool's (403, one

@@ -11,8 +11,8 @@ import (
 // tools/call may answer with a task handle, which the client polls with
 // tasks/get, feeds input with tasks/update and stops with tasks/cancel.
 // Package tasks serves it, through the server's seams: an execution
-// interceptor that makes a call a task (Interceptor.Tasks) and its
-// methods (AddMethod).
+// interceptor that makes a call a task (one that provides TaskRuns) and
+// its methods (AddMethod).
 const ExtensionTasks = "io.modelcontextprotocol/tasks"
 
 // TaskSupport says whether a tool's calls run as tasks of the tasks
