@@ -20,8 +20,9 @@ import (
 // and most validate a structured result, and a general validator that
 // walks decoded maps costs several times the whole rest of the call.
 //
-// It decides every value on its own, so a function whose schemas are all
-// flat links no schema library. A schema that uses anything else needs
+// It decides every value on its own, so a call whose schemas are flat
+// runs no schema engine (the engine is linked all the same: see
+// [SchemaEngine]). A schema that uses anything else needs
 // Options.SchemaEngine; flatSchema and google/jsonschema-go agree on
 // every schema flatSchema accepts (see the differential fuzz test).
 type flatSchema struct {

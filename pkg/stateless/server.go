@@ -118,8 +118,9 @@ type Options struct {
 	// are not in ToolSchemas, and validates schemas beyond the flat ones
 	// the server validates itself (see [SchemaEngine]). Default:
 	// package toolschema's (google/jsonschema-go), so that a typed tool
-	// works with no options; its initialization costs a cold start about
-	// a millisecond, and generated ToolSchemas spare the inference, not
+	// works with no options. It is linked whatever this is set to, and
+	// its initialization costs each cold start (docs/performance.md,
+	// bare-jsonschema); generated ToolSchemas spare the inference, not
 	// the link.
 	SchemaEngine SchemaEngine
 }

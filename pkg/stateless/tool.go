@@ -168,8 +168,10 @@ func addTool(s *Server, rt *registeredTool) {
 
 // AddTool registers a typed tool on s. Unless t gives them, the input
 // schema is In's and the output schema Out's (none when Out is any), taken
-// from Options.ToolSchemas or else inferred by Options.SchemaEngine; it
-// panics when neither has them. Arguments are validated against the input
+// from Options.ToolSchemas or else inferred by Options.SchemaEngine, on
+// the tool's first use (or Server.Verify, which tests call): a schema
+// that cannot be had then refuses the tool's calls as an internal error,
+// and Verify reports it. Arguments are validated against the input
 // schema before h runs; a failure is an isError result the model can
 // correct. The structured result is validated against the output schema.
 func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {

@@ -2,12 +2,13 @@
 // google/jsonschema-go: it infers a tool's schemas from its Go types and
 // validates the schemas beyond the server's own flat validator.
 //
-// It is a package of its own so that only what uses it links it. A
-// function's tests use it to generate and check the schemas its typed
-// tools embed ([stateless.GenerateToolSchemas],
-// [stateless.CheckToolSchemas]); the function links it only when
-// a schema is not flat or it infers schemas at run time, and then pays
-// its initialization (about a millisecond) at every cold start.
+// It is package stateless's default engine, which imports it, so every
+// function on that package links it and pays its initialization at each
+// cold start (docs/performance.md measures it: the bare-jsonschema
+// subject). A function's tests also use it to generate and check the
+// schemas its typed tools embed ([stateless.GenerateToolSchemas],
+// [stateless.CheckToolSchemas]), which spare the inference at run time,
+// not the link.
 package toolschema
 
 import (
