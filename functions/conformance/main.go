@@ -57,7 +57,7 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	}
 	ext := tasks.New(to)
 	return runner.Run(ctx, newServer(sealer, ext), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
-		RequestTimeout: requestTimeout, StreamKinds: streams, Tasks: ext})
+		RequestTimeout: requestTimeout, StreamKinds: streams, Events: []runner.EventHandler{ext.HandleEvent}})
 }
 
 // newTasks configures the tasks extension: tasks in memory and run in

@@ -615,29 +615,8 @@ func writeWhole(st stateless.Stream, resp *stateless.Response) {
 	}
 }
 
-type requestIDKey struct{}
-
-// WithRequestID returns a context carrying the gateway's request id.
-func WithRequestID(ctx context.Context, id string) context.Context {
-	if id == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, requestIDKey{}, &id)
-}
-
-// withRequest carries r's request id without copying it into an
-// interface (one allocation per request, not two).
+// withRequest carries r's request id for the observer
+// (stateless.WithRequestID), without copying it.
 func withRequest(ctx context.Context, r *Request) context.Context {
-	if r.RequestID == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, requestIDKey{}, &r.RequestID)
-}
-
-// RequestID returns the gateway request id in ctx, or "".
-func RequestID(ctx context.Context) string {
-	if p, _ := ctx.Value(requestIDKey{}).(*string); p != nil {
-		return *p
-	}
-	return ""
+	return stateless.WithRequestID(ctx, &r.RequestID)
 }

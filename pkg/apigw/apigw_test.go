@@ -65,7 +65,7 @@ func TestInvoke(t *testing.T) {
 	var reported []string
 	h := &Handler{Server: stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Observe: func(ctx context.Context, o *stateless.Outcome) {
-			reported = append(reported, o.Kind+" "+RequestID(ctx))
+			reported = append(reported, o.Kind+" "+stateless.RequestID(ctx))
 		}})}
 	defer func() {
 		// Both refusals of an unreadable body went through the server's

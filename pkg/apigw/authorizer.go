@@ -128,7 +128,7 @@ func (h *Handler) Authorize(ctx context.Context, payload []byte) ([]byte, error)
 	if endpoint == "" {
 		endpoint = endpointURL(ev.RequestContext.DomainName, ev.RequestContext.Path)
 	}
-	adm := h.Server.Admit(WithRequestID(ctx, ev.RequestContext.RequestID), endpoint, header)
+	adm := h.Server.Admit(stateless.WithRequestID(ctx, &ev.RequestContext.RequestID), endpoint, header)
 	effect := "Allow"
 	var facts map[string]string
 	switch adm.Decision() {

@@ -208,7 +208,7 @@ func TestAuthorizeReportsEveryDecision(t *testing.T) {
 	var seen []decisionReport
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
 		Observe: func(ctx context.Context, o *stateless.Outcome) {
-			seen = append(seen, decisionReport{method: o.Method, kind: o.Kind, gatewayID: RequestID(ctx), own: o.OwnMethod,
+			seen = append(seen, decisionReport{method: o.Method, kind: o.Kind, gatewayID: stateless.RequestID(ctx), own: o.OwnMethod,
 				fault: o.Fault, cause: o.Err != nil, status: o.Status})
 		},
 		Auth: &stateless.AuthOptions{Authenticator: &auth.Resource{Tokens: scopeTable{"reader": {"notes:read"}, "writer": {"notes:write"}}}}})

@@ -216,7 +216,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 func (e *Endpoint) Run(ctx context.Context) error {
 	cfg := e.Config
 	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
-		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Tasks: e.Tasks, Documents: e.Documents}
+		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Events: []runner.EventHandler{e.Tasks.HandleEvent}, Documents: e.Documents}
 	if err := runner.Run(ctx, e.Server, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", EnvAddr, cfg.Addr, err)
 	}

@@ -55,7 +55,6 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
-	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -423,7 +422,7 @@ func appendTrace(b []byte, ctx context.Context, traceparent string) []byte {
 	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
 		b = appendField(b, "request_id", lc.AwsRequestID)
 	}
-	if id := apigw.RequestID(ctx); id != "" {
+	if id := stateless.RequestID(ctx); id != "" {
 		b = appendField(b, "gateway_request_id", id)
 	}
 	if id := XRayTraceID(ctx); id != "" {

@@ -5,7 +5,6 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +22,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 )
 
 // InLambda reports whether the Lambda runtime API is present.
@@ -52,9 +50,11 @@ type Options struct {
 	// notifications as they happen. A streamed request is bounded by the
 	// invocation, not RequestTimeout.
 	StreamKinds []apigw.Kind
-	// Tasks, if set, is the tasks extension the server serves: its
-	// worker runs the tasks the function sends itself.
-	Tasks *tasks.Extension
+	// Events answer the invocations an extension makes of the function
+	// itself, which are no gateway's: the tasks extension's worker events
+	// ((*tasks.Extension).HandleEvent). Each is asked in turn, before the
+	// payload is taken for a gateway's event.
+	Events []EventHandler
 	// Documents, if set, are the endpoint's OAuth documents (package
 	// auth), served beside the endpoint on both doors: locally at their
 	// paths on the listening address, on Lambda for the gateway's events
@@ -84,7 +84,7 @@ func RequestTimeout(getenv func(string) string) (time.Duration, error) {
 func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
 		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint, Documents: o.Documents},
-			RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Tasks: o.Tasks}
+			RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Events: o.Events}
 		if len(h.StreamKinds) > 0 {
 			// aws-lambda-go would post a stream without the response
 			// mode header Lambda's streaming contract requires: this
@@ -138,11 +138,20 @@ func localHandler(srv *stateless.Server, endpoint string, docs *auth.Documents) 
 	return mux
 }
 
-// Invocations serves a function's invocations: the tasks extension's
-// worker events (package tasks), which the function sends itself, run the
-// task; a REST API's Lambda REQUEST authorizer events are answered with
-// its policy (apigw.Handler.Authorize); every other payload is a
-// gateway's event. It implements lambda.Handler.
+// An EventHandler answers the invocations of the function that are no
+// gateway's: events an extension sends the function itself, such as the
+// tasks extension's worker events ((*tasks.Extension).HandleEvent, which
+// runs the task). handled reports whether payload is one of its events;
+// when it is, reply is the invocation's response and err fails the
+// invocation (Lambda retries an asynchronous one). The door knows no
+// extension: each registers the events it understands.
+type EventHandler func(ctx context.Context, payload []byte) (handled bool, reply []byte, err error)
+
+// Invocations serves a function's invocations: an event one of Events
+// handles is theirs (the tasks extension's worker events, which the
+// function sends itself); a REST API's Lambda REQUEST authorizer events
+// are answered with its policy (apigw.Handler.Authorize); every other
+// payload is a gateway's event. It implements lambda.Handler.
 type Invocations struct {
 	Server  *stateless.Server
 	Gateway *apigw.Handler
@@ -152,23 +161,18 @@ type Invocations struct {
 	// StreamKinds are the event kinds invoked for a response stream
 	// (Options.StreamKinds).
 	StreamKinds []apigw.Kind
-	// Tasks runs the tasks extension's worker events; without it they
-	// fail.
-	Tasks *tasks.Extension
+	// Events answer the events extensions send the function
+	// (Options.Events); an event none of them handles is taken for a
+	// gateway's, and fails as none.
+	Events []EventHandler
 }
 
-// Invoke implements lambda.Handler. A worker's error fails the
+// Invoke implements lambda.Handler. An event handler's error fails the
 // invocation, which Lambda retries.
 func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	if bytes.Contains(payload, []byte(`"mcpTask"`)) {
-		if id, err := tasks.DecodeEvent(payload); err == nil {
-			if h.Tasks == nil {
-				return nil, errors.New("runner: a task worker's event, and the function serves no tasks (Options.Tasks)")
-			}
-			if err := h.Tasks.Run(ctx, id); err != nil {
-				return nil, err
-			}
-			return []byte("{}"), nil
+	for _, handle := range h.Events {
+		if handled, reply, err := handle(ctx, payload); handled {
+			return reply, err
 		}
 	}
 	if apigw.IsAuthorizerEvent(payload) {

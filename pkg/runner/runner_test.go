@@ -4,18 +4,22 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
@@ -123,5 +127,62 @@ func TestDocumentsThroughTheLocalDoor(t *testing.T) {
 			l["Outcome"] != outcome || l["status"] != float64(tt.status) || l["Requests"] != float64(1) {
 			t.Errorf("%s %s: the observer's lines %q, want one request line of %s, %s, %d", tt.method, tt.path, lines, tt.document, outcome, tt.status)
 		}
+	}
+}
+
+// TestEventsRegistered: the events an extension sends the function reach
+// it through the handler it registers (Options.Events), the door knowing
+// none of them: the tasks extension's worker event runs the task (here
+// one that is gone: a run reported, nothing taken) on the buffered and
+// the streaming door; a handler's error fails the invocation; a gateway's
+// event is no handler's; and without the handler a worker's event is no
+// event the function serves.
+func TestEventsRegistered(t *testing.T) {
+	var reported []*stateless.Outcome
+	srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
+		Observe: func(_ context.Context, o *stateless.Outcome) { reported = append(reported, o) }})
+	stateless.AddTool(srv, &stateless.Tool{Name: "echo"}, func(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, any, error) {
+		return nil, nil, nil
+	})
+	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
+	ext.Install(srv)
+	failing := func(ctx context.Context, payload []byte) (bool, []byte, error) {
+		if string(payload) == `{"other":1}` {
+			return true, nil, errors.New("the other event failed")
+		}
+		return false, nil, nil
+	}
+	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, Events: []EventHandler{failing, ext.HandleEvent}}
+	worker := tasks.AppendEvent(nil, "gone")
+
+	reply, err := h.Invoke(context.Background(), worker)
+	if err != nil || string(reply) != "{}" || len(reported) != 1 || reported[0].Method != stateless.MethodTaskRun || !reported[0].TaskRun {
+		t.Errorf("a worker's event: %s %v, reported %+v", reply, err, reported)
+	}
+	reported = nil
+	r, err := h.streamInvoke(context.Background(), worker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(r); string(b) != "{}" || len(reported) != 1 || reported[0].Method != stateless.MethodTaskRun {
+		t.Errorf("a worker's event on the streaming door: %s, reported %+v", b, reported)
+	}
+	if _, err := h.Invoke(context.Background(), []byte(`{"other":1}`)); err == nil || err.Error() != "the other event failed" {
+		t.Errorf("a failing handler's event: %v", err)
+	}
+
+	reported = nil
+	payload, err := os.ReadFile("../../events/tools-list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Invoke(context.Background(), payload)
+	if err != nil || !strings.Contains(string(out), `\"tools\":[`) || len(reported) != 1 || reported[0].Method != "tools/list" {
+		t.Errorf("a gateway's event: %.200s %v, reported %+v", out, err, reported)
+	}
+
+	none := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}}
+	if _, err := none.Invoke(context.Background(), worker); !errors.Is(err, apigw.ErrNotHTTP) {
+		t.Errorf("a worker's event with no handler: %v, want apigw.ErrNotHTTP", err)
 	}
 }

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -77,4 +78,26 @@ func DecodeEvent(payload []byte) (string, error) {
 		return "", errNotTask
 	}
 	return ev.Task, nil
+}
+
+// HandleEvent answers an invocation of the function whose payload is a
+// worker's event (AppendEvent's): it runs the task with Run, and reports
+// handled. Any other payload is not the extension's (handled false, and
+// nothing done): a gateway's event has other members. It is how the
+// worker's events reach the extension without the door knowing it
+// (package runner's Options.Events takes it): reply is the invocation's
+// answer, and err Run's, which fails the invocation, so that Lambda
+// retries it.
+func (x *Extension) HandleEvent(ctx context.Context, payload []byte) (handled bool, reply []byte, err error) {
+	if !bytes.Contains(payload, []byte(`"mcpTask"`)) {
+		return false, nil, nil // the cheap test every gateway event takes
+	}
+	id, err := DecodeEvent(payload)
+	if err != nil {
+		return false, nil, nil
+	}
+	if err := x.Run(ctx, id); err != nil {
+		return true, nil, err
+	}
+	return true, []byte("{}"), nil
 }
