@@ -193,15 +193,6 @@ func refusalResponse(id json.RawMessage, e *mcperr.Error, legacy bool) *Response
 	return &Response{Status: status, Header: h, Body: appendError(nil, id, e)}
 }
 
-// refuse is the response refusing with e a request answered outside the
-// protocol's path (a document the server serves beside it), its Outcome
-// classified as any answer's.
-func (x *exchange) refuse(id json.RawMessage, e *mcperr.Error) *Response {
-	a := refused(e)
-	x.o.classify(&a)
-	return refusalResponse(id, e, x.legacy)
-}
-
 // jsonResponse is a 200 answer of msg as JSON.
 func jsonResponse(msg []byte) *Response {
 	return &Response{Status: http.StatusOK, Header: http.Header{"Content-Type": contentTypeJSON}, Body: msg}

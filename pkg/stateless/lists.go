@@ -1,7 +1,6 @@
 package stateless
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -42,10 +41,13 @@ func listPage[T any](x *exchange, ctx context.Context, p *listParams, field stri
 	if e != nil {
 		return refused(e)
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"`)
-	b.WriteString(field)
-	b.WriteString(`":[`)
+	// The page is built in a pooled buffer: the answer's message copies
+	// it.
+	buf := getBuffer(x.s)
+	defer putBuffer(x.s, buf)
+	b := append(buf.raw[:0], `{"`...)
+	b = append(b, field...)
+	b = append(b, `":[`...)
 	n, more := 0, false
 	for _, it := range items {
 		k := key(it)
@@ -60,20 +62,21 @@ func listPage[T any](x *exchange, ctx context.Context, p *listParams, field stri
 			break
 		}
 		if n > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.Write(enc(it))
+		b = append(b, enc(it)...)
 		after, n = k, n+1
 	}
-	b.WriteByte(']')
+	b = append(b, ']')
 	if more {
-		b.WriteString(`,"nextCursor":"`)
-		b.WriteString(makeCursor(kind, after))
-		b.WriteByte('"')
+		b = append(b, `,"nextCursor":"`...)
+		b = append(b, makeCursor(kind, after)...)
+		b = append(b, '"')
 	}
-	b.WriteByte('}')
+	b = append(b, '}')
+	buf.raw = b
 	h := listCache(x.s, hidden)
-	return x.result(preEncoded(b.Bytes()), &resultFields{cache: &h})
+	return x.result(preEncoded(b), &resultFields{cache: &h})
 }
 
 // serveListTools answers tools/list, a page of the visible tools.

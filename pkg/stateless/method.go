@@ -80,7 +80,7 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 		}
 		return x.result(res, &resultFields{})
 	})
-	served.name, served.targetMember, served.extension, served.own = name, opts.Target, opts.Extension, true
+	served.name, served.targetMember, served.extension, served.own, served.handlers = name, opts.Target, opts.Extension, true, true
 	update(s, func(r *registry) {
 		if r.custom == nil {
 			r.custom = map[string]*methodInfo{}

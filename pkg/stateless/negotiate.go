@@ -124,9 +124,12 @@ func (x *exchange) dispatch(ctx context.Context) Answer {
 	if d.paramsErr != nil && d.method != "initialize" {
 		return refused(mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
 	}
-	if d.method != "tools/call" {
-		// Handlers and visibility rules may wait on something; a tool's
-		// handler gets its own deadline (serveCallTool).
+	if m.handlers || m.listed != nil && m.listed(x.reg) {
+		// The server's handlers (a prompt's, a resource's, a completion's,
+		// an own method's) and visibility rules may wait on something; a
+		// tool's handler gets its own deadline (serveCallTool), and a
+		// method that runs none of them (discovery, a list without
+		// visibility rules) waits on nothing.
 		ctx = x.bounded(ctx)
 	}
 	x.row = m

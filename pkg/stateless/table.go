@@ -37,6 +37,12 @@ type methodInfo struct {
 	targetMember, extension string
 	// own marks a server's own method (AddMethod).
 	own bool
+	// handlers says the method runs a handler of the server's other than
+	// a tool's (which has a deadline of its own): its context is given
+	// the request's deadline. listed, for a list, says whether the
+	// registry has visibility rules for its items, which it runs.
+	handlers bool
+	listed   func(r *registry) bool
 	// serve answers the request; x.d.params holds its decoded params.
 	serve func(x *exchange, ctx context.Context) Answer
 }
@@ -182,6 +188,13 @@ func init() {
 	for name, m := range methods {
 		m.name = name
 	}
+	for _, name := range []string{"prompts/get", "resources/read", "completion/complete"} {
+		methods[name].handlers = true
+	}
+	methods["tools/list"].listed = func(r *registry) bool { return r.toolsHidden }
+	methods["prompts/list"].listed = func(r *registry) bool { return r.promptsHidden }
+	methods["resources/list"].listed = func(r *registry) bool { return r.resourcesHidden }
+	methods["resources/templates/list"].listed = func(r *registry) bool { return r.resourcesHidden }
 }
 
 // unservedMethods are the methods the protocol defines that this server
