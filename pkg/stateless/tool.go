@@ -37,6 +37,17 @@ type Tool struct {
 	// idempotency key is deduplicated by a digest of its arguments.
 	IdempotentByArguments bool `json:"-"`
 
+	// EnlistedEffectsOnly declares that the tool has no effect but the
+	// writes its handler enlists in its call's idempotency claim (package
+	// claims: claims.Enlist): it calls no other service, makes no other
+	// write, sends nothing, and its answer depends on what it reads only
+	// as far as those writes' conditions check it. A keyed call of such a
+	// tool then runs its handler before anything is claimed, and the
+	// claim, the writes and the stored result are one conditional write:
+	// one DynamoDB request for a first call and one for a replay. When a
+	// tool may not declare it: docs/idempotency.md.
+	EnlistedEffectsOnly bool `json:"-"`
+
 	// Scopes are the OAuth scopes a token must grant to call the tool
 	// when the endpoint is protected (Options.Auth); a call without them
 	// is refused 403 insufficient_scope, naming them all.
