@@ -48,6 +48,7 @@ package claims
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -137,6 +138,64 @@ type Transactor interface {
 	CompleteWith(ctx context.Context, token string, cs []Completion, writes []types.TransactWriteItem) error
 }
 
+// Committer is a Store that can take a key and complete it at once, with
+// the writes a tool enlisted, in one conditional write: DynamoDB, with
+// one TransactWriteItems (one PutItem when nothing is enlisted), and
+// Memory. A Guard commits this way the keyed calls of a tool that has no
+// effect but its enlisted writes (stateless.Tool.EnlistedEffectsOnly):
+// their handler runs before anything is claimed, so a first call costs
+// one request and a replay one.
+type Committer interface {
+	Store
+	// Commit records c.Key as completed by c.Owner with response (without
+	// it, when oversize) and makes writes, all or nothing, if no live
+	// record holds the key at now (the rule of Claim). It returns nil
+	// when all of it is committed, by this call or by an earlier attempt
+	// of it whose answer was lost (a record completed by c.Owner). When a
+	// live record holds the key, nothing is written and the error is a
+	// *HeldError with that record; when one of the writes does not meet
+	// its condition, a *WriteRefusedError. Otherwise the error wraps
+	// ErrUnavailable and the commit may or may not have happened: retry it
+	// with the same token and the same arguments, now included (a retry
+	// after a lost answer is then applied once).
+	Commit(ctx context.Context, token string, c Claim, response []byte, oversize bool, writes []Write, now time.Time) error
+}
+
+// HeldError is Committer.Commit's error when a live record holds the key:
+// nothing was written. Holder is that record: a completed call to replay,
+// another call in progress, or (another fingerprint) a conflict.
+type HeldError struct{ Holder *Record }
+
+func (e *HeldError) Error() string {
+	return fmt.Sprintf("claims: claim %s is held (%s)", e.Holder.Key, e.Holder.Status)
+}
+
+// WriteRefusedError is the error of a commit cancelled because one of the
+// tool's enlisted writes did not meet its own condition: nothing was
+// written. It wraps ErrWritesRefused, and Err.
+type WriteRefusedError struct {
+	// Index is the write's among the call's enlisted writes, in the order
+	// they were enlisted.
+	Index int
+	// Err is what an in-memory write's Apply refused with; nil for a
+	// DynamoDB write.
+	Err error
+}
+
+func (e *WriteRefusedError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%v (write %d): %v", ErrWritesRefused, e.Index+1, e.Err)
+	}
+	return fmt.Sprintf("%v (write %d)", ErrWritesRefused, e.Index+1)
+}
+
+func (e *WriteRefusedError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{ErrWritesRefused, e.Err}
+	}
+	return []error{ErrWritesRefused}
+}
+
 // Completion is one claim to complete in a transaction (Transactor).
 type Completion struct {
 	Key, Owner string
@@ -147,7 +206,8 @@ type Completion struct {
 
 // ErrWritesRefused is wrapped in the error of a transaction cancelled
 // because one of the tool's enlisted writes did not meet its condition
-// (the note book was full, the note was gone): nothing was written.
+// (the note book was full, the note was gone): nothing was written. The
+// error is a *WriteRefusedError, which names the write.
 var ErrWritesRefused = errors.New("claims: an enlisted write's condition failed")
 
 // ErrNotCommitted is wrapped in a call's Outcome.Err when the call's

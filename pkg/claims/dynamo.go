@@ -225,10 +225,121 @@ func (d *DynamoDB) CompleteWith(ctx context.Context, token string, cs []Completi
 		if i >= len(writes) {
 			return ErrNotOwner
 		}
-		return fmt.Errorf("%w (write %d of %d)", ErrWritesRefused, i+1, len(writes))
+		return &WriteRefusedError{Index: i}
 	}
 	// A conflict with another transaction, throttling: worth retrying.
 	return fmt.Errorf("%w: completing in a transaction: %w", ErrUnavailable, err)
+}
+
+var _ Committer = (*DynamoDB)(nil)
+
+// Commit implements Committer with one TransactWriteItems: the claim's
+// item put as completed under the condition a claim is taken under
+// (ALL_OLD), then the writes, with token as the transaction's idempotency
+// token. With no writes it is one conditional PutItem. A holder comes back
+// with the failed condition, so a replay, or the loser of a race, costs
+// nothing more; a consistent read is the fallback when it does not.
+// DynamoDB gives one cancellation reason per item, in order ("None" for
+// an item whose condition held), so a failed write is told from a held
+// key by its position.
+func (d *DynamoDB) Commit(ctx context.Context, token string, c Claim, response []byte, oversize bool, writes []Write, now time.Time) error {
+	item := d.key(c.Key)
+	item["status"] = str(string(StatusCompleted))
+	item["owner"] = str(c.Owner)
+	item["fingerprint"] = str(c.Fingerprint)
+	item["expires_at"] = num(c.ExpiresAt.Unix())
+	item["oversize"] = &types.AttributeValueMemberBOOL{Value: oversize}
+	if !oversize && len(response) > 0 {
+		item["response"] = &types.AttributeValueMemberB{Value: response}
+	}
+	values := map[string]types.AttributeValue{
+		":now_s":       num(now.Unix()),
+		":now_ms":      num(now.UnixMilli()),
+		":in_progress": str(string(StatusInProgress)),
+	}
+	if len(writes) == 0 {
+		_, err := d.client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: &d.table, Item: item, ConditionExpression: aws.String(takeover),
+			ExpressionAttributeNames: claimNames, ExpressionAttributeValues: values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *types.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ccf):
+			return d.heldBy(ctx, c, ccf.Item)
+		}
+		return failed(err, "committing")
+	}
+	items := make([]types.TransactWriteItem, 0, 1+len(writes))
+	items = append(items, types.TransactWriteItem{Put: &types.Put{
+		TableName: &d.table, Item: item, ConditionExpression: aws.String(takeover),
+		ExpressionAttributeNames: claimNames, ExpressionAttributeValues: values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}})
+	for i, w := range writes {
+		if w.Item == nil {
+			return fmt.Errorf("claims: write %d is no DynamoDB write", i+1)
+		}
+		items = append(items, *w.Item)
+	}
+	_, err := d.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items, ClientRequestToken: &token})
+	if err == nil {
+		return nil
+	}
+	var tce *types.TransactionCanceledException
+	var inProgress *types.TransactionInProgressException
+	switch {
+	case errors.As(err, &inProgress):
+		// An attempt with the same token is still being applied.
+		return fmt.Errorf("%w: %w: committing in a transaction: %w", ErrUnavailable, errBusy, err)
+	case !errors.As(err, &tce):
+		return failed(err, "committing in a transaction")
+	}
+	reasons := tce.CancellationReasons
+	if len(reasons) > 0 && reasons[0].Code != nil && *reasons[0].Code == "ConditionalCheckFailed" {
+		return d.heldBy(ctx, c, reasons[0].Item)
+	}
+	for i, r := range reasons {
+		if i > 0 && r.Code != nil && *r.Code == "ConditionalCheckFailed" {
+			return &WriteRefusedError{Index: i - 1}
+		}
+	}
+	// Another transaction on one of the items at the same time (a racing
+	// call with the key, another add to the same count), or throttling:
+	// worth trying again in a moment.
+	return fmt.Errorf("%w: %w: committing in a transaction: %w", ErrUnavailable, errBusy, err)
+}
+
+// errBusy is wrapped in a commit's error when the transaction met another
+// on one of its items, or was throttled: nothing was written, and an
+// attempt a moment later may pass.
+var errBusy = errors.New("claims: an item of the transaction was busy")
+
+// heldBy is Commit's answer when the claim's condition failed: item is the
+// holder as the failed condition returned it, or nil (then it is read).
+// The holder is the call's own record when an earlier attempt of the
+// commit was applied and its answer lost: then the commit is made.
+func (d *DynamoDB) heldBy(ctx context.Context, c Claim, item map[string]types.AttributeValue) error {
+	if item == nil {
+		out, err := d.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: d.key(c.Key), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return fmt.Errorf("%w: reading the holder: %w", ErrUnavailable, err)
+		}
+		if item = out.Item; item == nil {
+			// Released between the write and the read: try again.
+			return fmt.Errorf("%w: the claim's holder was gone before it could be read", ErrUnavailable)
+		}
+	}
+	r, err := decodeRecord(item)
+	if err != nil {
+		return err
+	}
+	if r.Owner == c.Owner && r.Status == StatusCompleted {
+		return nil
+	}
+	return &HeldError{Holder: r}
 }
 
 // Release implements Store with one conditional DeleteItem.

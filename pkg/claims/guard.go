@@ -92,9 +92,30 @@ type call struct {
 // handler has answered; or a refusal (in progress, conflict, store
 // unavailable), in which case the handler must not run.
 func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *mcperr.Error) {
+	claim, refusal := g.claimFor(ctx, c)
+	if refusal != nil {
+		return nil, nil, refusal
+	}
+	now := g.opts.Now()
+	taken, holder, err := g.store.Claim(ctx, claim, now)
+	switch {
+	case err != nil:
+		return nil, nil, mcperr.NewRetryable(mcperr.KindStoreUnavailable, time.Second, err)
+	case taken:
+		return nil, &ticket{g: g, key: claim.Key, owner: claim.Owner}, nil
+	}
+	res, refusal := g.held(claim, holder, now)
+	return res, nil, refusal
+}
+
+// claimFor is the claim a call makes: its key (a digest of the principal,
+// the tool and the idempotency key, or of the arguments for a tool
+// deduplicated by them), a new owner token, the fingerprint of the tool
+// and its arguments, its lease and its record's expiry.
+func (g *Guard) claimFor(ctx context.Context, c *call) (Claim, *mcperr.Error) {
 	args, err := canon.Append(nil, c.args)
 	if err != nil {
-		return nil, nil, mcperr.Wrap(mcperr.KindMalformedParams, err)
+		return Claim{}, mcperr.Wrap(mcperr.KindMalformedParams, err)
 	}
 	key := c.key
 	if key == "" {
@@ -103,35 +124,37 @@ func (g *Guard) begin(ctx context.Context, c *call) (json.RawMessage, *ticket, *
 		key = "args:" + hex.EncodeToString(d[:])
 	}
 	now := g.opts.Now()
-	claim := Claim{
+	return Claim{
 		Key:         ClaimKey(c.principal, c.tool, key),
 		Owner:       newOwner(),
 		Fingerprint: fingerprint(c.tool, args),
 		LeaseUntil:  g.lease(ctx, now, c.lease),
 		ExpiresAt:   now.Add(g.opts.Retention),
-	}
-	taken, holder, err := g.store.Claim(ctx, claim, now)
+	}, nil
+}
+
+// held is what a call whose claim found the key held at now is answered:
+// the holder's stored result to replay, or a refusal (another request
+// with the key, the result too large to have been kept, the holder still
+// in progress, with its lease as the retry-after).
+func (g *Guard) held(claim Claim, holder *Record, now time.Time) (json.RawMessage, *mcperr.Error) {
 	switch {
-	case err != nil:
-		return nil, nil, mcperr.NewRetryable(mcperr.KindStoreUnavailable, time.Second, err)
-	case taken:
-		return nil, &ticket{g: g, key: claim.Key, owner: claim.Owner}, nil
 	case holder.Fingerprint != claim.Fingerprint:
-		return nil, nil, mcperr.New(mcperr.KindIdempotencyConflict)
+		return nil, mcperr.New(mcperr.KindIdempotencyConflict)
 	case holder.Status == StatusCompleted && holder.Oversize:
-		return nil, nil, mcperr.New(mcperr.KindReplayUnavailable)
+		return nil, mcperr.New(mcperr.KindReplayUnavailable)
 	case holder.Status == StatusCompleted:
 		res, err := inflate(holder.Response)
 		if err != nil {
-			return nil, nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("stored result of claim %s: %w", claim.Key, err))
+			return nil, mcperr.Wrap(mcperr.KindInternal, fmt.Errorf("stored result of claim %s: %w", claim.Key, err))
 		}
-		return res, nil, nil
+		return res, nil
 	}
 	after := holder.LeaseUntil.Sub(now)
 	if after < 100*time.Millisecond {
 		after = 100 * time.Millisecond
 	}
-	return nil, nil, mcperr.NewRetryable(mcperr.KindDuplicateInFlight, after, nil)
+	return nil, mcperr.NewRetryable(mcperr.KindDuplicateInFlight, after, nil)
 }
 
 // lease is how long the call may run (run, else until the request's
@@ -180,61 +203,15 @@ func newOwner() string {
 type ticket struct {
 	g          *Guard
 	key, owner string
+	// step is set for a call that commits in one step (onestep.go): its
+	// handler runs before anything is claimed.
+	step *step
 
 	mu     sync.Mutex
-	writes []types.TransactWriteItem // enlisted by the tool (Enlist)
-	joined *redemption               // a single-use state spent with the call
-	sealed bool                      // finishing began: nothing more joins
-}
-
-// Enlist adds writes to the completion of the claimed call whose handler
-// context is ctx: they are committed in one DynamoDB transaction with the
-// claim's completion and the call's stored result, fenced by the claim's
-// owner token, or not at all. A tool whose side effect is such a write
-// therefore executes exactly once per idempotency key even if its process
-// dies at any point: until the transaction commits nothing happened, and
-// once it has, the key replays the result.
-//
-// The writes are made after the handler returns, so the handler must not
-// depend on their outcome: it checks what it can before (reads), and
-// gives each write the condition that must still hold. If a condition
-// fails at commit, nothing is written and the client is answered with a
-// retryable refusal; the retry runs the tool again, which then sees the
-// new state. If the call ends without a result to keep (the tool failed
-// retryably, asked for input, or panicked), the writes are dropped.
-//
-// Enlist reports false, and enlists nothing, when the call holds no
-// claim (it carries no idempotency key, or its tool is read-only), when
-// the claims are not kept in a DynamoDB table (Transactor), or when the
-// call's writes would exceed MaxEnlisted: the tool then makes its writes
-// itself, and is exactly-once only as far as its own conditions make it.
-// The writes must be to tables the claims store's client can reach.
-func Enlist(ctx context.Context, writes ...types.TransactWriteItem) bool {
-	return enlist(ctx, writes)
-}
-
-// Enlisting reports whether Enlist would take writes for the call whose
-// handler context is ctx. A tool checks it before it reads what its
-// enlisted writes' conditions will check, and reads only then.
-func Enlisting(ctx context.Context) bool { return enlist(ctx, nil) }
-
-// enlist adds writes (none: only asks) to the ticket of ctx's call, if it
-// holds one that can commit them.
-func enlist(ctx context.Context, writes []types.TransactWriteItem) bool {
-	t, _ := ctx.Value(ticketKey{}).(*ticket)
-	if t == nil {
-		return false
-	}
-	if _, ok := t.g.store.(Transactor); !ok {
-		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sealed || len(t.writes)+len(writes) > MaxEnlisted {
-		return false
-	}
-	t.writes = append(t.writes, writes...)
-	return true
+	writes []Write     // enlisted by the tool (EnlistWrites)
+	joined *redemption // a single-use state spent with the call
+	after  []func()    // OnCommit's, run once the call's result is recorded
+	sealed bool        // finishing began: nothing more joins
 }
 
 // joinRedemption spends rd, a redemption of the same Guard, in the claim's
@@ -253,11 +230,23 @@ func (t *ticket) joinRedemption(rd *redemption) bool {
 }
 
 // seal ends enlisting and returns what was enlisted.
-func (t *ticket) seal() ([]types.TransactWriteItem, *redemption) {
+func (t *ticket) seal() ([]Write, *redemption) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sealed = true
 	return t.writes, t.joined
+}
+
+// committed runs what the tool asked to run once its call's result is
+// recorded (OnCommit), once.
+func (t *ticket) committed() {
+	t.mu.Lock()
+	after := t.after
+	t.after = nil
+	t.mu.Unlock()
+	for _, f := range after {
+		f()
+	}
 }
 
 // compressAbove is the size from which a stored result is compressed.
@@ -271,7 +260,11 @@ const compressAbove = 1024
 // client must be told to retry), and ErrCompletionLost when the tool's
 // effect happened but its result could not be recorded.
 func (t *ticket) Complete(ctx context.Context, result []byte) error {
-	writes, joined := t.seal()
+	enlisted, joined := t.seal()
+	writes := make([]types.TransactWriteItem, len(enlisted))
+	for i, w := range enlisted {
+		writes[i] = *w.Item // a claim taken first takes DynamoDB writes only (ticket.takes)
+	}
 	c := Completion{Key: t.key, Owner: t.owner, ExpiresAt: t.g.opts.Now().Add(t.g.opts.Retention)}
 	var err error
 	c.Response, c.Oversize, err = t.g.deflate(result)

@@ -42,7 +42,7 @@ import (
 //     retry may change (then released, for the retry to use).
 //  7. A panic anywhere inside releases both, so that a retry can run.
 func (g *Guard) Interceptor() stateless.Interceptor {
-	return stateless.Interceptor{Execute: g.execute, Provides: stateless.Provides{
+	return stateless.Interceptor{Execute: g.execute, Tool: g.wrapTool, Provides: stateless.Provides{
 		Extensions:     map[string]any{stateless.MetaIdempotency: map[string]any{}},
 		ToolMeta:       toolMeta,
 		SingleUseState: true,
@@ -69,6 +69,9 @@ type ticketKey struct{}
 func (g *Guard) execute(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
 	var tk *ticket
 	if claimed(e) {
+		if c, ok := g.inOneStep(e); ok {
+			return g.executeInOneStep(ctx, e, next, c)
+		}
 		start := time.Now()
 		bctx, cancel := context.WithDeadline(ctx, e.Deadline)
 		replay, t, refusal := g.begin(bctx, &call{principal: e.Principal, tool: e.Tool.Name, key: e.Key,
@@ -180,6 +183,7 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 		if joined {
 			*rd = nil // spent with the claim
 		}
+		t.committed()
 		return a
 	case errors.Is(err, ErrNotCommitted):
 		// Nothing happened: the client retries, and the state is
@@ -190,6 +194,7 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 	// The tool's effect happened; its result goes to the client even
 	// though a retry after the lease would run the tool again.
 	e.Note(stateless.Note{Claim: stateless.ClaimLost})
+	t.committed()
 	return a
 }
 

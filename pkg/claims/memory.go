@@ -153,6 +153,90 @@ func (m *Memory) Complete(ctx context.Context, key, owner string, response []byt
 	return nil
 }
 
+// Commit implements Committer: the key taken and completed at once, with
+// the writes' changes (each a Write.Apply, nested so that every one of
+// them is made or none), under the store's lock. A full store refuses it
+// as it refuses a claim.
+func (m *Memory) Commit(ctx context.Context, _ string, c Claim, response []byte, oversize bool, writes []Write, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return errorsJoin(ErrUnavailable, err)
+	}
+	for i, w := range writes {
+		if w.Apply == nil {
+			return fmt.Errorf("claims: write %d is no change in memory", i+1)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.records[c.Key]; ok {
+		if r.Owner == c.Owner && r.Status == StatusCompleted {
+			return nil // a retry of the commit that made it
+		}
+		if r.live(now) {
+			cp := *r
+			cp.Response = bytes.Clone(r.Response)
+			return &HeldError{Holder: &cp}
+		}
+		m.drop(c.Key, r)
+	}
+	if len(m.records) >= m.sweepAt {
+		m.sweep(now)
+	}
+	if len(m.records) >= m.opts.MaxRecords {
+		return fmt.Errorf("%w: %w: %d records, none of which can be dropped before %s",
+			ErrUnavailable, ErrFull, len(m.records), m.freeAt.UTC().Format(time.RFC3339))
+	}
+	if oversize || m.bytes+len(response) > m.opts.MaxResponseBytes {
+		response, oversize = nil, true
+	}
+	r := &Record{Key: c.Key, Status: StatusCompleted, Owner: c.Owner, Fingerprint: c.Fingerprint,
+		Response: bytes.Clone(response), Oversize: oversize, ExpiresAt: c.ExpiresAt}
+	return applyWrites(writes, func() {
+		m.records[c.Key] = r
+		m.bytes += len(r.Response)
+		if t := droppableAt(r); t.Before(m.freeAt) {
+			m.freeAt = t
+		}
+	})
+}
+
+// applyWrites makes the in-memory writes and then record, all or none:
+// each write's Apply is given, as its commit, the rest of the chain, and
+// makes its change only once that was made. The first write that refuses
+// ends the chain, with nothing made.
+func applyWrites(writes []Write, record func()) error {
+	var chain func(i int) (bool, error)
+	chain = func(i int) (bool, error) {
+		if i == len(writes) {
+			record()
+			return true, nil
+		}
+		called, made := false, false
+		var inner error
+		err := writes[i].Apply(func() bool {
+			if called {
+				return made // asked twice: the answer stands
+			}
+			called = true
+			made, inner = chain(i + 1)
+			return made
+		})
+		switch {
+		case made:
+			return true, nil // an Apply that fails after its commit was made breaks its contract; the commit stands
+		case inner != nil:
+			return false, inner
+		case err != nil:
+			return false, &WriteRefusedError{Index: i, Err: err}
+		}
+		return false, &WriteRefusedError{Index: i, Err: errors.New("claims: the write's Apply neither committed nor refused")}
+	}
+	_, err := chain(0)
+	return err
+}
+
+var _ Committer = (*Memory)(nil)
+
 // Release implements Store.
 func (m *Memory) Release(ctx context.Context, key, owner string) error {
 	if err := ctx.Err(); err != nil {

@@ -109,9 +109,10 @@ type lazyStore struct {
 	table string
 }
 
+var _ claims.Committer = (*lazyStore)(nil)
 var _ claims.Transactor = (*lazyStore)(nil)
 
-func (l *lazyStore) store(ctx context.Context) (claims.Transactor, error) {
+func (l *lazyStore) store(ctx context.Context) (*claims.DynamoDB, error) {
 	if err := l.aws.load(ctx); err != nil {
 		return nil, fmt.Errorf("%w: %w", claims.ErrUnavailable, err)
 	}
@@ -142,6 +143,16 @@ func (l *lazyStore) CompleteWith(ctx context.Context, token string, cs []claims.
 		return err
 	}
 	return s.CompleteWith(ctx, token, cs, writes)
+}
+
+// Commit implements claims.Committer: a keyed call of a tool that has no
+// effect but its enlisted writes commits in one request.
+func (l *lazyStore) Commit(ctx context.Context, token string, c claims.Claim, response []byte, oversize bool, writes []claims.Write, now time.Time) error {
+	s, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Commit(ctx, token, c, response, oversize, writes, now)
 }
 
 func (l *lazyStore) Release(ctx context.Context, key, owner string) error {

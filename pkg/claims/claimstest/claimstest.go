@@ -16,7 +16,8 @@ import (
 )
 
 // Run runs the contract against stores made by newStore; each test gets a
-// fresh store (or one whose keys do not collide with other tests').
+// fresh store (or one whose keys do not collide with other tests'). A
+// store that is a claims.Committer meets Commit's contract too.
 func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 	t0 := time.Unix(1_900_000_000, 0)
 	ctx := context.Background()
@@ -187,6 +188,8 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		}
 	})
 
+	commitContract(t, newStore, t0, key, claim)
+
 	t.Run("a cancelled request fails closed", func(t *testing.T) {
 		s, k := newStore(t), key()
 		cctx, cancel := context.WithCancel(ctx)
@@ -199,6 +202,126 @@ func Run(t *testing.T, newStore func(t *testing.T) claims.Store) {
 		}
 		if err := s.Release(cctx, k, "a"); !errors.Is(err, claims.ErrUnavailable) {
 			t.Errorf("release: %v", err)
+		}
+	})
+}
+
+// commitContract is the contract of a Committer's Commit, with no writes
+// (the writes' all-or-nothing is its store's own test: they are DynamoDB
+// items for one, changes in memory for the other): the claim's rule, the
+// holder returned, a retry of a commit that was made.
+func commitContract(t *testing.T, newStore func(t *testing.T) claims.Store, t0 time.Time, key func() string,
+	claim func(k, owner string, now time.Time) claims.Claim) {
+	ctx := context.Background()
+	committer := func(t *testing.T) claims.Committer {
+		c, ok := newStore(t).(claims.Committer)
+		if !ok {
+			t.Skip("not a Committer")
+		}
+		return c
+	}
+	held := func(t *testing.T, err error) *claims.Record {
+		t.Helper()
+		var h *claims.HeldError
+		if !errors.As(err, &h) {
+			t.Fatalf("want a *claims.HeldError, got %v", err)
+		}
+		return h.Holder
+	}
+
+	t.Run("commit takes a free key completed, and replays it", func(t *testing.T) {
+		s, k := committer(t), key()
+		if err := s.Commit(ctx, "tok-a", claim(k, "a", t0), []byte(`{"n":1}`), false, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		// A retry of the same commit, its answer lost: made already.
+		if err := s.Commit(ctx, "tok-a", claim(k, "a", t0), []byte(`{"n":1}`), false, nil, t0); err != nil {
+			t.Fatalf("the retry: %v", err)
+		}
+		h := held(t, s.Commit(ctx, "tok-b", claim(k, "b", t0), []byte(`{"n":2}`), false, nil, t0.Add(time.Minute)))
+		if h.Owner != "a" || h.Status != claims.StatusCompleted || string(h.Response) != `{"n":1}` || h.Fingerprint != "fp-"+k || h.Oversize {
+			t.Errorf("holder %+v", h)
+		}
+		// A claim sees the same record.
+		if taken, h, err := s.Claim(ctx, claim(k, "c", t0), t0.Add(time.Minute)); taken || err != nil || h.Owner != "a" || string(h.Response) != `{"n":1}` {
+			t.Errorf("a claim after the commit: taken %v, holder %+v, %v", taken, h, err)
+		}
+	})
+
+	t.Run("commit is refused by a live claim, takes a lapsed or expired one", func(t *testing.T) {
+		s, k := committer(t), key()
+		mustTake(t, s, claim(k, "a", t0), t0)
+		if h := held(t, s.Commit(ctx, "tok-b", claim(k, "b", t0), []byte(`{}`), false, nil, t0.Add(time.Second))); h.Status != claims.StatusInProgress || h.Owner != "a" ||
+			h.LeaseUntil.UnixMilli() != t0.Add(30*time.Second).UnixMilli() {
+			t.Errorf("holder %+v", h)
+		}
+		// The lease lapsed: the key is free.
+		late := t0.Add(31 * time.Second)
+		if err := s.Commit(ctx, "tok-b", claim(k, "b", late), []byte(`{"b":1}`), false, nil, late); err != nil {
+			t.Fatalf("after the lease: %v", err)
+		}
+		if err := s.Complete(ctx, k, "a", []byte(`{"a":1}`), false, t0.Add(time.Hour)); !errors.Is(err, claims.ErrNotOwner) {
+			t.Errorf("the late owner's completion: %v", err)
+		}
+		// Expired: free again, though the table's TTL has not deleted it.
+		expired := t0.Add(2 * time.Hour)
+		if err := s.Commit(ctx, "tok-c", claim(k, "c", expired), []byte(`{"c":1}`), false, nil, expired); err != nil {
+			t.Fatalf("after the expiry: %v", err)
+		}
+		if _, h, _ := s.Claim(ctx, claim(k, "d", expired), expired); h == nil || h.Owner != "c" {
+			t.Errorf("holder %+v", h)
+		}
+	})
+
+	t.Run("an oversize commit keeps no response", func(t *testing.T) {
+		s, k := committer(t), key()
+		if err := s.Commit(ctx, "tok-a", claim(k, "a", t0), nil, true, nil, t0); err != nil {
+			t.Fatal(err)
+		}
+		if h := held(t, s.Commit(ctx, "tok-b", claim(k, "b", t0), nil, false, nil, t0)); !h.Oversize || h.Response != nil || h.Status != claims.StatusCompleted {
+			t.Errorf("holder %+v", h)
+		}
+	})
+
+	t.Run("concurrent commits: exactly one is made, the others see it", func(t *testing.T) {
+		s, k := committer(t), key()
+		var made atomic.Int32
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				owner := fmt.Sprint("racer-", i)
+				err := s.Commit(ctx, "tok-"+owner, claim(k, owner, t0), []byte(`{"by":"`+owner+`"}`), false, nil, t0)
+				var h *claims.HeldError
+				switch {
+				case err == nil:
+					made.Add(1)
+				case errors.As(err, &h) && h.Holder.Status == claims.StatusCompleted && string(h.Holder.Response) == `{"by":"`+h.Holder.Owner+`"}`:
+				case errors.Is(err, claims.ErrUnavailable):
+					// A transaction conflict: the caller retries.
+				default:
+					errs <- err
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if made.Load() != 1 {
+			t.Errorf("%d commits made", made.Load())
+		}
+	})
+
+	t.Run("a cancelled commit fails closed", func(t *testing.T) {
+		s, k := committer(t), key()
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := s.Commit(cctx, "tok", claim(k, "a", t0), nil, false, nil, t0); !errors.Is(err, claims.ErrUnavailable) {
+			t.Errorf("commit: %v", err)
 		}
 	})
 }
