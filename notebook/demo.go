@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -143,6 +144,12 @@ var addTool = &stateless.Tool{
 	Description: "Adds a note and returns its id. Send an idempotency key to make retries safe.",
 	Annotations: &stateless.ToolAnnotations{DestructiveHint: boolPtr(false), OpenWorldHint: boolPtr(false)},
 	Scopes:      scopesWrite,
+	// Its one effect is the note and its count, enlisted in a keyed
+	// call's claim with the book's room a condition of that write (not a
+	// read before it), and what it records of the add waits for the
+	// commit (claims.OnCommit): a keyed add is one DynamoDB request, and
+	// so is its replay.
+	EnlistedEffectsOnly: true,
 }
 
 type addIn struct {
@@ -169,19 +176,24 @@ func (d *demo) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*
 	n, err := d.notes.Add(ctx, req.Principal, in.Text)
 	var full *NoteLimitError
 	switch {
-	case errors.As(err, &full) && full.PerOwner:
-		return nil, addOut{}, mcperr.NewRefused("note_limit_reached", noteLimit{Limit: full.Limit})
 	case errors.As(err, &full):
-		return nil, addOut{}, mcperr.NewRefused("note_store_full", noteLimit{Limit: full.Limit})
+		return nil, addOut{}, full.failure()
 	case err != nil:
 		// The store failed: retryable, and its cause is in the request's
 		// log line (by type and AWS error code).
 		return nil, addOut{}, storeFailed(ctx, err)
 	}
 	// The operator's view of the call (its id is the store's, never the
-	// note's text): a record with the request's fields, and a metric.
-	req.Logger().Info("note added", "note_id", n.ID)
-	_ = req.Metric("NotesAdded", 1, stateless.MetricUnitCount)
+	// note's text): a record with the request's fields, and a metric. In
+	// a keyed call the note exists only once the call's claim commits,
+	// which a replay's does not: they wait for it.
+	added := func() {
+		req.Logger().Info("note added", "note_id", n.ID)
+		_ = req.Metric("NotesAdded", 1, stateless.MetricUnitCount)
+	}
+	if !claims.OnCommit(ctx, added) {
+		added()
+	}
 	return nil, addOut{ID: n.ID}, nil
 }
 

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
 // Note is one note of the demo's note book. Notes belong to the principal
@@ -29,6 +32,15 @@ var ErrNoNote = errors.New("no such note")
 type NoteLimitError struct {
 	Limit    int
 	PerOwner bool
+}
+
+// failure is the tool failure notes_add answers a full book with: not
+// retryable, naming the limit.
+func (e *NoteLimitError) failure() *mcperr.ToolError {
+	if e.PerOwner {
+		return mcperr.NewRefused("note_limit_reached", noteLimit{Limit: e.Limit})
+	}
+	return mcperr.NewRefused("note_store_full", noteLimit{Limit: e.Limit})
 }
 
 func (e *NoteLimitError) Error() string {
@@ -134,27 +146,65 @@ func newMemoryNotesLimited(perOwner, all int) *memoryNotes {
 	return &memoryNotes{notes: map[string][]Note{}, perOwner: perOwner, all: all}
 }
 
-func (m *memoryNotes) Add(_ context.Context, owner, text string) (Note, error) {
+// Add adds a note. In a keyed call that commits in one step with the
+// claims in memory, the add is enlisted in the call's claim
+// (claims.Write.Apply), as the DynamoDB store enlists its writes: made
+// with the claim and the stored result, or not at all, the book's room
+// checked then.
+func (m *memoryNotes) Add(ctx context.Context, owner, text string) (Note, error) {
 	n := Note{Text: text, Created: time.Now().UTC()}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ns := m.notes[owner]
-	switch {
-	case len(ns) >= m.perOwner:
-		return Note{}, &NoteLimitError{Limit: m.perOwner, PerOwner: true}
-	case m.total >= m.all:
-		return Note{}, &NoteLimitError{Limit: m.all}
-	}
-	for {
-		n.ID = m.ids.next(n.Created)
-		i, found := slices.BinarySearchFunc(ns, n.ID, byID)
-		if found {
-			continue // the same millisecond and the same random bits: draw again
+	n.ID = m.ids.next(n.Created)
+	if claims.EnlistWrites(ctx, claims.Write{Apply: func(commit func() bool) error {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if full := m.full(owner); full != nil {
+			return full.failure() // what the call answers; nothing is committed
 		}
-		m.notes[owner] = slices.Insert(ns, i, n)
-		m.total++
+		i, found := slices.BinarySearchFunc(m.notes[owner], n.ID, byID)
+		if found {
+			return errIDTaken // not committed: the client's retry draws another
+		}
+		if commit() {
+			m.insert(owner, i, n)
+		}
+		return nil
+	}}) {
 		return n, nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if full := m.full(owner); full != nil {
+		return Note{}, full
+	}
+	for {
+		i, found := slices.BinarySearchFunc(m.notes[owner], n.ID, byID)
+		if !found {
+			m.insert(owner, i, n)
+			return n, nil
+		}
+		n.ID = m.ids.next(n.Created) // the same millisecond and the same random bits: draw again
+	}
+}
+
+// errIDTaken refuses an enlisted add whose note id is taken.
+var errIDTaken = errors.New("the note id is taken")
+
+// full says which limit keeps the owner from adding a note, if one does;
+// m.mu is held.
+func (m *memoryNotes) full(owner string) *NoteLimitError {
+	switch {
+	case len(m.notes[owner]) >= m.perOwner:
+		return &NoteLimitError{Limit: m.perOwner, PerOwner: true}
+	case m.total >= m.all:
+		return &NoteLimitError{Limit: m.all}
+	}
+	return nil
+}
+
+// insert puts n at index i of the owner's notes; m.mu is held.
+func (m *memoryNotes) insert(owner string, i int, n Note) {
+	m.notes[owner] = slices.Insert(m.notes[owner], i, n)
+	m.total++
 }
 
 func byID(n Note, id string) int { return strings.Compare(n.ID, id) }

@@ -61,10 +61,14 @@ type notesAPI interface {
 // consistent, so that a caller reads its own writes.
 //
 // In a call with an idempotency key the same writes are enlisted in the
-// call's claim (claims.Enlist): they commit in one transaction with the
-// claim's completion and the stored result, so the key adds or deletes
-// exactly once whatever fails. What their conditions check is read first
-// (the count; the note), so that a full book or a missing note is
+// call's claim (claims.EnlistWrites): they commit in one transaction with
+// the claim and the stored result, so the key adds or deletes exactly
+// once whatever fails. A keyed add commits in one step (notes_add has no
+// other effect: stateless.Tool.EnlistedEffectsOnly): the claim, the note,
+// the count and the result are one request, whose counter condition
+// answers a full book (claims.Write.OnConditionFailed), so nothing is
+// read before. A keyed delete claims its key first (its confirmation is
+// single-use) and reads the note first, so that a missing note is
 // answered at once rather than as a refused commit.
 type dynamoNotes struct {
 	client func(ctx context.Context) (notesAPI, error)
@@ -106,32 +110,27 @@ func exportSK(taskID string) string { return "#export#" + taskID }
 func expiresAt(now time.Time) types.AttributeValue { return num(now.Add(executionTTL).Unix()) }
 
 func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error) {
+	pk := notesPK(owner)
+	limit := d.perOwner()
+	n := Note{Text: text, Created: time.Now().UTC().Truncate(time.Millisecond)}
+	n.ID = d.ids.next(n.Created)
+	// A keyed call: the writes commit with the call's claim and its
+	// stored result, after this returns, in one request. The book's room
+	// is the counter's condition, answered as a full book when it fails
+	// then; the id's, a refused commit the client retries.
+	counter, note := d.addWrites(pk, n, limit)
+	if claims.EnlistWrites(ctx,
+		claims.Write{Item: &counter, OnConditionFailed: (&NoteLimitError{Limit: limit, PerOwner: true}).failure()},
+		claims.Write{Item: &note}) {
+		return n, nil
+	}
 	c, err := d.client(ctx)
 	if err != nil {
 		return Note{}, err
 	}
-	pk := notesPK(owner)
-	limit := d.perOwner()
-	n := Note{Text: text, Created: time.Now().UTC().Truncate(time.Millisecond)}
-	if claims.Enlisting(ctx) {
-		// A keyed call: the writes commit with the call's claim, after
-		// this returns. What their conditions check is read first, so
-		// that a full book is answered now and not as a refused commit.
-		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(pk, counterSK), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return Note{}, fmt.Errorf("reading the note count: %w", err)
-		}
-		if numAttr(out.Item, "notes") >= int64(limit) {
-			return Note{}, &NoteLimitError{Limit: limit, PerOwner: true}
-		}
-		n.ID = d.ids.next(n.Created)
-		if claims.Enlist(ctx, d.addWrites(pk, n, limit)...) {
-			return n, nil
-		}
-	}
 	for attempt := 0; ; attempt++ {
-		n.ID = d.ids.next(n.Created)
-		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: d.addWrites(pk, n, limit)})
+		counter, note := d.addWrites(pk, n, limit)
+		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{counter, note}})
 		switch failed := cancelled(err); {
 		case err == nil:
 			return n, nil
@@ -139,6 +138,7 @@ func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error)
 			return Note{}, &NoteLimitError{Limit: limit, PerOwner: true}
 		case failed[1] == "ConditionalCheckFailed" && attempt < 3:
 			// The id is taken (one in a million): draw again.
+			n.ID = d.ids.next(n.Created)
 		case conflicted(failed) && attempt < maxConflicts:
 			if err := backOff(ctx, attempt); err != nil {
 				return Note{}, fmt.Errorf("adding a note: %w", err)
@@ -151,12 +151,11 @@ func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error)
 
 // addWrites are the two conditional writes that add n: the counter goes
 // up by one if under the limit, and the note is put if its id is new.
-func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) []types.TransactWriteItem {
+func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) (counter, note types.TransactWriteItem) {
 	item := notesKey(pk, n.ID)
 	item["text"] = &types.AttributeValueMemberS{Value: n.Text}
 	item["created"] = num(n.Created.UnixMilli())
-	return []types.TransactWriteItem{
-		{Update: &types.Update{
+	return types.TransactWriteItem{Update: &types.Update{
 			TableName:                &d.table,
 			Key:                      notesKey(pk, counterSK),
 			UpdateExpression:         aws.String("SET #n = if_not_exists(#n, :zero) + :one"),
@@ -165,13 +164,11 @@ func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) []ty
 			ExpressionAttributeValues: map[string]types.AttributeValue{
 				":zero": num(0), ":one": num(1), ":limit": num(int64(limit)),
 			},
-		}},
-		{Put: &types.Put{
+		}}, types.TransactWriteItem{Put: &types.Put{
 			TableName:           &d.table,
 			Item:                item,
 			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}},
-	}
+		}}
 }
 
 // maxConflicts is how many times a write that met another transaction on
