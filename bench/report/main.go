@@ -57,7 +57,7 @@ const (
 	targetLambdaMCPGo = 4.0 // mcpgo/ours time, at least
 	// Cold start: the core's runtime init under the emulator over a bare
 	// aws-lambda-go function's, at most (milliseconds, medians).
-	targetInitOverBare = 1.0
+	targetInitOverBare = 0.5
 )
 
 func main() {
