@@ -50,11 +50,14 @@ type Execution struct {
 	x *exchange
 }
 
-// Note is what an execution interceptor records of a request in its
-// Outcome: each member it sets names the Outcome field it is written to,
-// and a zero member leaves its field as it is. It is the only way an
-// interceptor annotates the request.
+// Note is what an execution interceptor or a method's handler records of
+// a request in its Outcome: each member it sets names the Outcome field it
+// is written to, and a zero member leaves its field as it is. It is the
+// only way an extension annotates the request.
 type Note struct {
+	// Target is the Outcome.Target the request concerns, a name of the
+	// server's (a task's tool, say).
+	Target string
 	// Claim is the idempotency decision (Outcome.Claim: ClaimNew,
 	// ClaimReplay, …).
 	Claim string
@@ -75,8 +78,13 @@ type Note struct {
 }
 
 // Note records n in the request's Outcome.
-func (e *Execution) Note(n Note) {
-	o := e.x.o
+func (e *Execution) Note(n Note) { note(e.x.o, n) }
+
+// note records n in o.
+func note(o *Outcome, n Note) {
+	if n.Target != "" {
+		o.Target = n.Target
+	}
 	if n.Claim != "" {
 		o.Claim = n.Claim
 	}

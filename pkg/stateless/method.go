@@ -15,11 +15,15 @@ type MethodRequest struct {
 	*Call
 	// Method is the method's name.
 	Method string
-	// Outcome is the request's outcome, for the handler to annotate: the
-	// Target it concerns (a metric dimension), a Kind, a Fault it met
-	// that did not refuse the request (with its Err).
-	Outcome *Outcome
+
+	o *Outcome
 }
+
+// Note records n in the request's Outcome: the Target the request
+// concerns (a metric dimension: a name of the server's, never the
+// peer's bytes), a Kind, a Fault the handler met that did not refuse the
+// request.
+func (r *MethodRequest) Note(n Note) { note(r.o, n) }
 
 // MethodHandler answers a custom method: params are the request's params
 // decoded into P (member names exactly; _meta is the server's and not
@@ -73,7 +77,7 @@ func AddMethod[P, R any](s *Server, name string, h MethodHandler[P, R], o *Metho
 				return refused(mcperr.Wrap(mcperr.KindMalformedParams, err))
 			}
 		}
-		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name, Outcome: x.o}, p)
+		res, err := h(ctx, &MethodRequest{Call: &x.call, Method: name, o: x.o}, p)
 		if err != nil {
 			x.o.Err = err
 			return refused(handlerError(ctx, err))

@@ -61,7 +61,7 @@ func (x *Extension) own(ctx context.Context, req *stateless.MethodRequest, id *s
 	case rec.Principal != req.Principal || !time.Now().Before(rec.ExpiresAt):
 		return nil, mcperr.New(mcperr.KindUnknownTask)
 	}
-	req.Outcome.Target = rec.Tool
+	req.Note(stateless.Note{Target: rec.Tool})
 	return rec, nil
 }
 
@@ -77,7 +77,7 @@ func (x *Extension) get(ctx context.Context, req *stateless.MethodRequest, p tas
 		if r, err := x.redrive(ctx, rec.ID); err == nil && r != nil {
 			rec = r
 		} else if err != nil {
-			req.Outcome.Fault, req.Outcome.Err = true, err
+			req.Note(stateless.Note{Fault: err})
 		}
 	}
 	return appendTask(nil, x.opts, rec, true), nil
@@ -178,7 +178,7 @@ func (x *Extension) update(ctx context.Context, req *stateless.MethodRequest, p 
 	if wake {
 		if err := x.dispatch(ctx, rec.ID); err != nil {
 			// Stored: the next tasks/get dispatches it after the grace.
-			req.Outcome.Fault, req.Outcome.Err = true, fmt.Errorf("dispatching the task after its input: %w", err)
+			req.Note(stateless.Note{Fault: fmt.Errorf("dispatching the task after its input: %w", err)})
 		}
 	}
 	return empty, nil
