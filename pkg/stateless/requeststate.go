@@ -32,13 +32,20 @@ func (x *exchange) openState(ctx context.Context, k stateKey, token *string) *mc
 	return e
 }
 
-// inputRequiredResult renders ir and records whether a state was sealed.
-func (x *exchange) inputRequiredResult(ctx context.Context, k stateKey, ir *InputRequired) (map[string]any, *mcperr.Error) {
+// inputRequired is the answer that asks for the input ir requests, its
+// state sealed bound to k (recorded in the Outcome), or the refusal of a
+// request the client cannot answer (a capability it did not declare).
+func (x *exchange) inputRequired(ctx context.Context, k stateKey, ir *InputRequired) Answer {
 	out, e := x.s.sealInputRequired(x.bounded(ctx), &x.call, k, ir)
+	if e != nil {
+		return refused(e)
+	}
 	if _, sealed := out["requestState"]; sealed {
 		x.o.StateSealed = true
 	}
-	return out, e
+	a := x.result(out, &resultFields{resultTyp: "input_required"})
+	a.inputRequired = true
+	return a
 }
 
 // nonToolInput is the answer to the error of a prompt or resource
@@ -53,13 +60,7 @@ func (x *exchange) nonToolInput(ctx context.Context, k stateKey, err error) Answ
 		return refused(mcperr.NewMissingCapability(map[string]any{"elicitation": map[string]any{}}).
 			WithData(map[string]any{"requiredCapabilities": map[string]any{}, "requiredProtocolVersion": Version20260728}))
 	}
-	out, e := x.inputRequiredResult(ctx, k, ir)
-	if e != nil {
-		return refused(e)
-	}
-	a := x.result(out, &resultFields{resultTyp: "input_required"})
-	a.inputRequired = true
-	return a
+	return x.inputRequired(ctx, k, ir)
 }
 
 // inputRequiredResult renders ir for the client: capability-gated, with

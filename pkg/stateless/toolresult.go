@@ -43,13 +43,7 @@ func (x *exchange) toolAnswer(ctx context.Context, t *registeredTool, k stateKey
 		if x.legacy {
 			return x.replier().errorResult("This tool needs input from the user, which needs protocol revision " + Version20260728 + ".")
 		}
-		out, e := x.inputRequiredResult(ctx, k, ir)
-		if e != nil {
-			return refused(e)
-		}
-		a := x.result(out, &resultFields{resultTyp: "input_required"})
-		a.inputRequired = true
-		return a
+		return x.inputRequired(ctx, k, ir)
 	}
 	return x.replier().toolResult(ctx, t, res, err)
 }
