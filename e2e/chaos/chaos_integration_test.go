@@ -89,6 +89,8 @@ func TestChaos(t *testing.T) {
 	}
 	defer c.Stop()
 
+	writes := NewWrites()
+	c.Proxy.Watch(writes.Watch)
 	load := NewLoad(c.Front, LoadOptions{Workers: p.workers, Duration: p.load, PursueLimit: p.pursue, Recovery: p.recovery,
 		RunID: fmt.Sprintf("r%x", runSeed&0xffffff), Seed: runSeed})
 	faults := NewFaults(c, p == fullPlan)
@@ -119,7 +121,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := load.Check(notes, c.Pool.KilledTasks())
+	res := load.Check(notes, c.Pool.KilledTasks(), writes)
 	events, duplicated := c.Invoke.Accepted()
 	deliveries, deliveryFailed := c.Invoke.Delivered()
 	sum := Summary{
@@ -159,11 +161,14 @@ func TestChaos(t *testing.T) {
 	}
 	// A run that injected nothing, or did nothing, proves nothing.
 	injected := sum.Faults
-	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDDBRestart, FaultKMSOutage,
+	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOneStep, FaultDDBRestart, FaultKMSOutage,
 		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer} {
 		if injected[f] == 0 {
 			t.Errorf("no fault %q was injected", f)
 		}
+	}
+	if res.KeysOneStep == 0 {
+		t.Errorf("the load did too little: no key was committed in one step")
 	}
 	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 || res.TaskEnds["completed"] == 0 || res.TaskEnds["cancelled"] == 0 || res.TaskUpdates == 0 {
 		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads, %d tasks completed, %d cancelled, %d tasks/update",

@@ -25,11 +25,13 @@ const (
 	CheckUnexpected  = "unexpected-answer"       // every definitive answer is one the flow allows
 	CheckTaskEnd     = "task-not-completed"      // a task pursued ends completed, or cancelled when it was cancelled
 	CheckTaskPerKey  = "task-per-key"            // every answer for a key names the same task; the table holds one task for it
+	CheckOneRequest  = "add-not-in-one-request"  // a keyed add commits its claim, note, count and result in one transaction
+	CheckCount       = "note-count-differs"      // every note book's count item counts its notes
 )
 
 // Checks lists every check.
 var Checks = []string{CheckExactlyOnce, CheckLostWrite, CheckReplay, CheckGateway, CheckRecovered, CheckSingleUse, CheckUnexpected,
-	CheckTaskEnd, CheckTaskPerKey}
+	CheckTaskEnd, CheckTaskPerKey, CheckOneRequest, CheckCount}
 
 // Violation is one failed check, with what explains it.
 type Violation struct {
@@ -56,6 +58,10 @@ type Notes struct {
 	ExportRuns map[string]int
 	// Tasks are the task items, by task id.
 	Tasks map[string]*TaskItem
+	// Books counts the note items of each note book (by partition key);
+	// Counted is what each book's count item (sk "#count", notes N)
+	// says, for the books that have one.
+	Books, Counted map[string]int
 }
 
 // TaskItem is one task item of the table: pk "task#<id>", its fields as
@@ -70,7 +76,7 @@ type TaskItem struct {
 // NewNotes returns an empty table's contents.
 func NewNotes() *Notes {
 	return &Notes{ByMarker: map[string][]string{}, IDs: map[string]bool{}, Deletions: map[string]int{}, ExportRuns: map[string]int{},
-		Tasks: map[string]*TaskItem{}}
+		Tasks: map[string]*TaskItem{}, Books: map[string]int{}, Counted: map[string]int{}}
 }
 
 // ScanNotes reads every item of the table with consistent reads.
@@ -96,6 +102,10 @@ func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, e
 					n.Deletions[id] = int(numberAttr(it, "deletes"))
 					continue
 				}
+				if sk.Value == "#count" {
+					n.Counted[pk.Value] = int(numberAttr(it, "notes"))
+					continue
+				}
 				if id, ok := strings.CutPrefix(sk.Value, "#export#"); ok {
 					if runs, ok := it["runs"].(*types.AttributeValueMemberSS); ok {
 						n.ExportRuns[id] = len(runs.Value)
@@ -107,6 +117,7 @@ func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, e
 				continue // claims, redemptions, counters
 			}
 			n.IDs[sk.Value] = true
+			n.Books[pk.Value]++
 			if text, ok := it["text"].(*types.AttributeValueMemberS); ok {
 				if m := marker(text.Value); m != "" {
 					n.ByMarker[m] = append(n.ByMarker[m], sk.Value)
@@ -176,6 +187,14 @@ type Result struct {
 	// Keys by kind, and how many were pursued to success.
 	Keys, KeysSucceeded int
 	KeysByKind          map[string]int
+	// OneStepCommits and ClaimFirstCommits count the transactions that
+	// carried a key's note (every attempt), by how they held its claim
+	// (Writes); KeysOneStep the keys pursued to success whose note was
+	// committed in one step.
+	OneStepCommits, ClaimFirstCommits, KeysOneStep int
+	// Books are the note books in the table; BooksCounted those whose
+	// count item counts their notes.
+	Books, BooksCounted int
 	// Deletes are the confirmed delete flows; SecondRefused the second
 	// redemptions refused as spent.
 	Deletes, DeletesSucceeded, SecondRefused int
@@ -220,7 +239,8 @@ func (r *Result) ByCheck() map[string]int {
 // Check checks what the load recorded against the table. killed counts,
 // by task id, the kills of an instance while it ran the task's worker
 // (Pool.KilledTasks): each allows one more run of the task's handler.
-func (l *Load) Check(notes *Notes, killed map[string]int) *Result {
+// writes is what the proxy saw of the note writes (nil: not checked).
+func (l *Load) Check(notes *Notes, killed map[string]int, writes *Writes) *Result {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	r := &Result{KeysByKind: map[string]int{}, TaskKeysByKind: map[string]int{}, TaskEnds: map[string]int{}}
@@ -285,7 +305,35 @@ func (l *Load) Check(notes *Notes, killed map[string]int) *Result {
 				add(CheckRecovered, k.Key, fmt.Sprintf("notes_add given up after %d attempts, last %s", len(h.Attempts), last(h)), h)
 			}
 		}
+		if writes != nil {
+			// notes_add has no effect but its enlisted writes: its keyed
+			// call commits the claim, the note, its count and the result
+			// in one transaction, and never claims its key first.
+			oneStep, claimFirst := writes.Count(k.Marker)
+			r.OneStepCommits += oneStep
+			r.ClaimFirstCommits += claimFirst
+			switch {
+			case claimFirst > 0:
+				add(CheckOneRequest, k.Key, fmt.Sprintf("%d transactions completed a claim taken first with the key's note (%d one-step)", claimFirst, oneStep), k.Reqs...)
+			case succeeded && oneStep == 0:
+				add(CheckOneRequest, k.Key, "the key's note was answered, but no one-step commit carried it", k.Reqs...)
+			case succeeded:
+				r.KeysOneStep++
+			}
+		}
 		k.mu.Unlock()
+	}
+
+	// Each note book's count item counts its notes: an add's count and
+	// note, a delete's count and removal, are written together, whatever
+	// failed.
+	for _, book := range slices.Sorted(maps.Keys(setOf(slices.Collect(maps.Keys(notes.Books)), slices.Collect(maps.Keys(notes.Counted))))) {
+		r.Books++
+		if notes.Counted[book] == notes.Books[book] {
+			r.BooksCounted++
+			continue
+		}
+		add(CheckCount, book, fmt.Sprintf("the book holds %d notes, its count item says %d", notes.Books[book], notes.Counted[book]))
 	}
 
 	for _, h := range l.reads {

@@ -1,11 +1,22 @@
 package chaos
 
 import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/serverless-mcp/mcp-lambda/e2e/internal/harness"
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 
 // answered is a definitive success answer naming a note.
@@ -23,7 +34,7 @@ func okHistory(a *Answer) *History { return &History{Final: a, Attempts: []Attem
 // their subjects.
 func violations(l *Load, n *Notes, killed map[string]int) map[string][]string {
 	out := map[string][]string{}
-	for _, v := range l.Check(n, killed).Violations {
+	for _, v := range l.Check(n, killed, nil).Violations {
 		out[v.Check] = append(out[v.Check], v.Subject)
 	}
 	return out
@@ -58,7 +69,7 @@ func TestCheckKeys(t *testing.T) {
 		CheckRecovered:   {"unanswered"},
 	}
 	sameViolations(t, got, want)
-	r := l.Check(n, nil)
+	r := l.Check(n, nil, nil)
 	// 0: lost, never, unanswered; 1: once; 2+: twice, differs, ghost.
 	if r.Executions != [3]int{3, 1, 3} {
 		t.Errorf("executions %v", r.Executions)
@@ -117,7 +128,7 @@ func TestCheckDeletes(t *testing.T) {
 		CheckLostWrite:   {"kh", "ki"},
 	}
 	sameViolations(t, got, want)
-	r := l.Check(n, nil)
+	r := l.Check(n, nil, nil)
 	if r.DeletesUnknown != 1 || r.DeletesSucceeded != 5 {
 		t.Errorf("unknown %d, succeeded %d", r.DeletesUnknown, r.DeletesSucceeded)
 	}
@@ -198,7 +209,7 @@ func TestCheckTasks(t *testing.T) {
 		CheckUnexpected:  {"task key untitled"},
 	}
 	sameViolations(t, got, want)
-	r := l.Check(n, killed)
+	r := l.Check(n, killed, nil)
 	if r.TasksAsked != 3 || r.TaskUpdates != 4 {
 		t.Errorf("asked %d, updates %d", r.TasksAsked, r.TaskUpdates)
 	}
@@ -244,5 +255,83 @@ func sameViolations(t *testing.T, got, want map[string][]string) {
 		if want[c] == nil {
 			t.Errorf("unexpected %s: %v", c, got[c])
 		}
+	}
+}
+
+// capture is a DynamoDB stand-in that records each request's body and
+// answers it as applied.
+func capture(t *testing.T) (*dynamodb.Client, func() []byte) {
+	var mu sync.Mutex
+	var last []byte
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		last = b
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		w.Write([]byte(`{}`))
+	}))
+	t.Cleanup(srv.Close)
+	c := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("x", "x", ""), RetryMaxAttempts: 1})
+	return c, func() []byte { mu.Lock(); defer mu.Unlock(); return last }
+}
+
+// TestWritesSeesHowAddsCommit: the proxy's record tells a note committed
+// in one step (the claim put as completed in its transaction: the bytes
+// the claims store sends) from one committed with a claim taken first.
+func TestWritesSeesHowAddsCommit(t *testing.T) {
+	c, last := capture(t)
+	store := claims.NewDynamoDBWith(c, "t", claims.DynamoDBOptions{SortKey: "sk"})
+	note := func(m string) claims.Write {
+		return claims.Write{Item: &types.TransactWriteItem{Put: &types.Put{TableName: aws.String("t"), Item: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: "notes#x"}, "sk": &types.AttributeValueMemberS{Value: "n1"},
+			"text": &types.AttributeValueMemberS{Value: "chaos note " + m}}}}}
+	}
+	ctx, now := context.Background(), time.Now()
+	if err := store.Commit(ctx, "0123456789abcdef0123456789abcdef", claims.Claim{Key: "claim#a", Owner: "o", Fingerprint: "f", ExpiresAt: now.Add(time.Hour)},
+		[]byte(`{}`), false, []claims.Write{note("mk:one;")}, now); err != nil {
+		t.Fatal(err)
+	}
+	w := NewWrites()
+	oneStep := last()
+	if !IsOneStepCommit(oneStep) {
+		t.Errorf("not seen as a one-step commit: %s", oneStep)
+	}
+	w.Watch("TransactWriteItems", "i0", oneStep)
+	if err := store.CompleteWith(ctx, "0123456789abcdef0123456789abcdee", []claims.Completion{{Key: "claim#b", Owner: "o", Response: []byte(`{}`), ExpiresAt: now}},
+		[]types.TransactWriteItem{*note("mk:two;").Item}); err != nil {
+		t.Fatal(err)
+	}
+	claimFirst := last()
+	if IsOneStepCommit(claimFirst) {
+		t.Errorf("a claim-first completion seen as a one-step commit: %s", claimFirst)
+	}
+	w.Watch("TransactWriteItems", "i0", claimFirst)
+	w.Watch("PutItem", "i0", oneStep) // not a transaction
+	if a, b := w.Count("mk:one;"); a != 1 || b != 0 {
+		t.Errorf("one-step note: %d one-step, %d claim-first", a, b)
+	}
+	if a, b := w.Count("mk:two;"); a != 0 || b != 1 {
+		t.Errorf("claim-first note: %d one-step, %d claim-first", a, b)
+	}
+
+	key := func(name, id string) *KeyRecord {
+		return &KeyRecord{Key: name, Marker: "mk:" + name + ";", Kind: "add", IDs: []string{id}, Reqs: []*History{okHistory(answered(id, false))}}
+	}
+	l := &Load{keys: []*KeyRecord{key("one", "n1"), key("two", "n2"), key("none", "n3")}}
+	n := NewNotes()
+	n.ByMarker = map[string][]string{"mk:one;": {"n1"}, "mk:two;": {"n2"}, "mk:none;": {"n3"}}
+	n.IDs = map[string]bool{"n1": true, "n2": true, "n3": true}
+	n.Books = map[string]int{"notes#x": 3, "notes#y": 1}
+	n.Counted = map[string]int{"notes#x": 3, "notes#y": 2, "notes#z": 1}
+	got := map[string][]string{}
+	r := l.Check(n, nil, w)
+	for _, v := range r.Violations {
+		got[v.Check] = append(got[v.Check], v.Subject)
+	}
+	sameViolations(t, got, map[string][]string{CheckOneRequest: {"two", "none"}, CheckCount: {"notes#y", "notes#z"}})
+	if r.KeysOneStep != 1 || r.OneStepCommits != 1 || r.ClaimFirstCommits != 1 || r.Books != 3 || r.BooksCounted != 1 {
+		t.Errorf("%+v", r)
 	}
 }

@@ -116,6 +116,7 @@ type Proxy struct {
 	down   int // requests the upstream refused
 	total  int
 	ops    map[string]int
+	watch  func(op, tag string, body []byte)
 	srvs   harness.Servers
 }
 
@@ -165,6 +166,15 @@ func (p *Proxy) InsertRule(r *Rule) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = append([]*Rule{r}, p.rules...)
+}
+
+// Watch has f see every request the proxy gets, its operation, its
+// listener's tag and its body, before any rule acts on it (Writes.Watch
+// records the note writes).
+func (p *Proxy) Watch(f func(op, tag string, body []byte)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.watch = f
 }
 
 // Counts returns the injections so far by rule name.
@@ -234,6 +244,14 @@ func IsTaskOutcome(body []byte) bool {
 		(bytes.Contains(body, []byte(`"status":{"S":"completed"}`)) || bytes.Contains(body, []byte(`"status":{"S":"failed"}`)))
 }
 
+// IsOneStepCommit reports whether a TransactWriteItems's body puts a
+// claim item as completed: a keyed call of a tool with no effect but its
+// enlisted writes (notes_add), whose claim, writes and result are that
+// one request.
+func IsOneStepCommit(body []byte) bool {
+	return bytes.Contains(body, []byte(`"claim#`)) && bytes.Contains(body, []byte(`"status":{"S":"completed"}`))
+}
+
 // IsTaskAnswer reports whether a PutItem's body writes a task item that
 // a tasks/update has just woken: working, no worker holding it, and
 // answers among its responses (a worker's take writes its owner).
@@ -258,7 +276,14 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request, tag string) {
 		hangUp(w)
 		return
 	}
-	rule := p.pick(operation(r), tag, body)
+	op := operation(r)
+	p.mu.Lock()
+	watch := p.watch
+	p.mu.Unlock()
+	if watch != nil {
+		watch(op, tag, body)
+	}
+	rule := p.pick(op, tag, body)
 	if rule != nil {
 		switch rule.Action {
 		case Delay:

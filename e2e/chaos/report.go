@@ -100,6 +100,8 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 		row("  keys "+k, r.KeysByKind[k])
 	}
 	row("keys executed 0 / 1 / 2+ times", fmt.Sprintf("%d / %d / %d", r.Executions[0], r.Executions[1], r.Executions[2]))
+	row("  keys committed in one request (one-step / claim-first transactions sent)", fmt.Sprintf("%d (%d / %d)", r.KeysOneStep, r.OneStepCommits, r.ClaimFirstCommits))
+	row("note books (counted right)", fmt.Sprintf("%d (%d)", r.Books, r.BooksCounted))
 	row("confirmed deletes (succeeded)", fmt.Sprintf("%d (%d)", r.Deletes, r.DeletesSucceeded))
 	row("  second redemptions refused", r.SecondRefused)
 	row("  notes gone after a redemption killed mid-call, no answer telling", r.DeletesUnknown)

@@ -21,6 +21,7 @@ const (
 	FaultDropRequest   = "DynamoDB request dropped"
 	FaultDropResponse  = "DynamoDB response dropped (write applied)"
 	FaultDropComplete  = "claim-completing write's response dropped"
+	FaultDropOneStep   = "one-step commit's response dropped (applied)"
 	FaultDDBRestart    = "DynamoDB Local restarted"
 	FaultDDBRefused    = "  DynamoDB requests refused while it restarted"
 	FaultKMSOutage     = "local-kms stopped"
@@ -94,7 +95,7 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	var kmsStopped time.Time
 	f.steps = append(f.steps,
 		Step{At: 0.05, Name: "proxy: delay 4% of requests and 2% of responses, drop 2% of requests and 2% of responses", Do: f.noise},
-		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses", Do: f.dropCompletions},
+		Step{At: 0.32, Name: "proxy: drop 25% of claim-completing responses, and of one-step commits", Do: f.dropCompletions},
 		// After the noise, whose rules replace the proxy's.
 		Step{At: 0.07, Name: "proxy: drop the first and every second task outcome write's response, delay the others'", Do: f.outcomeFaults},
 
@@ -282,11 +283,16 @@ func (f *Faults) noise(ctx context.Context) error {
 }
 
 // dropCompletions drops, after DynamoDB applied it, the response of a
-// quarter of the writes that complete a claim (an UpdateItem today; a
-// transaction once the tool's writes are enlisted in the completion),
-// on top of the noise.
+// quarter of the writes that complete a claim taken first (an UpdateItem,
+// or a transaction when the tool's writes are enlisted in it: a keyed
+// delete), and of a quarter of the one-step commits (a keyed add's one
+// transaction: the claim, the note, its count and the result), on top of
+// the noise: the SDK sends it again with its token, and a retry that
+// still gets no answer is told the call was not committed, and replays it.
 func (f *Faults) dropCompletions(ctx context.Context) error {
 	f.c.Proxy.AddRule(&Rule{Name: FaultDropComplete, Ops: []string{"UpdateItem", "TransactWriteItems"}, Contains: `":completed"`,
+		Probability: 0.25, Action: DropResponse})
+	f.c.Proxy.AddRule(&Rule{Name: FaultDropOneStep, Ops: []string{"TransactWriteItems"}, Match: IsOneStepCommit,
 		Probability: 0.25, Action: DropResponse})
 	return nil
 }
@@ -313,5 +319,5 @@ func (f *Faults) Counts() map[string]int {
 
 // FaultOrder is the order the report lists faults in.
 var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultKillWorker, FaultKillOutcome, FaultInjectedGwErr, FaultDelay,
-	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer, FaultDDBRestart,
+	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOneStep, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer, FaultDDBRestart,
 	FaultDDBRefused, FaultKMSOutage, FaultKMSDown}
