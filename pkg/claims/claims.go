@@ -35,6 +35,17 @@
 // tool closes it by making its effect conditional on something the effect
 // itself changes (see docs/idempotency.md).
 //
+// A tool that has no effect but its enlisted writes says so
+// (stateless.Tool.EnlistedEffectsOnly), and its keyed calls commit in one
+// step: the handler runs first, with nothing claimed, and the claim, the
+// writes and the stored result are then one conditional write (a
+// Committer's Commit) — one DynamoDB request for a first call and one for
+// a replay, whose failed condition returns the record it replays. A
+// write's own condition that fails then is answered as the tool failure
+// the write names (Write.OnConditionFailed), with nothing written, and a
+// replay runs the handler but commits nothing and records nothing
+// (OnCommit).
+//
 // Two stores keep the records. DynamoDB shares them between every
 // instance and process; its table's TTL forgets expired records, and its
 // partition key may stand alone or come with a sort key

@@ -41,6 +41,19 @@ import (
 //  6. The redemption is settled last: spent, unless the answer is one a
 //     retry may change (then released, for the retry to use).
 //  7. A panic anywhere inside releases both, so that a retry can run.
+//
+// A keyed call of a tool declared to have no effect but its enlisted
+// writes (stateless.Tool.EnlistedEffectsOnly), on a Committer, that
+// neither becomes a task nor spends a single-use state, commits in one
+// step instead (onestep.go): its handler runs first, with nothing
+// claimed, and when it returns a result the interceptor's tool wrapper
+// makes the claim (completed), the writes and the stored result one
+// conditional write, before the server encodes the answer; the claim's
+// condition decides: committed, a replay of the winner's result, a
+// conflict or an "in progress" refusal, or a write's own condition
+// failed (its tool failure, nothing stored). A failure, a request for
+// input or a panic commits nothing, and a handler left running commits
+// nothing when it returns.
 func (g *Guard) Interceptor() stateless.Interceptor {
 	return stateless.Interceptor{Execute: g.execute, Tool: g.wrapTool, Provides: stateless.Provides{
 		Extensions:     map[string]any{stateless.MetaIdempotency: map[string]any{}},
