@@ -3,8 +3,11 @@
 // allocs/op of every request and implementation, with the ratios
 // peer/ours and ours/floor), the same requests as Lambda events, binary
 // sizes, cold start and warm latency under the Lambda runtime emulator
-// (../coldstart), live progress per front door (../firstevent), and the
-// performance targets, each marked met or missed.
+// (../coldstart), live progress per front door (../firstevent), the
+// DynamoDB requests of a keyed call whose only effect is enlisted writes
+// (notebook's TestKeyedEnlistedRequests, against DynamoDB Local in a
+// loopback-only network namespace), and the performance targets, each
+// marked met or missed.
 // `make bench` runs it.
 //
 // Run it from the bench module:
@@ -13,6 +16,7 @@
 //	go run ./report -raw out.txt     # also keep the raw go test output, for benchstat
 //	go run ./report -in out.txt      # an earlier go test output, without running the benchmarks
 //	go run ./report -nocold          # without the emulator (no sizes, cold start or warm latency)
+//	go run ./report -noddb           # without counting a keyed enlisted call's DynamoDB requests (which needs root)
 //	go run ./report -doc -           # print only, write no file
 //
 // Benchmarks that a finding skips (see bench.Findings) are shown as
@@ -43,15 +47,15 @@ import (
 // The targets. The first two are gosdk/ours on tools/call; the rest are
 // ours alone, or ours against the floor, mcp-go and the bare function.
 const (
-	targetTime     = 3.0  // gosdk/ours time, at least
-	targetAllocs   = 5.0  // gosdk/ours allocs, at least
-	targetFloor    = 1.6  // ours/floor time, at most
-	targetMCPGo    = 6.0  // mcpgo/ours time, at least
-	targetMaxAlloc = 45   // ours allocs/op in process, at most
+	targetTime     = 3.0 // gosdk/ours time, at least
+	targetAllocs   = 5.0 // gosdk/ours allocs, at least
+	targetFloor    = 1.6 // ours/floor time, at most
+	targetMCPGo    = 6.0 // mcpgo/ours time, at least
+	targetMaxAlloc = 45  // ours allocs/op in process, at most
 	// tools/list, in process.
 	targetListMCPGo = 10.0 // mcpgo/ours time, at least
-	targetMaxBytes = 7373 // ours B/op in process, at most (7.2 KB)
-	targetQuota    = 1.10 // ours-quota/ours time, at most: the default quotas on their memory counters
+	targetMaxBytes  = 7373 // ours B/op in process, at most (7.2 KB)
+	targetQuota     = 1.10 // ours-quota/ours time, at most: the default quotas on their memory counters
 	// On the Lambda event path (pkg/apigw).
 	targetLambdaAlloc = 80  // ours allocs/op, at most
 	targetLambdaMCPGo = 4.0 // mcpgo/ours time, at least
@@ -73,6 +77,8 @@ func main() {
 	noLive := flag.Bool("nolive", false, "skip live progress (firstevent)")
 	liveIn := flag.String("livein", "", "read this saved firstevent -json output instead of running it")
 	doc := flag.String("doc", "", "write the report here (default: docs/performance.md of the main module; - prints only)")
+	noDDB := flag.Bool("noddb", false, "skip counting a keyed enlisted call's DynamoDB requests (notebook's TestKeyedEnlistedRequests)")
+	ddbIn := flag.String("ddbin", "", "read this saved go test -v output of TestKeyedEnlistedRequests instead of running it")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("report: ")
@@ -140,7 +146,19 @@ func main() {
 		log.Fatal(err)
 	}
 
-	m := &meta{date: time.Now().UTC().Format("2006-01-02"), testCmd: shellCmd(args),
+	var enlisted *enlistedReport
+	switch {
+	case *ddbIn != "":
+		enlisted = readEnlisted(*ddbIn)
+	case !*noDDB:
+		mainDir, err := moduleDir("github.com/serverless-mcp/mcp-lambda")
+		if err != nil {
+			log.Fatal(err)
+		}
+		enlisted = measureEnlisted(mainDir)
+	}
+
+	m := &meta{date: time.Now().UTC().Format("2006-01-02"), testCmd: shellCmd(args), enlisted: enlisted,
 		coldCmd: shellCmd(coldArgs), liveCmd: shellCmd(liveArgs), cpus: runtime.NumCPU(), live: live}
 	m.goVersion, m.goos, m.goarch = goEnv("GOVERSION"), goEnv("GOOS"), goEnv("GOARCH")
 	m.peers = modVersions(benchDir, "github.com/modelcontextprotocol/go-sdk", "github.com/mark3labs/mcp-go", "github.com/aws/aws-lambda-go")
@@ -377,6 +395,7 @@ type meta struct {
 	cpus                          int
 	peers                         []string
 	live                          *liveReport
+	enlisted                      *enlistedReport
 }
 
 // medians are the medians by benchmark then implementation.
@@ -442,6 +461,7 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 		"| multi-round round, steady state | 0 | 0 |\n"+
 		"| multi-round round, state sealed on another instance, first time | 0 | 1 Decrypt |\n"+
 		"| first seal on an instance, or after rotation (1 h or 1,000,000 seals) | 0 | 1 GenerateDataKey |\n")
+	writeEnlisted(w, m.enlisted)
 
 	fmt.Fprintf(w, "\n## Findings (not measured)\n\nA wrong answer is no fair measure, so these benchmarks are skipped "+
 		"(bench/findings.go); TestFindings and TestLambdaFindings check that each still holds.\n\n")
