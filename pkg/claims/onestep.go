@@ -258,7 +258,8 @@ const metaServerInfo = "io.modelcontextprotocol/serverInfo"
 // storedCall is a result as a call that commits in one step stores it:
 // the handler's result, which a replay answers again as the handler's
 // (replayed). It is a result object a replay of a claim taken first can
-// send as it is, too (resultType, and the replay mark in _meta).
+// send as it is, too: resultType, a structured result's text mirror, the
+// replay mark in _meta; only the server's name is left out.
 type storedCall struct {
 	ResultType        string                     `json:"resultType"`
 	Content           []stateless.Content        `json:"content"`
@@ -279,6 +280,12 @@ func storedForm(res *stateless.CallToolResult) ([]byte, error) {
 			return nil, err
 		}
 		sc.StructuredContent = raw
+		if len(sc.Content) == 0 && !res.IsError {
+			// The text block the server mirrors a structured result in,
+			// as it will write it: so that a replay by a server that
+			// sends the stored result as it is sends it too.
+			sc.Content = []stateless.Content{stateless.Text(string(raw))}
+		}
 	}
 	for k, v := range res.Meta {
 		raw, err := compactJSON(v)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +124,14 @@ func TestOneStepCommitAndReplay(t *testing.T) {
 	again := c.CallTool("put", map[string]any{"item": "jam"}, mcptest.IdempotencyKey("k1"))
 	if again.IsError() || !again.Replayed() || again.Structured()["run"] != first.Structured()["run"] || again.Text() != first.Text() {
 		t.Fatalf("replay: %s\nfirst: %s", again.Raw, first.Raw)
+	}
+	// The replay is the first answer, marked.
+	replayed := maps.Clone(again.Result)
+	meta := maps.Clone(replayed["_meta"].(map[string]any))
+	delete(meta, stateless.MetaReplay)
+	replayed["_meta"] = meta
+	if !reflect.DeepEqual(replayed, first.Result) {
+		t.Errorf("the replay is not the first answer:\n%v\n%v", replayed, first.Result)
 	}
 	if n, runs, effects := sh.count(), sh.runs.Load(), sh.effects.Load(); n != 1 || runs != 2 || effects != 1 {
 		t.Errorf("%d items, %d runs, %d effects recorded; want 1, 2 (the replay runs the handler) and 1", n, runs, effects)
