@@ -92,7 +92,10 @@ type Endpoint struct {
 	// Claims is the idempotency claims store: in DynamoDB when
 	// Config.ClaimsTable is set, else in memory. It is a
 	// claims.Transactor on DynamoDB: a tool that writes the same table
-	// commits its writes with its claim (claims.Enlist).
+	// commits its writes with its claim (claims.Enlist); and a
+	// claims.Committer on DynamoDB and in memory: a tool with no effect
+	// but its enlisted writes (Tool.EnlistedEffectsOnly) commits a keyed
+	// call in one request.
 	Claims claims.Store
 	// Tasks is the tasks extension the server serves (package tasks):
 	// its store is the claims table's on DynamoDB, else memory.
