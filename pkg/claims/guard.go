@@ -344,21 +344,29 @@ func persist(ctx context.Context, write func(context.Context) error) error {
 		}
 		err := write(actx)
 		cancel()
-		if err == nil || !errors.Is(err, ErrUnavailable) {
+		if err == nil || !errors.Is(err, ErrUnavailable) || !pause(ctx, attempt, maxUndeadlinedAttempts) {
 			return err
 		}
-		wait := backoff(attempt)
-		dl, ok := ctx.Deadline()
-		if !ok && attempt >= maxUndeadlinedAttempts || ok && time.Until(dl) < wait+minAttempt {
-			return err
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return err
-		case <-timer.C:
-		}
+	}
+}
+
+// pause waits backoff(attempt) before the next attempt of a retried write,
+// and reports whether there is one: not when ctx ends first, when its
+// deadline leaves no time for another attempt (minAttempt after the
+// wait), or, without a deadline, after undeadlined attempts.
+func pause(ctx context.Context, attempt, undeadlined int) bool {
+	wait := backoff(attempt)
+	dl, ok := ctx.Deadline()
+	if !ok && attempt >= undeadlined || ok && time.Until(dl) < wait+minAttempt {
+		return false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 

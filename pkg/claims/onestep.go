@@ -217,19 +217,8 @@ func (t *ticket) commitStep(ctx context.Context, res *stateless.CallToolResult, 
 func commitBusy(ctx context.Context, commit func(context.Context) error) error {
 	for attempt := 0; ; attempt++ {
 		err := commit(ctx)
-		if !errors.Is(err, errBusy) || attempt >= maxBusy {
+		if !errors.Is(err, errBusy) || attempt >= maxBusy || !pause(ctx, attempt, maxBusy) {
 			return err
-		}
-		wait := backoff(attempt)
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait+minAttempt {
-			return err
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return err
-		case <-timer.C:
 		}
 	}
 }
