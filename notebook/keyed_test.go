@@ -76,16 +76,7 @@ func TestKeyedAddFullBookInMemory(t *testing.T) {
 	c := &demoClient{t: t, srv: srv, principal: "alice", caps: `{"elicitation":{}}`}
 	first, _ := structured(c.add("first"))["id"].(string)
 	const racers = 8
-	answers := make([]map[string]any, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i] = c.call("tools/call", "notes_add", fmt.Sprintf(`"name":"notes_add","arguments":{"text":"racer"},"idempotencyKey":"racer-%d"`, i))
-		}()
-	}
-	wg.Wait()
+	answers := raceAdds(c, racers)
 	added, full := 0, 0
 	for i, r := range answers {
 		switch {
@@ -118,4 +109,20 @@ func TestKeyedAddFullBookInMemory(t *testing.T) {
 func meta(r map[string]any) map[string]any {
 	m, _ := r["_meta"].(map[string]any)
 	return m
+}
+
+// raceAdds sends racers keyed notes_add calls at once, each with a key of
+// its own, and returns their answers in order.
+func raceAdds(c *demoClient, racers int) []map[string]any {
+	answers := make([]map[string]any, racers)
+	var wg sync.WaitGroup
+	for i := range racers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			answers[i] = c.call("tools/call", "notes_add", fmt.Sprintf(`"name":"notes_add","arguments":{"text":"racer"},"idempotencyKey":"racer-%d"`, i))
+		}()
+	}
+	wg.Wait()
+	return answers
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -215,16 +214,7 @@ func TestKeyedAddAtTheLimit(t *testing.T) {
 		}
 	}
 	const racers = 6
-	answers := make([]map[string]any, racers)
-	var wg sync.WaitGroup
-	for i := range racers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			answers[i] = c.call("tools/call", "notes_add", fmt.Sprintf(`"name":"notes_add","arguments":{"text":"racer"},"idempotencyKey":"racer-%d"`, i))
-		}()
-	}
-	wg.Wait()
+	answers := raceAdds(c, racers)
 	added, full := 0, 0
 	for i, r := range answers {
 		for attempt := 0; notCommitted(r) && attempt < 5; attempt++ {
