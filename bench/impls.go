@@ -8,6 +8,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/gosdk"
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/mcpgo"
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/ours"
+	"github.com/serverless-mcp/mcp-lambda/bench/impl/ours/quota"
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/tools"
 )
 
@@ -57,8 +58,8 @@ func NewOurs() http.Handler { return ours.New() }
 func NewOursInline() http.Handler { return ours.NewInline() }
 
 // NewOursQuota returns our server behind the default quotas on their
-// memory counters (bench/impl/ours.NewQuotaServer).
-func NewOursQuota() http.Handler { return ours.NewQuota() }
+// memory counters (bench/impl/ours/quota).
+func NewOursQuota() http.Handler { return quota.New() }
 
 // NewGoSDK returns the official Go SDK's server, served statelessly with
 // JSON responses (bench/impl/gosdk).

@@ -37,7 +37,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
-	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -524,12 +523,23 @@ type Handler struct {
 	// Gateway reports.
 	Endpoint string
 	// Documents, if set, are the endpoint's OAuth documents (package
-	// auth): an event that asks for one (the protected-resource metadata,
-	// the registration facade's metadata, a registration or its
-	// preflight) is answered and reported by them, about the endpoint
-	// Endpoint names or else the one the gateway's domain and the event's
-	// path name; any other is the server's.
-	Documents *auth.Documents
+	// auth's *Documents): an event that asks for one (the
+	// protected-resource metadata, the registration facade's metadata, a
+	// registration or its preflight) is answered and reported by them,
+	// about the endpoint Endpoint names or else the one the gateway's
+	// domain and the event's path name; any other is the server's.
+	Documents Documents
+}
+
+// Documents serve the documents an endpoint answers beside MCP: package
+// auth's Documents (the OAuth metadata and the registration facade). It
+// is an interface of the door's, so that a function without
+// authorization links nothing of package auth (its JOSE library among
+// it).
+type Documents interface {
+	// Serve answers r when it asks for a document, ok false otherwise
+	// (see auth.Documents.Serve).
+	Serve(ctx context.Context, r *stateless.Request, path, endpoint string, at interface{ EndpointAt(path string) string }) (resp *stateless.Response, ok bool)
 }
 
 // Invoke implements lambda.Handler. The context carries the invocation's
@@ -563,7 +573,10 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 // document answers r when it asks for one of the endpoint's OAuth
 // documents (Handler.Documents), which reports the answer.
 func (h *Handler) document(ctx context.Context, r *Request) (*stateless.Response, bool) {
-	return h.Documents.Serve(ctx, &auth.Request{Request: r.Request, Path: r.Path, Endpoint: h.Endpoint, Locator: r})
+	if h.Documents == nil {
+		return nil, false
+	}
+	return h.Documents.Serve(ctx, r.Request, r.Path, h.Endpoint, r)
 }
 
 // reject answers an event whose body cannot be read as a malformed body,

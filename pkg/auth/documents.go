@@ -71,25 +71,6 @@ type Documents struct {
 	Resource *Resource
 }
 
-// Request is a request as a door hands it to the documents.
-type Request struct {
-	// Request is the request as the door read it: its method, headers,
-	// host and body. Its Endpoint is not read.
-	Request *stateless.Request
-	// Path is the path the request was sent to, with a stage's prefix:
-	// API Gateway's request context path, the local server's URL path.
-	Path string
-	// Endpoint is the canonical URL of the endpoint the documents
-	// describe when the door knows it (configured, or the local server's):
-	// whatever the path names, the documents are that endpoint's.
-	Endpoint string
-	// Locator, when Endpoint is "", names the endpoint at the path the
-	// request names, as the door establishes it: an apigw.Request names
-	// it from API Gateway's domain name, never the Host header. Without
-	// either, the documents are absent.
-	Locator EndpointLocator
-}
-
 // EndpointLocator names endpoints as a door establishes them.
 type EndpointLocator interface {
 	// EndpointAt returns the canonical URL of the endpoint at path (a
@@ -163,22 +144,30 @@ func wellKnownPath(path, wk string) (string, bool) {
 	return prefix + rest, true
 }
 
-// Serve answers r when it asks for one of the documents, and reports the
-// answer; ok is false for any other request, which the door serves as an
-// MCP request (nothing is reported then), and for every request when d
-// is nil.
-func (d *Documents) Serve(ctx context.Context, r *Request) (resp *stateless.Response, ok bool) {
+// Serve answers r, a request a door read, when it asks for one of the
+// documents, and reports the answer; ok is false for any other request,
+// which the door serves as an MCP request (nothing is reported then), and
+// for every request when d is nil. path is the path r was sent to, with a
+// stage's prefix (API Gateway's request context path, the local server's
+// URL path); endpoint, the canonical URL of the endpoint the documents
+// describe when the door knows it (configured, or the local server's),
+// whatever the path names; else at, when set, names the endpoint at the
+// path the request names as the door establishes it (an apigw.Request
+// names it from API Gateway's domain name, never the Host header: an
+// EndpointLocator). Without either the documents are absent. The
+// parameters are plain types so that a door takes a Documents as an
+// interface of its own, and links nothing of this package.
+func (d *Documents) Serve(ctx context.Context, r *stateless.Request, path, endpoint string, at interface{ EndpointAt(path string) string }) (resp *stateless.Response, ok bool) {
 	if d == nil {
 		return nil, false
 	}
-	doc, path := route(r.Request.Method, r.Path)
+	doc, path := route(r.Method, path)
 	if doc == noDocument {
 		return nil, false
 	}
 	start := time.Now()
-	endpoint := r.Endpoint
-	if endpoint == "" && r.Locator != nil {
-		endpoint = r.Locator.EndpointAt(path)
+	if endpoint == "" && at != nil {
+		endpoint = at.EndpointAt(path)
 	}
 	o := &stateless.Outcome{Method: methods[doc], OwnMethod: true}
 	res := d.Resource
@@ -189,7 +178,7 @@ func (d *Documents) Serve(ctx context.Context, r *Request) (resp *stateless.Resp
 		resp = res.AuthorizationServerMetadata(endpoint)
 	case register:
 		var err error
-		if resp, err = res.register(endpoint, r.Request.Body); err != nil {
+		if resp, err = res.register(endpoint, r.Body); err != nil {
 			var e *errRegistration
 			if errors.As(err, &e) {
 				o.Kind = e.code
@@ -200,19 +189,19 @@ func (d *Documents) Serve(ctx context.Context, r *Request) (resp *stateless.Resp
 		switch {
 		case res.registration() == nil:
 			resp = notFound()
-		case !isPreflight(r.Request):
+		case !isPreflight(r):
 			resp = &stateless.Response{Status: http.StatusMethodNotAllowed,
 				Header: http.Header{"Content-Type": {"application/json"}, "Allow": {"OPTIONS, POST"}},
 				Body:   []byte(`{"error":"method_not_allowed"}`)}
 			o.Kind = "method_not_allowed"
 		default:
-			resp = d.Server.Preflight(r.Request, o, http.MethodPost)
+			resp = d.Server.Preflight(r, o, http.MethodPost)
 		}
 	}
 	if resp.Status == http.StatusNotFound {
 		o.Kind = "not_found"
 	}
-	d.Server.Answered(ctx, r.Request, resp, o, start)
+	d.Server.Answered(ctx, r, resp, o, start)
 	return resp, true
 }
 
@@ -244,7 +233,7 @@ func (d *Documents) Handler(endpoint string) http.Handler {
 				r.Body = body // else no body arrived: no client metadata
 			}
 		}
-		resp, ok := d.Serve(hr.Context(), &Request{Request: r, Path: hr.URL.Path, Endpoint: endpoint})
+		resp, ok := d.Serve(hr.Context(), r, hr.URL.Path, endpoint, nil)
 		if !ok { // a nil d serves no document
 			http.NotFound(w, hr)
 			return

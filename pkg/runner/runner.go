@@ -20,7 +20,6 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
-	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -59,8 +58,18 @@ type Options struct {
 	// auth), served beside the endpoint on both doors: locally at their
 	// paths on the listening address, on Lambda for the gateway's events
 	// that ask for them (apigw.Handler.Documents). Each answer is
-	// reported as an MCP answer is.
-	Documents *auth.Documents
+	// reported as an MCP answer is. Package auth's *Documents is one.
+	Documents Documents
+}
+
+// Documents serve the documents an endpoint answers beside MCP, on both
+// doors: package auth's Documents (the OAuth metadata and the
+// registration facade). It is an interface of the door's, so that a
+// function without authorization links nothing of package auth.
+type Documents interface {
+	apigw.Documents
+	// Handler serves them over net/http, for the endpoint at endpoint.
+	Handler(endpoint string) http.Handler
 }
 
 // EnvRequestTimeout names the variable of Options.RequestTimeout.
@@ -131,10 +140,12 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 // localHandler is the local server's: the endpoint at /mcp, and every
 // other path the OAuth documents' (docs.Handler: their routing table,
 // the Lambda handler's too), all of them about endpoint.
-func localHandler(srv *stateless.Server, endpoint string, docs *auth.Documents) http.Handler {
+func localHandler(srv *stateless.Server, endpoint string, docs Documents) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", &stateless.HTTPHandler{Server: srv, Endpoint: endpoint})
-	mux.Handle("/", docs.Handler(endpoint))
+	if docs != nil {
+		mux.Handle("/", docs.Handler(endpoint))
+	}
 	return mux
 }
 

@@ -14,12 +14,9 @@ package ours
 import (
 	"context"
 	_ "embed"
-	"math"
 	"net/http"
-	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/bench/impl/tools"
-	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -33,18 +30,11 @@ func NewServer() *stateless.Server { return build(false, nil) }
 // handlers.
 func NewInlineServer() *stateless.Server { return build(true, nil) }
 
-// NewQuotaServer is NewServer behind the endpoint's default quotas as
-// they run without a table (package ratelimit's memory counter and slots):
-// the calls quota on every call and the streams quota on every call
-// served through net/http, which streams. Its calls limit is the
-// largest there is, so that a benchmark's flood from one caller measures
-// admitted calls, which cost what they cost under 600 a minute.
-func NewQuotaServer() *stateless.Server {
-	return buildWith(false, nil, []stateless.Interceptor{
-		(&ratelimit.StreamLimit{Slots: &ratelimit.MemorySlots{}, Max: 10}).Interceptor(),
-		(&ratelimit.Limiter{Counter: &ratelimit.Memory{}, Limit: math.MaxInt64, Window: time.Minute}).Interceptor(),
-	})
-}
+// NewServerWith is NewServer with interceptors (package quota's
+// server, the default quotas in front, is built so; it lives apart so
+// that the cold-start subject, which links this package, links no quota
+// and no AWS client).
+func NewServerWith(ics ...stateless.Interceptor) *stateless.Server { return buildWith(false, nil, ics) }
 
 //go:embed toolschemas.json
 var toolSchemas []byte
@@ -76,9 +66,6 @@ func buildWith(inline bool, engine stateless.SchemaEngine, ics []stateless.Inter
 
 // New returns the server as an http.Handler.
 func New() http.Handler { return NewServer() }
-
-// NewQuota returns the quota server as an http.Handler.
-func NewQuota() http.Handler { return NewQuotaServer() }
 
 // NewInline returns the inline server as an http.Handler.
 func NewInline() http.Handler { return NewInlineServer() }
