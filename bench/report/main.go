@@ -556,7 +556,7 @@ func writeTargets(w io.Writer, med medians, cs *coldReport) {
 			fmt.Fprintf(w, "| cold start added over bare ≤ gosdk's (median, tools/call echo) | ours %+.2f ms, gosdk %+.2f ms "+
 				"(first invoke: ours %+.2f, gosdk %+.2f; emulator init: ours %+.2f, gosdk %+.2f) | | %s |\n",
 				ao, ag, fo, fg, ino, ing, verdictOf(true, ao <= ag))
-			fmt.Fprintf(w, "| runtime init under the emulator over bare ≤ %+.0f ms (median) | ours %+.2f ms (gosdk %+.2f) | | %s |\n",
+			fmt.Fprintf(w, "| runtime init under the emulator over bare ≤ %+.1f ms (median) | ours %+.2f ms (gosdk %+.2f) | | %s |\n",
 				targetInitOverBare, ino, ing, verdictOf(true, ino <= targetInitOverBare))
 		}
 	}

@@ -205,8 +205,8 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 	next := func(ctx context.Context) *Answer {
 		// The handler runs once per request: its answer is kept in the
 		// exchange rather than allocated.
-		x.executed = x.run(ctx, ex, k, deadline)
-		return &x.executed
+		x.held = x.run(ctx, ex, k, deadline)
+		return &x.held
 	}
 	ics := x.s.interceptors
 	for i := len(ics) - 1; i >= 0; i-- {

@@ -185,12 +185,14 @@ type exchange struct {
 
 	// tel is what the handler's Call.Logger needs of the request.
 	tel telemetry
-	// intercepted, answered and executed are what the request
-	// interceptors see, what they are answered and what the execution
-	// interceptors are answered, kept here so that none costs an
-	// allocation of its own: each is made at most once per request.
-	intercepted        InterceptedRequest
-	answered, executed Answer
+	// intercepted is what the request interceptors see, and held the
+	// answer an interceptor is handed by its next, kept here so that
+	// neither costs an allocation of its own. One held serves both kinds
+	// of interceptor: the execution interceptors hold it while the
+	// request interceptors wait on them, and the request's answer, once
+	// they return, is the same value.
+	intercepted InterceptedRequest
+	held        Answer
 
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,

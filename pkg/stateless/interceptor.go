@@ -164,8 +164,8 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 				r.Target = *t
 			}
 			next = func(ctx context.Context) *Answer {
-				x.answered = x.serveMethod(ctx)
-				return &x.answered
+				x.held = x.serveMethod(ctx)
+				return &x.held
 			}
 		}
 		inner, r := next, &x.intercepted
