@@ -17,12 +17,67 @@ import (
 // envelope is a JSON-RPC message's envelope; params stay raw until the
 // method is known, and are then decoded into the method's own type.
 type envelope struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      span   `json:"id"`
-	Method  span   `json:"method"`
-	Params  span   `json:"params"`
-	Result  span   `json:"result"`
-	Error   span   `json:"error"`
+	JSONRPC string       `json:"jsonrpc"`
+	ID      span         `json:"id"`
+	Method  span         `json:"method"`
+	Params  paramsMember `json:"params"`
+	Result  span         `json:"result"`
+	Error   span         `json:"error"`
+}
+
+// paramsMember is the envelope's params: their span of the body and,
+// when the body names a method the registry has before its params (as
+// clients write a request: jsonrpc, id, method, params), the params
+// decoded into the method's own type in the same pass over the body
+// (decoded): a request's body is then read once. Params it cannot decode
+// so end the envelope's decoding with errSecondPass, and the message is
+// decoded again the other way, the params apart (decodeMessage), so that
+// every refusal is the same whichever way a body is read;
+// FuzzDecodeMessage holds the two ways to the same result.
+type paramsMember struct {
+	span    span
+	decoded paramsOf
+	// One pass is tried when env is set: the envelope being decoded,
+	// whose method is read before the params if the body has it first,
+	// in body, read against reg.
+	env  *envelope
+	reg  *registry
+	body []byte
+}
+
+// errSecondPass ends a one-pass decoding whose params do not decode as
+// the method's (or whose offsets are not the body's).
+var errSecondPass = errors.New("stateless: decode the params apart")
+
+// UnmarshalJSONFrom implements jsonv2.UnmarshalerFrom.
+func (p *paramsMember) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	var row *methodInfo
+	if m := p.env; m != nil && len(m.Method) > 2 && m.Method[0] == '"' && dec.PeekKind() == '{' {
+		if name := m.Method[1 : len(m.Method)-1]; bytes.IndexByte(name, '\\') < 0 {
+			row = p.reg.methodOf(name)
+		}
+	}
+	if row == nil {
+		v, err := dec.ReadValue()
+		p.span = span(v)
+		return err
+	}
+	start := dec.InputOffset()
+	v := row.params()
+	if err := jsonv2.UnmarshalDecode(dec, v); err != nil {
+		return errSecondPass
+	}
+	end := dec.InputOffset()
+	if start < 0 || end > int64(len(p.body)) || start > end {
+		return errSecondPass
+	}
+	// From just past the member's name: the colon, then the value.
+	raw := bytes.TrimLeft(p.body[start:end], " \t\r\n:")
+	if len(raw) == 0 || raw[0] != '{' {
+		return errSecondPass
+	}
+	p.span, p.decoded = span(raw), v
+	return nil
 }
 
 // span is a JSON value of the request's body, kept as its bytes in the
@@ -99,6 +154,13 @@ func trimJSONSpace(b []byte) []byte {
 // protocol's table, then the server's custom methods); nil is the
 // protocol's table alone.
 func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
+	return decodeWith(body, reg, true)
+}
+
+// decodeWith is decodeMessage, its params decoded in the envelope's pass
+// when onePass allows it (paramsMember), else apart: the two give the
+// same result (FuzzDecodeMessage).
+func decodeWith(body []byte, reg *registry, onePass bool) (*decoded, *mcperr.Error) {
 	body = trimJSONSpace(body)
 	if len(body) == 0 {
 		return nil, mcperr.New(mcperr.KindParseError)
@@ -117,7 +179,15 @@ func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
 		return nil, mcperr.New(mcperr.KindInvalidRequest)
 	}
 	var m envelope
-	if err := jsonv2.Unmarshal(body, &m); err != nil {
+	if onePass {
+		m.Params = paramsMember{env: &m, reg: reg, body: body}
+	}
+	err := jsonv2.Unmarshal(body, &m)
+	if errors.Is(err, errSecondPass) {
+		m = envelope{}
+		err = jsonv2.Unmarshal(body, &m)
+	}
+	if err != nil {
 		// Unmarshal stops at the first member of the wrong type, before
 		// it has read the rest: the body may still not be JSON.
 		var syn *jsontext.SyntacticError
@@ -158,9 +228,12 @@ func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
 			d.row = reg.method(d.method)
 		}
 	}
-	if d.row != nil {
+	switch {
+	case m.Params.decoded != nil && d.row != nil:
+		d.params = m.Params.decoded
+	case d.row != nil:
 		d.params = d.row.params()
-	} else {
+	default:
 		d.params = &baseParams{}
 	}
 	if !hasMethod {
@@ -175,12 +248,12 @@ func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
 	if m.ID != nil && !validID(m.ID) {
 		return d, mcperr.New(mcperr.KindInvalidRequest)
 	}
-	if p := m.Params; len(p) > 0 && string(p) != "null" {
+	if p := m.Params.span; len(p) > 0 && string(p) != "null" {
 		d.hasParams = true
 		d.rawParams = p
 		if p[0] != '{' {
 			d.paramsErr = errors.New("params is not an object")
-		} else if err := jsonv2.Unmarshal(p, d.params); err != nil {
+		} else if err := d.decodeParams(p, m.Params.decoded != nil); err != nil {
 			// The body's syntax was sound: a member has the wrong type.
 			// Decoding stopped there; read _meta on its own for the
 			// checks that come before the params' own.
@@ -201,6 +274,15 @@ func decodeMessage(body []byte, reg *registry) (*decoded, *mcperr.Error) {
 		}
 	}
 	return d, nil
+}
+
+// decodeParams decodes p, the params, into d.params, unless the
+// envelope's pass did (decoded).
+func (d *decoded) decodeParams(p []byte, decoded bool) error {
+	if decoded {
+		return nil
+	}
+	return jsonv2.Unmarshal(p, d.params)
 }
 
 // stringMember reads member name of the object raw: nil when it is

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -396,6 +397,16 @@ func FuzzDecodeMessage(f *testing.F) {
 			return
 		}
 		d, e := decodeMessage(body, nil)
+		// The envelope's one pass and the params read apart agree.
+		d2, e2 := decodeWith(body, nil, false)
+		if (e == nil) != (e2 == nil) || e != nil && (e.Code() != e2.Code() || e.Kind() != e2.Kind()) {
+			violated(t, "decode/one-pass", "one pass %v, apart %v, for %q", e, e2, body)
+		} else if (d == nil) != (d2 == nil) || d != nil && (!bytes.Equal(d.id, d2.id) || d.method != d2.method || d.row != d2.row ||
+			e == nil && (!bytes.Equal(d.rawParams, d2.rawParams) || d.hasParams != d2.hasParams) ||
+			(d.paramsErr == nil) != (d2.paramsErr == nil) || (d.metaErr == nil) != (d2.metaErr == nil) ||
+			e == nil && d.paramsErr == nil && d.metaErr == nil && !reflect.DeepEqual(d.params, d2.params)) {
+			violated(t, "decode/one-pass", "one pass %+v, apart %+v, for %q", d, d2, body)
+		}
 		// Valid as a strict reader has it: no duplicate names, UTF-8 only.
 		valid := jsontext.Value(trimJSONSpace(body)).IsValid()
 		if e != nil {
