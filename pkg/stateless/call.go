@@ -21,15 +21,14 @@ type Call struct {
 	Address string
 	// ProtocolVersion is the negotiated revision.
 	ProtocolVersion string
-	// ClientInfo is the client's self-description, if it sent one. It is
-	// for display and logs, never for decisions.
-	ClientInfo *Implementation
 	// IdempotencyKey is the key the client sent for this call, from
 	// params.idempotencyKey or the Idempotency-Key header; "" if none.
 	IdempotencyKey string
 
 	quotaKey       string              // an anonymous caller's, made on first use
 	caps           *ClientCapabilities // decoded from capsRaw on first use
+	clientInfoRaw  json.RawMessage     // the client's clientInfo, as sent
+	clientInfo     *Implementation     // decoded from clientInfoRaw on first use
 	capsRaw        json.RawMessage
 	inputResponses map[string]json.RawMessage
 	state          []byte
@@ -65,6 +64,20 @@ func (c *Call) QuotaKey() string {
 // whose connection — on Lambda, whose invocation — it holds until it is
 // answered, however long its handler runs.
 func (c *Call) Streamed() bool { return c.live != nil }
+
+// ClientInfo is the client's self-description, if it sent one that
+// reads as an Implementation (nil otherwise), decoded on first use: most
+// requests never ask. It is for display and logs, never for decisions.
+func (c *Call) ClientInfo() *Implementation {
+	if c.clientInfo == nil && c.clientInfoRaw != nil {
+		var ci Implementation
+		if jsonv2.Unmarshal(c.clientInfoRaw, &ci) == nil {
+			c.clientInfo = &ci
+		}
+		c.clientInfoRaw = nil
+	}
+	return c.clientInfo
+}
 
 // Capabilities returns the client capabilities declared on this request.
 func (c *Call) Capabilities() *ClientCapabilities {

@@ -247,15 +247,12 @@ func (x *exchange) serveSafely(ctx context.Context, live *liveStream) (a Answer)
 // serve answers the request: transport checks, decoding, authentication,
 // then the protocol (request).
 func (x *exchange) serve(ctx context.Context, live *liveStream) Answer {
-	s, r, o := x.s, x.r, x.o
+	r, o := x.r, x.o
 	if e := x.transportChecks(); e != nil {
 		return refused(e)
 	}
 	if live != nil && x.acceptsSSE {
 		x.call.live = live
-		if s.opts.StreamKeepAlive > 0 {
-			live.keepAlive(s.opts.StreamKeepAlive)
-		}
 	}
 	if r.Unidentified {
 		return refused(mcperr.New(mcperr.KindUnauthorized))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-	jsonv2 "github.com/go-json-experiment/json"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
@@ -90,10 +89,7 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) Answer {
 	x.call.ProtocolVersion = pv
 	x.call.capsRaw = json.RawMessage(meta.ClientCapabilities)
 	if meta.ClientInfo != nil {
-		var ci Implementation
-		if jsonv2.Unmarshal(meta.ClientInfo, &ci) == nil {
-			x.call.ClientInfo = &ci
-		}
+		x.call.clientInfoRaw = json.RawMessage(meta.ClientInfo)
 	}
 	if lv, ok := jsonString(meta.LogLevel); ok && LoggingLevel(lv).rank() > 0 {
 		x.call.logLevel = LoggingLevel(lv)
@@ -123,6 +119,12 @@ func (x *exchange) dispatch(ctx context.Context) Answer {
 	}
 	if d.paramsErr != nil && d.method != "initialize" {
 		return refused(mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
+	}
+	if l := x.call.live; l != nil && x.s.opts.StreamKeepAlive > 0 && (m.handlers || m.name == "tools/call") {
+		// A method that runs a handler may be silent long enough for a
+		// gateway to end the stream; one that runs none (discovery, a
+		// list) answers long before a keep-alive is due.
+		l.keepAlive(x.s.opts.StreamKeepAlive)
 	}
 	if m.handlers || m.listed != nil && m.listed(x.reg) {
 		// The server's handlers (a prompt's, a resource's, a completion's,
