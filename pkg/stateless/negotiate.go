@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 
-
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
 
