@@ -3,7 +3,9 @@ package notebook
 import (
 	"io"
 	"log/slog"
+	"testing"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -37,3 +39,19 @@ func taskServer(info stateless.Implementation, opts *stateless.Options) *statele
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// localEndpoint is the note book's endpoint as it runs locally with no
+// configuration (everything in memory), its log lines and metrics in out.
+func localEndpoint(t *testing.T) (*endpoint.Endpoint, *syncbuf.Buffer) {
+	t.Helper()
+	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncbuf.Buffer{}
+	ep, err := New(cfg, endpoint.Options{Stdout: out}, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ep, out
+}

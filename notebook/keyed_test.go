@@ -7,9 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
-	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
@@ -20,15 +18,7 @@ import (
 // nothing (no "note added" record, no NotesAdded metric: the handler ran,
 // but its add was not committed).
 func TestKeyedAddInMemory(t *testing.T) {
-	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out syncbuf.Buffer
-	ep, err := New(cfg, endpoint.Options{Stdout: &out}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep, out := localEndpoint(t)
 	if _, ok := ep.Claims.(claims.Committer); !ok {
 		t.Fatalf("the local claims store %T does not commit in one step", ep.Claims)
 	}

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/emfcheck"
-	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
-	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -17,15 +15,7 @@ import (
 // digest) and emits NotesAdded, by Function and Tool, in the request's
 // EMF; the note's text is in neither.
 func TestNotesAddTelemetry(t *testing.T) {
-	cfg, err := endpoint.LoadConfig(func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out syncbuf.Buffer
-	ep, err := New(cfg, endpoint.Options{Stdout: &out}, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep, out := localEndpoint(t)
 	c := mcptest.New(t, ep.Server)
 	c.Principal = "alice"
 	const text = "NOTE-TEXT-5c1e"

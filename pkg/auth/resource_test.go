@@ -43,27 +43,45 @@ func (tk tokens) Authenticate(ctx context.Context, token, audience string) (stri
 // never visible).
 func newAuthServer(t *testing.T) (*stateless.Server, *auth.Resource, *[]string) {
 	t.Helper()
-	var principals []string
 	res := &auth.Resource{
 		Tokens:               tokens{"reader": {"notes:read"}, "writer": {"notes:write"}, "none": nil},
 		AuthorizationServers: []string{"https://issuer.example.com"},
 		ScopesSupported:      []string{"notes:read", "notes:write"},
 	}
+	s, principals := protectedServer(res, "search", "add", "secret")
+	return s, res, principals
+}
+
+// protectedServer is a server protected by res with the tools of
+// protectedTools it names, each answering nothing and recording its
+// caller's principal; notes:write implies notes:read.
+func protectedServer(res *auth.Resource, tools ...string) (*stateless.Server, *[]string) {
+	var principals []string
 	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
 		Authenticator: res,
 		ScopeImplies:  map[string][]string{"notes:write": {"notes:read"}},
 	}})
-	tool := func(name string, scopes []string, visible stateless.Visibility) {
-		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: scopes, Visible: visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
+	for _, name := range tools {
+		pt := protectedTools[name]
+		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: pt.scopes, Visible: pt.visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
 			func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
 				principals = append(principals, r.Principal)
 				return nil, struct{}{}, nil
 			})
 	}
-	tool("search", []string{"notes:read"}, nil)
-	tool("add", []string{"notes:write"}, nil)
-	tool("secret", []string{"admin"}, func(context.Context, string) bool { return false })
-	return s, res, &principals
+	return s, &principals
+}
+
+// protectedTools are the tools protectedServer registers, by name: their
+// scopes, and whether they are visible.
+var protectedTools = map[string]struct {
+	scopes  []string
+	visible stateless.Visibility
+}{
+	"search": {scopes: []string{"notes:read"}},
+	"add":    {scopes: []string{"notes:write"}},
+	"audit":  {scopes: []string{"notes:read", "audit"}},
+	"secret": {scopes: []string{"admin"}, visible: func(context.Context, string) bool { return false }},
 }
 
 func authCall(s *stateless.Server, tool string, authz []string) *stateless.Response {

@@ -11,7 +11,6 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
-	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // scopePrefix is a provider's prefix of the endpoint's scope names: an
@@ -43,29 +42,14 @@ var prefixTokens = tokens{
 // audit) and secret (admin, never visible).
 func newPrefixServer(t *testing.T, prefix string) (*stateless.Server, *auth.Resource, *[]string) {
 	t.Helper()
-	var principals []string
 	res := &auth.Resource{
 		Tokens:               prefixTokens,
 		AuthorizationServers: []string{"https://issuer.example.com"},
 		ScopesSupported:      []string{scopePrefix + "notes:read", scopePrefix + "notes:write", "offline_access"},
 		ScopePrefix:          prefix,
 	}
-	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Auth: &stateless.AuthOptions{
-		Authenticator: res,
-		ScopeImplies:  map[string][]string{"notes:write": {"notes:read"}},
-	}})
-	tool := func(name string, scopes []string, visible stateless.Visibility) {
-		stateless.AddTool(s, &stateless.Tool{Name: name, Scopes: scopes, Visible: visible, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}},
-			func(ctx context.Context, r *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, struct{}, error) {
-				principals = append(principals, r.Principal)
-				return nil, struct{}{}, nil
-			})
-	}
-	tool("search", []string{"notes:read"}, nil)
-	tool("add", []string{"notes:write"}, nil)
-	tool("audit", []string{"notes:read", "audit"}, nil)
-	tool("secret", []string{"admin"}, func(context.Context, string) bool { return false })
-	return s, res, &principals
+	s, principals := protectedServer(res, "search", "add", "audit", "secret")
+	return s, res, principals
 }
 
 // TestScopePrefixChallenges: with a ScopePrefix, the 401 and 403
