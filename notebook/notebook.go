@@ -30,8 +30,9 @@ import (
 var toolSchemas []byte
 
 // schemaEngine validates what the server's flat validator does not:
-// notes_search's result, a list of notes. It costs a function about a
-// millisecond of cold start (see package toolschema).
+// notes_search's result, a list of notes. It is the server's default
+// engine, set here to say why the note book needs one; the server links
+// it either way (see stateless.SchemaEngine).
 var schemaEngine = toolschema.Engine{}
 
 // Name is the note book's implementation name, in server/discover.

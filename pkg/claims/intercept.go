@@ -151,8 +151,9 @@ func claimed(e *stateless.Execution) bool {
 }
 
 // redeemFor starts redeeming the execution's single-use state, under the
-// handler's deadline. A state spent, or being redeemed by another call,
-// is refused as any invalid state is.
+// handler's deadline. A spent state is refused as any invalid state is;
+// one being redeemed by another call is refused retryably
+// (request_state_in_use), not spent.
 func (g *Guard) redeemFor(ctx context.Context, e *stateless.Execution) (*redemption, *mcperr.Error) {
 	start := time.Now()
 	rctx, cancel := context.WithDeadline(ctx, e.Deadline)
