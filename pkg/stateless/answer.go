@@ -84,7 +84,7 @@ func (a *Answer) Abandoned() bool { return a.abandoned }
 
 // StartsTask reports that the call is to become a task: the tool's
 // BeforeTask let it through, and the interceptor that runs tasks
-// ([Provides].TaskRuns) creates it and answers with it
+// ([Provides.TaskRuns]) creates it and answers with it
 // ([Execution.Result]).
 func (a *Answer) StartsTask() bool { return a.startsTask }
 

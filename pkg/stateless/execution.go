@@ -43,7 +43,7 @@ type Execution struct {
 	// SingleUse identifies the single-use request state the request
 	// carries (a digest of its token; "" when it carries none): it is
 	// served only once. The interceptor that provides single-use state
-	// ([Provides].SingleUseState) redeems it before next and settles the
+	// ([Provides.SingleUseState]) redeems it before next and settles the
 	// redemption with the answer.
 	SingleUse string
 
