@@ -118,7 +118,7 @@ func refusedBy(e *mcperr.Error, cause error, fromTool bool) Answer {
 // panicked is the answer to a request whose handler panicked with p: an
 // internal error, which a retry may not meet.
 func panicked(p *Panic) Answer {
-	a := refusedBy(mcperr.New(mcperr.KindInternal), errPanic, true)
+	a := refusedBy(mcperr.Wrap(mcperr.KindInternal, errPanic), errPanic, true)
 	a.panic, a.retryable = p, true
 	return a
 }

@@ -104,16 +104,15 @@ func (s *Server) Use(ics ...Interceptor) {
 			s.toolMeta = append(s.toolMeta, p.ToolMeta)
 		}
 		if len(p.Extensions) > 0 {
-			if s.extensions == nil {
-				s.extensions = map[string]any{}
+			// Advertised by the registry, which server/discover reads.
+			r := s.reg.Load().clone()
+			r.advertised = maps.Clone(r.advertised)
+			if r.advertised == nil {
+				r.advertised = map[string]any{}
 			}
-			maps.Copy(s.extensions, p.Extensions)
+			maps.Copy(r.advertised, p.Extensions)
+			s.reg.Store(r)
 		}
-	}
-	if len(s.extensions) > 0 {
-		r := s.reg.Load().clone()
-		r.advertised = maps.Clone(s.extensions)
-		s.reg.Store(r)
 	}
 	for _, ic := range ics {
 		if ic.Tool == nil {

@@ -96,7 +96,6 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		return &Invoked{Abandoned: true}, nil
 	case r.panic != nil:
 		a = panicked(r.panic)
-		a.refusal = mcperr.Wrap(mcperr.KindInternal, errPanic)
 	case errors.As(r.err, &ir):
 		if missing := call.MissingCapabilities(ir.Requests); missing != nil {
 			return &Invoked{Refusal: mcperr.NewMissingCapability(missing)}, nil
@@ -107,12 +106,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		// object is kept, so the message's id is immaterial.
 		a = replier{s: s, id: invokedID}.toolResult(ctx, t, r.res, r.err)
 	}
-	if r.late != nil {
-		a.fault = true
-		if a.cause == nil {
-			a.cause = r.late
-		}
-	}
+	a = r.overran(a)
 	o.classify(&a)
 	if a.refusal != nil {
 		return &Invoked{Refusal: a.refusal}, nil

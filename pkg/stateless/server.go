@@ -157,20 +157,17 @@ type Server struct {
 	// interceptors are Options.Interceptors and those added by Use; what
 	// they provide is summed up once, as they are added: executes says
 	// one runs around executions, singleUse and taskRuns that one
-	// provides single-use state and task runs, toolMeta and extensions
-	// what they add to tools' definitions and the capabilities.
+	// provides single-use state and task runs, toolMeta what they add to
+	// tools' definitions (their Extensions are the registry's
+	// advertised).
 	interceptors        []Interceptor
 	executes            bool
 	singleUse, taskRuns bool
 	toolMeta            []func(*Tool) Meta
-	extensions          map[string]any
 	// answering is set once the server starts answering its first
 	// request: the chain of interceptors is fixed from then on (Use).
 	answering atomic.Bool
 }
-
-// taskRunsProvided reports whether an interceptor in use runs tasks.
-func (s *Server) taskRunsProvided() bool { return s.taskRuns }
 
 // NewServer returns a server that identifies itself as info.
 func NewServer(info Implementation, opts *Options) *Server {

@@ -160,7 +160,7 @@ func (s *Server) AddTool(t *Tool, h ToolHandler) {
 }
 
 func addTool(s *Server, rt *registeredTool) {
-	if rt.def.TaskSupport != TaskSupportForbidden && !s.taskRunsProvided() {
+	if rt.def.TaskSupport != TaskSupportForbidden && !s.taskRuns {
 		panic(fmt.Sprintf("stateless: tool %q runs as a task but no interceptor in use runs tasks (Provides.TaskRuns: package tasks's)", rt.def.Name))
 	}
 	update(s, func(r *registry) {

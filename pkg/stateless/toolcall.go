@@ -102,14 +102,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, k stateKey, a
 	}
 	r, returned := runTool(hctx, x.s, t, &x.call, args, h)
 	x.o.Steps.Handler = time.Since(handlerStart)
-	a := x.ranCall(ctx, hctx, t, k, deadline, asTask, &r, returned)
-	if r.late != nil {
-		a.fault = true
-		if a.cause == nil {
-			a.cause = r.late
-		}
-	}
-	return a
+	return r.overran(x.ranCall(ctx, hctx, t, k, deadline, asTask, &r, returned))
 }
 
 // ranCall is the answer to a tool's handler that ran under hctx (or was

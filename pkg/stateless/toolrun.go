@@ -83,6 +83,18 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	return sh.run, true
 }
 
+// overran is a, the answer to r, marked a fault of the server's when r's
+// Inline handler returned past its deadline (late).
+func (r *toolRun) overran(a Answer) Answer {
+	if r.late != nil {
+		a.fault = true
+		if a.cause == nil {
+			a.cause = r.late
+		}
+	}
+	return a
+}
+
 // maxDuration is the longest t runs (Tool.MaxDuration).
 func (t *Tool) maxDuration() time.Duration {
 	if t.MaxDuration > 0 {
