@@ -69,10 +69,10 @@ func TestKeyedAddFullBookInMemory(t *testing.T) {
 	answers := raceAdds(c, racers)
 	added, full := 0, 0
 	for i, r := range answers {
-		switch {
-		case structured(r)["id"] != nil:
+		switch addedOrFull(t, r) {
+		case "added":
 			added++
-		case r["isError"] == true && toolFailure(t, r)["code"] == "note_limit_reached" && toolFailure(t, r)["retryable"] == nil:
+		case "full":
 			full++
 		default:
 			t.Errorf("racer %d: %v", i, r)
@@ -115,4 +115,16 @@ func raceAdds(c *demoClient, racers int) []map[string]any {
 	}
 	wg.Wait()
 	return answers
+}
+
+// addedOrFull says what a keyed add answered: "added" (the note), "full"
+// (the book's note_limit_reached, not retryable), or "".
+func addedOrFull(t *testing.T, r map[string]any) string {
+	switch {
+	case structured(r)["id"] != nil:
+		return "added"
+	case r["isError"] == true && toolFailure(t, r)["code"] == "note_limit_reached" && toolFailure(t, r)["retryable"] == nil:
+		return "full"
+	}
+	return ""
 }

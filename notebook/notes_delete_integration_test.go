@@ -220,10 +220,10 @@ func TestKeyedAddAtTheLimit(t *testing.T) {
 		for attempt := 0; notCommitted(r) && attempt < 5; attempt++ {
 			r = c.call("tools/call", "notes_add", fmt.Sprintf(`"name":"notes_add","arguments":{"text":"racer"},"idempotencyKey":"racer-%d"`, i))
 		}
-		switch {
-		case structured(r)["id"] != nil:
+		switch addedOrFull(t, r) {
+		case "added":
 			added++
-		case r["isError"] == true && toolFailure(t, r)["code"] == "note_limit_reached" && toolFailure(t, r)["retryable"] == nil:
+		case "full":
 			full++
 		default:
 			t.Errorf("racer %d: %v", i, r)

@@ -84,6 +84,24 @@ var protectedTools = map[string]struct {
 	"secret": {scopes: []string{"admin"}, visible: func(context.Context, string) bool { return false }},
 }
 
+// challengedCall calls tool on s with authz and checks the answer's
+// status and its challenge, in WWW-Authenticate and in the relay a
+// gateway copies from.
+func challengedCall(t *testing.T, s *stateless.Server, tool string, authz []string, status int, challenge string) *stateless.Response {
+	t.Helper()
+	resp := authCall(s, tool, authz)
+	if resp.Status != status {
+		t.Fatalf("status %d, want %d: %s", resp.Status, status, resp.Body)
+	}
+	if got := resp.Header.Get("WWW-Authenticate"); got != challenge {
+		t.Errorf("WWW-Authenticate = %s\nwant               %s", got, challenge)
+	}
+	if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != challenge {
+		t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, challenge)
+	}
+	return resp
+}
+
 func authCall(s *stateless.Server, tool string, authz []string) *stateless.Response {
 	h := wire.ModernHeaders("tools/call", tool)
 	if authz != nil {
@@ -135,17 +153,7 @@ func TestAuthChallenges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp := authCall(s, tt.tool, tt.authz)
-			if resp.Status != tt.status {
-				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
-				t.Errorf("WWW-Authenticate = %s\nwant               %s", got, tt.challenge)
-			}
-			// The relay a gateway copies from carries the same challenge.
-			if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != tt.challenge {
-				t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, tt.challenge)
-			}
+			resp := challengedCall(t, s, tt.tool, tt.authz, tt.status, tt.challenge)
 			r := wire.DecodeRPC(t, resp.Body)
 			switch {
 			case tt.code == 0 && r.Error != nil:

@@ -128,16 +128,7 @@ func TestScopePrefixChallenges(t *testing.T) {
 			if tt.token != "" {
 				authz = []string{"Bearer " + tt.token}
 			}
-			resp := authCall(s, tt.tool, authz)
-			if resp.Status != tt.status {
-				t.Fatalf("status %d, want %d: %s", resp.Status, tt.status, resp.Body)
-			}
-			if got := resp.Header.Get("WWW-Authenticate"); got != tt.challenge {
-				t.Errorf("WWW-Authenticate = %s\nwant               %s", got, tt.challenge)
-			}
-			if got := resp.Header.Get(stateless.ChallengeRelayHeader); got != tt.challenge {
-				t.Errorf("%s = %s\nwant %s", stateless.ChallengeRelayHeader, got, tt.challenge)
-			}
+			resp := challengedCall(t, s, tt.tool, authz, tt.status, tt.challenge)
 			r := wire.DecodeRPC(t, resp.Body)
 			switch tt.status {
 			case 200:

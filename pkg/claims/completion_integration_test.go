@@ -27,11 +27,10 @@ import (
 // completion, and "charge", whose effect is outside the table; and the
 // outcomes of its requests.
 type completionRig struct {
-	srv      *stateless.Server
-	f        *ddbfault.Faults
-	runs     atomic.Int32
-	mu       sync.Mutex
-	outcomes []recorded
+	srv  *stateless.Server
+	f    *ddbfault.Faults
+	runs atomic.Int32
+	outcomeLog
 }
 
 func newCompletionRig(t *testing.T) *completionRig {
@@ -39,13 +38,7 @@ func newCompletionRig(t *testing.T) *completionRig {
 	client := local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, r.f.Middleware) })
 	g := claims.New(claims.NewDynamoDBWith(client, sortedTable, claims.DynamoDBOptions{SortKey: "sk"}), nil)
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "completion", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Interceptors: []stateless.Interceptor{g.Interceptor()},
-		Observe: func(_ context.Context, o *stateless.Outcome) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.outcomes = append(r.outcomes, recorded{Fault: o.Fault, Claim: o.Claim, Err: o.Err})
-		},
-	})
+		Interceptors: []stateless.Interceptor{g.Interceptor()}, Observe: r.record})
 	type in struct {
 		ID string `json:"id"`
 	}
@@ -67,6 +60,19 @@ func newCompletionRig(t *testing.T) *completionRig {
 }
 
 // recorded is what the tests read of a request's stateless.Outcome.
+// outcomeLog records what a rig's server observed of each request.
+type outcomeLog struct {
+	mu       sync.Mutex
+	outcomes []recorded
+}
+
+// record is a server's Observe.
+func (l *outcomeLog) record(_ context.Context, o *stateless.Outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.outcomes = append(l.outcomes, recorded{Fault: o.Fault, Claim: o.Claim, Err: o.Err})
+}
+
 type recorded struct {
 	Fault bool
 	Claim string

@@ -31,13 +31,12 @@ import (
 // shelf_full. Its DynamoDB client counts operations and breaks them on
 // demand.
 type stockRig struct {
-	srv      *stateless.Server
-	ops      *opcount.Counter
-	f        *ddbfault.Faults
-	runs     atomic.Int32
-	effects  atomic.Int32
-	mu       sync.Mutex
-	outcomes []recorded
+	srv     *stateless.Server
+	ops     *opcount.Counter
+	f       *ddbfault.Faults
+	runs    atomic.Int32
+	effects atomic.Int32
+	outcomeLog
 }
 
 func newStockRig(t *testing.T) *stockRig {
@@ -45,13 +44,7 @@ func newStockRig(t *testing.T) *stockRig {
 	client := local.Client(func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, r.ops.Middleware, r.f.Middleware) })
 	g := claims.New(claims.NewDynamoDBWith(client, sortedTable, claims.DynamoDBOptions{SortKey: "sk"}), nil)
 	r.srv = stateless.NewServer(stateless.Implementation{Name: "stock", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{},
-		Interceptors: []stateless.Interceptor{g.Interceptor()},
-		Observe: func(_ context.Context, o *stateless.Outcome) {
-			r.mu.Lock()
-			defer r.mu.Unlock()
-			r.outcomes = append(r.outcomes, recorded{Fault: o.Fault, Claim: o.Claim, Err: o.Err})
-		},
-	})
+		Interceptors: []stateless.Interceptor{g.Interceptor()}, Observe: r.record})
 	type in struct {
 		ID    string `json:"id"`
 		Shelf string `json:"shelf"`
