@@ -361,7 +361,14 @@ func reserveStream(t *testing.T, door rie.Door, authorizer bool, idle time.Durat
 		f := &rie.StreamFront{Function: rt, Door: door, Idle: idle}
 		if door == rie.RESTAPI {
 			f.REST = rie.REST{Domain: true, Metadata: rie.TemplateMetadata(ep.URL, issuer, scopes)}
-			if facade != "" {
+			switch {
+			case setting("MCP_AUTH_PROXY") == "true":
+				// The template's authorization proxy on this door
+				// (AuthProxy): the endpoint names itself, and its
+				// resources reach the function outside the authorizer.
+				f.REST.Metadata = rie.TemplateMetadata(ep.URL, ep.URL, scopes)
+				f.REST.Proxy = true
+			case facade != "":
 				// The template's registration facade on this door
 				// (StreamingRegistration): the endpoint names itself.
 				f.REST.Metadata = rie.TemplateMetadata(ep.URL, ep.URL, scopes)

@@ -143,6 +143,7 @@ func TestIdPJourneys(t *testing.T) {
 			}
 		}
 	}
+	testProxyJourneys(t)
 }
 
 func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {

@@ -28,6 +28,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,9 +73,15 @@ type event struct {
 	MultiValueHeaders *headerObject // 1.0; its values win over Headers' in any order
 	Headers           *headerObject
 	Cookies           []string // 2.0
-	Body              body
-	IsBase64Encoded   bool
-	RequestContext    requestContext
+	RawQueryString    string   // 2.0
+	// MultiValueQuery is 1.0's multiValueQueryStringParameters (its
+	// values win over Query's, which hold only the last of repeated
+	// ones).
+	MultiValueQuery map[string][]string
+	Query           map[string]string // 1.0
+	Body            body
+	IsBase64Encoded bool
+	RequestContext  requestContext
 }
 
 // requestContext is an event's request context. It is read member by
@@ -294,6 +301,14 @@ func (ev *event) set(name, value []byte) error {
 	case fieldIs(name, "cookies"):
 		ev.Cookies = nil
 		return jsonv2.Unmarshal(value, &ev.Cookies)
+	case fieldIs(name, "rawQueryString"):
+		return setString(&ev.RawQueryString, value)
+	case fieldIs(name, "multiValueQueryStringParameters"):
+		ev.MultiValueQuery = nil
+		return jsonv2.Unmarshal(value, &ev.MultiValueQuery)
+	case fieldIs(name, "queryStringParameters"):
+		ev.Query = nil
+		return jsonv2.Unmarshal(value, &ev.Query)
 	case fieldIs(name, "body"):
 		return ev.Body.UnmarshalJSON(value)
 	case fieldIs(name, "isBase64Encoded"):
@@ -306,6 +321,22 @@ func (ev *event) set(name, value []byte) error {
 		}
 	}
 	return nil
+}
+
+// query is the event's query string: 2.0's as sent, 1.0's encoded again
+// from its parameters (API Gateway decodes them).
+func (ev *event) query() string {
+	if ev.RawQueryString != "" || (ev.MultiValueQuery == nil && ev.Query == nil) {
+		return ev.RawQueryString
+	}
+	v := url.Values{}
+	for k, s := range ev.Query {
+		v.Set(k, s)
+	}
+	for k, vs := range ev.MultiValueQuery {
+		v[k] = vs
+	}
+	return v.Encode()
 }
 
 // fieldIs reports whether a member name selects the field named field, as
@@ -349,6 +380,7 @@ func Decode(payload []byte) (*Request, error) {
 	if r.Host == "" {
 		r.Host = ev.RequestContext.DomainName
 	}
+	r.Query = ev.query()
 	path := ev.RequestContext.HTTP.Path
 	if r.Kind == KindREST {
 		path = ev.RequestContext.Path
@@ -444,15 +476,21 @@ func (r *Request) EndpointAt(path string) string { return endpointURL(r.Domain, 
 // k. Bodies are JSON or an event stream, both text, so never base64. The
 // payload is written by hand: it is on every invocation's path.
 func Encode(k Kind, resp *stateless.Response) ([]byte, error) {
-	names := make([]string, 0, len(resp.Header))
-	for name := range resp.Header {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := headerNames(resp.Header)
 	out := make([]byte, 0, len(resp.Body)+len(resp.Body)/8+128)
 	out = appendStatusAndHeaders(out, resp.Status, names, resp.Header)
-	if len(names) > 0 {
+	if k != KindREST {
+		// The 2.0 shapes join a header's values with commas, which a
+		// cookie's own may hold: its cookies go apart.
+		out = appendCookies(out, resp.Header)
+	}
+	if cookies := resp.Header[setCookie]; len(names) > 0 || len(cookies) > 0 {
 		if k == KindREST {
+			names := names
+			if len(cookies) > 0 {
+				names = append(slices.Clone(names), setCookie)
+				slices.Sort(names)
+			}
 			// REST APIs read multiValueHeaders as well; the 2.0 shapes
 			// ignore it.
 			out = append(out, `,"multiValueHeaders":{`...)
@@ -504,13 +542,45 @@ func appendStatusAndHeaders(out []byte, status int, names []string, h http.Heade
 // streaming integrations read: the status and the headers as a JSON
 // object, then eight NUL bytes; the body follows as it is written.
 func AppendPrelude(dst []byte, status int, h http.Header) []byte {
+	dst = appendStatusAndHeaders(dst, status, headerNames(h), h)
+	dst = appendCookies(dst, h)
+	return append(dst, '}', 0, 0, 0, 0, 0, 0, 0, 0)
+}
+
+// setCookie is the response header whose values are never joined.
+const setCookie = "Set-Cookie"
+
+// headerNames are h's names but Set-Cookie, sorted: the headers object
+// joins a name's values, which a cookie's own commas would corrupt, so
+// the cookies go in an array of their own (appendCookies), or, on a REST
+// API, in multiValueHeaders alone.
+func headerNames(h http.Header) []string {
 	names := make([]string, 0, len(h))
 	for name := range h {
-		names = append(names, name)
+		if name != setCookie {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
-	dst = appendStatusAndHeaders(dst, status, names, h)
-	return append(dst, '}', 0, 0, 0, 0, 0, 0, 0, 0)
+	return names
+}
+
+// appendCookies appends `,"cookies":[...]` with h's Set-Cookie values,
+// when it has any: the member the 2.0 payload and the HTTP integration
+// response prelude set cookies by.
+func appendCookies(out []byte, h http.Header) []byte {
+	cookies := h[setCookie]
+	if len(cookies) == 0 {
+		return out
+	}
+	out = append(out, `,"cookies":[`...)
+	for i, c := range cookies {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = jsonscan.AppendString(out, c)
+	}
+	return append(out, ']')
 }
 
 // Handler serves a stateless.Server to Lambda. It implements

@@ -21,6 +21,11 @@ var protocolHeaders = func() map[string]string {
 	for _, h := range stateless.RequestHeaders() {
 		m[strings.ToLower(h)] = h
 	}
+	// The authorization proxy's (package auth): its cookies, and the
+	// fetch metadata its consent form checks.
+	for _, h := range []string{"Cookie", "Sec-Fetch-Site"} {
+		m[strings.ToLower(h)] = h
+	}
 	return m
 }()
 

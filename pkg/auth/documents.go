@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -29,6 +30,20 @@ const (
 	// MethodRegisterPreflight: an OPTIONS of the registration endpoint, a
 	// browser's CORS preflight of the POST.
 	MethodRegisterPreflight = "oauth/register-preflight"
+	// MethodAuthorize: a GET of the proxy's authorization endpoint (an
+	// authorization request: the consent page, or the way to the
+	// provider).
+	MethodAuthorize = "oauth/authorize"
+	// MethodConsent: a POST of the consent page's form.
+	MethodConsent = "oauth/consent"
+	// MethodCallback: a GET of the proxy's callback, the provider's
+	// answer.
+	MethodCallback = "oauth/callback"
+	// MethodToken: a POST to the proxy's token endpoint.
+	MethodToken = "oauth/token"
+	// MethodTokenPreflight: an OPTIONS of the token endpoint, a browser's
+	// CORS preflight of the POST.
+	MethodTokenPreflight = "oauth/token-preflight"
 )
 
 // DefaultEndpointPath is the endpoint's path when a request for a
@@ -88,6 +103,11 @@ const (
 	authorizationServerMetadata
 	register
 	registerPreflight
+	authorize
+	consentForm
+	callback
+	token
+	tokenPreflight
 )
 
 // methods are the documents' reported Methods.
@@ -96,6 +116,24 @@ var methods = [...]string{
 	authorizationServerMetadata: MethodAuthorizationServerMetadata,
 	register:                    MethodRegister,
 	registerPreflight:           MethodRegisterPreflight,
+	authorize:                   MethodAuthorize,
+	consentForm:                 MethodConsent,
+	callback:                    MethodCallback,
+	token:                       MethodToken,
+	tokenPreflight:              MethodTokenPreflight,
+}
+
+// proxyRoutes are the proxy's documents by the suffix after the
+// endpoint's path and the method.
+var proxyRoutes = []struct {
+	suffix, method string
+	doc            document
+}{
+	{AuthorizeSuffix, http.MethodGet, authorize},
+	{AuthorizeSuffix, http.MethodPost, consentForm},
+	{CallbackSuffix, http.MethodGet, callback},
+	{TokenSuffix, http.MethodPost, token},
+	{TokenSuffix, http.MethodOptions, tokenPreflight},
 }
 
 // route finds the document a request asks for by its method and path, and
@@ -122,7 +160,24 @@ func route(method, path string) (document, string) {
 		}
 		return registerPreflight, p
 	}
+	for _, r := range proxyRoutes {
+		if p, ok := strings.CutSuffix(path, r.suffix); ok && r.method == method && strings.HasSuffix(p, DefaultEndpointPath) {
+			return r.doc, p
+		}
+	}
 	return noDocument, ""
+}
+
+// readsBody reports whether doc's request has a body the door reads (up
+// to maxBody).
+func (doc document) readsBody() (maxBody int64, ok bool) {
+	switch doc {
+	case register:
+		return MaxRegistrationBytes, true
+	case consentForm, token:
+		return MaxProxyFormBytes, true
+	}
+	return 0, false
 }
 
 // wellKnownPath finds the well-known path wk in path, on its own or
@@ -185,9 +240,9 @@ func (d *Documents) Serve(ctx context.Context, r *stateless.Request, path, endpo
 			}
 			o.Err = err
 		}
-	case registerPreflight:
+	case registerPreflight, tokenPreflight:
 		switch {
-		case res.registration() == nil:
+		case doc == registerPreflight && res.registration() == nil, doc == tokenPreflight && res.proxy() == nil:
 			resp = notFound()
 		case !isPreflight(r):
 			resp = &stateless.Response{Status: http.StatusMethodNotAllowed,
@@ -197,6 +252,8 @@ func (d *Documents) Serve(ctx context.Context, r *stateless.Request, path, endpo
 		default:
 			resp = d.Server.Preflight(r, o, http.MethodPost)
 		}
+	default:
+		resp = d.serveProxy(ctx, r, doc, endpoint, o)
 	}
 	if resp.Status == http.StatusNotFound {
 		o.Kind = "not_found"
@@ -226,11 +283,11 @@ func (d *Documents) Handler(endpoint string) http.Handler {
 			http.NotFound(w, hr)
 			return
 		}
-		r := &stateless.Request{Method: hr.Method, Header: hr.Header, Host: hr.Host, Endpoint: endpoint}
-		if doc == register {
-			body, err := io.ReadAll(io.LimitReader(hr.Body, MaxRegistrationBytes+1))
+		r := &stateless.Request{Method: hr.Method, Header: hr.Header, Host: hr.Host, Endpoint: endpoint, Query: hr.URL.RawQuery}
+		if max, ok := doc.readsBody(); ok {
+			body, err := io.ReadAll(io.LimitReader(hr.Body, max+1))
 			if err == nil {
-				r.Body = body // else no body arrived: no client metadata
+				r.Body = body // else no body arrived: an empty one
 			}
 		}
 		resp, ok := d.Serve(hr.Context(), r, hr.URL.Path, endpoint, nil)
@@ -245,4 +302,46 @@ func (d *Documents) Handler(endpoint string) http.Handler {
 		w.WriteHeader(resp.Status)
 		_, _ = w.Write(resp.Body)
 	})
+}
+
+// proxy is the authorization proxy, or nil (a nil Resource has none).
+func (res *Resource) proxy() *Proxy {
+	if res == nil {
+		return nil
+	}
+	return res.Proxy
+}
+
+// serveProxy answers a request for one of the proxy's documents (404
+// without a proxy, or without an endpoint to speak for), noting its
+// refusal's kind and reason in o.
+func (d *Documents) serveProxy(ctx context.Context, r *stateless.Request, doc document, endpoint string, o *stateless.Outcome) *stateless.Response {
+	p := d.Resource.proxy()
+	if p == nil || endpoint == "" {
+		return notFound()
+	}
+	query, err := url.ParseQuery(r.Query)
+	if err != nil {
+		query = nil
+	}
+	var a proxyAnswer
+	switch {
+	case doc == authorize && query == nil, doc == callback && query == nil:
+		a = refusedPage(http.StatusBadRequest, "invalid_request", &errClient{"the query is not well formed"})
+	case doc == authorize:
+		a = p.authorize(ctx, r, endpoint, query)
+	case doc == consentForm:
+		a = p.consent(ctx, r, endpoint)
+	case doc == callback:
+		a = p.callback(ctx, r, endpoint, query)
+	case doc == token:
+		a = p.token(ctx, r, endpoint)
+		if a.resp.Header.Get("Access-Control-Allow-Origin") == "" {
+			// A browser-based client reads the token answer: CORS as the
+			// endpoint's Origin rule allows (its preflight is answered so).
+			d.Server.AllowOrigin(r, a.resp)
+		}
+	}
+	o.Kind, o.Err = a.kind, a.err
+	return a.resp
 }

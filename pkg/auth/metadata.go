@@ -54,7 +54,7 @@ func (res *Resource) ProtectedResourceMetadata(endpoint string) *stateless.Respo
 // authorizationServers are the issuers the protected-resource metadata of
 // endpoint names: the endpoint itself when it has a registration facade.
 func (res *Resource) authorizationServers(endpoint string) []string {
-	if res.Registration != nil {
+	if res.Registration != nil || res.Proxy != nil {
 		return []string{endpoint}
 	}
 	return res.AuthorizationServers

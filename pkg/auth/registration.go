@@ -69,10 +69,16 @@ func AuthorizationServerMetadataURL(endpoint string) string {
 	return wellKnownURL(endpoint, AuthorizationServerMetadataPath)
 }
 
-// registration is the facade, or nil (a nil Resource has none).
+// registration is the facade, or nil (a nil Resource has none). With a
+// proxy it is the proxy's registration: the same checks, the redirect
+// URIs the proxy accepts.
 func (res *Resource) registration() *Registration {
-	if res == nil {
+	switch {
+	case res == nil:
 		return nil
+	case res.Proxy != nil:
+		return &Registration{ClientID: res.Proxy.ClientID, AuthorizationEndpoint: res.Proxy.AuthorizationEndpoint,
+			TokenEndpoint: res.Proxy.TokenEndpoint, RedirectURIs: res.Proxy.RedirectURIs}
 	}
 	return res.Registration
 }
@@ -86,6 +92,11 @@ func (res *Resource) AuthorizationServerMetadata(endpoint string) *stateless.Res
 	if reg == nil || endpoint == "" {
 		return notFound()
 	}
+	base := strings.TrimSuffix(endpoint, "/")
+	authz, token := reg.AuthorizationEndpoint, reg.TokenEndpoint
+	if res.Proxy != nil {
+		authz, token = base+AuthorizeSuffix, base+TokenSuffix
+	}
 	doc := struct {
 		Issuer                            string   `json:"issuer"`
 		AuthorizationEndpoint             string   `json:"authorization_endpoint"`
@@ -96,8 +107,12 @@ func (res *Resource) AuthorizationServerMetadata(endpoint string) *stateless.Res
 		GrantTypesSupported               []string `json:"grant_types_supported"`
 		TokenEndpointAuthMethodsSupported []string `json:"token_endpoint_auth_methods_supported"`
 		CodeChallengeMethodsSupported     []string `json:"code_challenge_methods_supported"`
-	}{endpoint, reg.AuthorizationEndpoint, reg.TokenEndpoint, strings.TrimSuffix(endpoint, "/") + RegistrationSuffix,
-		res.ScopesSupported, []string{"code"}, registrableGrants, []string{"none"}, []string{"S256"}}
+		// The proxy's: it takes client ID metadata documents, and its
+		// authorization responses name it (RFC 9207).
+		ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
+		IssParameterSupported             bool `json:"authorization_response_iss_parameter_supported,omitempty"`
+	}{endpoint, authz, token, base + RegistrationSuffix,
+		res.ScopesSupported, []string{"code"}, registrableGrants, []string{"none"}, []string{"S256"}, res.Proxy != nil, res.Proxy != nil}
 	b, _ := json.Marshal(doc) // strings and slices of strings: cannot fail
 	return publicDocument(b)
 }
@@ -109,6 +124,7 @@ var registrableGrants = []string{"authorization_code", "refresh_token"}
 // 2); members not named here are ignored, as the RFC allows.
 type clientMetadata struct {
 	RedirectURIs            []string `json:"redirect_uris"`
+	ClientName              string   `json:"client_name"`
 	TokenEndpointAuthMethod *string  `json:"token_endpoint_auth_method"`
 	GrantTypes              []string `json:"grant_types"`
 	ResponseTypes           []string `json:"response_types"`
@@ -149,13 +165,20 @@ func (res *Resource) register(endpoint string, body []byte) (*stateless.Response
 		b, _ := json.Marshal(map[string]string{"error": e.code, "error_description": e.description})
 		return &stateless.Response{Status: http.StatusBadRequest, Header: registrationHeader(), Body: b}, err
 	}
+	clientID := reg.ClientID
+	if res.Proxy != nil {
+		// The proxy's clients are their own: the id declares the
+		// registration, checked again at each authorization request.
+		clientID = encodeRegistered(registered{RedirectURIs: md.RedirectURIs, Name: md.ClientName})
+	}
 	b, _ := json.Marshal(struct {
 		ClientID                string   `json:"client_id"`
+		ClientName              string   `json:"client_name,omitempty"`
 		RedirectURIs            []string `json:"redirect_uris"`
 		TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
 		GrantTypes              []string `json:"grant_types"`
 		ResponseTypes           []string `json:"response_types"`
-	}{reg.ClientID, md.RedirectURIs, "none", md.GrantTypes, md.ResponseTypes})
+	}{clientID, md.ClientName, md.RedirectURIs, "none", md.GrantTypes, md.ResponseTypes})
 	return &stateless.Response{Status: http.StatusCreated, Header: registrationHeader(), Body: b}, nil
 }
 
@@ -170,6 +193,12 @@ func (reg *Registration) check(body []byte) (*clientMetadata, error) {
 	}
 	if len(md.RedirectURIs) == 0 {
 		return nil, &errRegistration{"invalid_redirect_uri", "redirect_uris is missing: the authorization code grant needs one"}
+	}
+	if len(md.RedirectURIs) > maxRedirects {
+		return nil, &errRegistration{"invalid_redirect_uri", fmt.Sprintf("redirect_uris: at most %d are registered", maxRedirects)}
+	}
+	if len(md.ClientName) > maxClientName {
+		return nil, &errRegistration{"invalid_client_metadata", fmt.Sprintf("client_name: at most %d bytes", maxClientName)}
 	}
 	for i, u := range md.RedirectURIs {
 		if !reg.acceptsRedirect(u) {
@@ -204,11 +233,17 @@ func (reg *Registration) check(body []byte) (*clientMetadata, error) {
 	return &md, nil
 }
 
-// acceptsRedirect reports whether the facade accepts redirect URI raw: a
-// loopback URI on http without a fragment (RFC 8252 section 7.3: any
-// port, any path), or one of RedirectURIs exactly.
+// acceptsRedirect reports whether the facade accepts redirect URI raw
+// (see acceptsRedirect).
 func (reg *Registration) acceptsRedirect(raw string) bool {
-	if slices.Contains(reg.RedirectURIs, raw) {
+	return acceptsRedirect(reg.RedirectURIs, raw)
+}
+
+// acceptsRedirect reports whether a registration may declare redirect URI
+// raw: a loopback URI on http without a fragment (RFC 8252 section 7.3:
+// any port, any path), or one of allowed exactly.
+func acceptsRedirect(allowed []string, raw string) bool {
+	if slices.Contains(allowed, raw) {
 		return true
 	}
 	u, err := url.Parse(raw)

@@ -59,6 +59,11 @@ type Resource struct {
 	// registration: the metadata then names the endpoint itself as its
 	// authorization server (see [Registration]).
 	Registration *Registration
+	// Proxy, when set, is the endpoint's authorization proxy, which
+	// supersedes the registration facade (Registration is then unused):
+	// the metadata names the endpoint as its authorization server, whose
+	// authorization and token endpoints are the proxy's (see [Proxy]).
+	Proxy *Proxy
 }
 
 // TokenAuthenticator validates bearer tokens: a [*Verifier] is one (see

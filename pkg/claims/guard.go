@@ -488,3 +488,22 @@ func (r *redemption) Release(ctx context.Context) error {
 		return nil
 	})
 }
+
+// SpendOnce spends name once: it reports true the first time, and false
+// for as long as the spent record is kept (until until), for a value
+// that must be used once however many instances see it — the
+// authorization proxy's codes (package auth's Spender). It is a claim on
+// "once#"+name under a fresh owner whose lease lasts until until: one
+// conditional write, so that of two instances spending one name at the
+// same moment exactly one wins, and nobody takes the claim over before it
+// is forgotten. An error is a store that could not say: the caller fails
+// closed.
+func (g *Guard) SpendOnce(ctx context.Context, name string, until time.Time) (bool, error) {
+	now := g.opts.Now()
+	c := Claim{Key: "once#" + name, Owner: newOwner(), Fingerprint: "once", LeaseUntil: until, ExpiresAt: until}
+	taken, _, err := g.store.Claim(ctx, c, now)
+	if err != nil {
+		return false, fmt.Errorf("claims: spending a single-use name: %w", err)
+	}
+	return taken, nil
+}

@@ -2,13 +2,14 @@ package endpoint
 
 import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 )
 
 // newAuth returns the endpoint as an OAuth protected resource when an
 // issuer is configured, else nil (anonymous). The verifier makes no
 // network call until the first token arrives, so a cold start pays
 // nothing for it.
-func newAuth(cfg *Config, o *Options) (*auth.Resource, error) {
+func newAuth(cfg *Config, o *Options, proxy func() (reqstate.Sealer, auth.Spender)) (*auth.Resource, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
@@ -24,12 +25,21 @@ func newAuth(cfg *Config, o *Options) (*auth.Resource, error) {
 			scopes = append(scopes, cfg.AuthScopePrefix+s)
 		}
 	}
-	return &auth.Resource{
+	res := &auth.Resource{
 		Tokens:               v,
 		AuthorizationServers: []string{cfg.AuthIssuer},
 		ScopesSupported:      scopes,
 		ResourceName:         o.ResourceName,
 		ScopePrefix:          cfg.AuthScopePrefix,
 		Registration:         cfg.AuthRegistration,
-	}, nil
+	}
+	if p, reg := cfg.AuthProxy, cfg.AuthRegistration; p != nil {
+		sealer, codes := proxy()
+		res.Proxy = &auth.Proxy{
+			ClientID: reg.ClientID, AuthorizationEndpoint: reg.AuthorizationEndpoint, TokenEndpoint: reg.TokenEndpoint,
+			Issuer: cfg.AuthIssuer, RedirectURIs: reg.RedirectURIs, PreApproved: p.PreApproved, OmitResource: p.OmitResource,
+			Sealer: sealer, Codes: codes, Documents: &auth.ClientMetadataDocuments{PrivateHosts: p.PrivateHosts},
+		}
+	}
+	return res, nil
 }

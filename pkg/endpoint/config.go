@@ -80,6 +80,14 @@ type Config struct {
 	// (comma-separated) the redirect URIs accepted besides loopback ones.
 	// Unset: nil, no facade (see auth.Registration).
 	AuthRegistration *auth.Registration
+	// AuthProxy, when set, makes the registration facade's client an
+	// authorization proxy's (MCP_AUTH_PROXY=true): the endpoint is then an
+	// authorization server in front of the provider, with its own
+	// callback (<endpoint>/callback, registered at the provider for
+	// MCP_AUTH_REGISTRATION_CLIENT_ID), client ID metadata documents,
+	// registration and per-client consent (see auth.Proxy). It needs the
+	// facade's settings.
+	AuthProxy *ProxyConfig
 	// AllowAnonymous lets the function run on Lambda without an issuer
 	// (MCP_ALLOW_ANONYMOUS=true): the endpoint is then open to anyone who
 	// can reach it.
@@ -150,11 +158,16 @@ const (
 	EnvAuthAuthorizationEndpoint    = "MCP_AUTH_AUTHORIZATION_ENDPOINT"
 	EnvAuthTokenEndpoint            = "MCP_AUTH_TOKEN_ENDPOINT"
 	EnvAuthRegistrationRedirectURIs = "MCP_AUTH_REGISTRATION_REDIRECT_URIS"
-	EnvAllowAnonymous               = "MCP_ALLOW_ANONYMOUS"
-	EnvDeadlineMargin               = "MCP_DEADLINE_MARGIN"
-	EnvTaskTTL                      = "MCP_TASK_TTL"
-	EnvKeepAlive                    = "MCP_STREAM_KEEPALIVE"
-	EnvQuotas                       = "MCP_QUOTAS"
+	// The authorization proxy (Config.AuthProxy).
+	EnvAuthProxy             = "MCP_AUTH_PROXY"
+	EnvAuthProxyPreApproved  = "MCP_AUTH_PROXY_PREAPPROVED_CLIENTS"
+	EnvAuthProxyOmitResource = "MCP_AUTH_PROXY_OMIT_RESOURCE"
+	EnvAuthProxyPrivateHosts = "MCP_AUTH_CLIENT_METADATA_PRIVATE_HOSTS"
+	EnvAllowAnonymous        = "MCP_ALLOW_ANONYMOUS"
+	EnvDeadlineMargin        = "MCP_DEADLINE_MARGIN"
+	EnvTaskTTL               = "MCP_TASK_TTL"
+	EnvKeepAlive             = "MCP_STREAM_KEEPALIVE"
+	EnvQuotas                = "MCP_QUOTAS"
 	// EnvRateLimit is the calls quota alone, as MCP_QUOTAS' calls=
 	// (deprecated: it is read when MCP_QUOTAS does not set calls).
 	EnvRateLimit      = "MCP_RATE_LIMIT"
@@ -441,6 +454,9 @@ func (c *Config) loadAuth(getenv func(string) string) error {
 	if err := c.loadRegistration(getenv); err != nil {
 		return err
 	}
+	if err := c.loadProxy(getenv); err != nil {
+		return err
+	}
 	switch {
 	case c.AuthIssuer == "" && (c.AuthScopePrefix != "" || c.AuthAudiences != nil):
 		return fmt.Errorf("%s and %s need %s", EnvAuthScopePrefix, EnvAuthAudiences, EnvAuthIssuer)
@@ -518,6 +534,73 @@ func (c *Config) loadRegistration(getenv func(string) string) error {
 		}
 	}
 	c.AuthRegistration = reg
+	return nil
+}
+
+// ProxyConfig is the authorization proxy's own settings; the provider's
+// client and endpoints are the registration facade's (Config.
+// AuthRegistration).
+type ProxyConfig struct {
+	// PreApproved are client ids whose flows need no consent page
+	// (MCP_AUTH_PROXY_PREAPPROVED_CLIENTS, comma-separated): metadata
+	// document URLs of the clients the operator vouches for.
+	PreApproved []string
+	// OmitResource keeps the resource parameter from the provider
+	// (MCP_AUTH_PROXY_OMIT_RESOURCE=true): for Entra ID, whose API's
+	// Application ID URI is not the endpoint's URL (see auth.Proxy).
+	OmitResource bool
+	// PrivateHosts are the hosts whose client ID metadata documents may
+	// be fetched from non-public addresses
+	// (MCP_AUTH_CLIENT_METADATA_PRIVATE_HOSTS, comma-separated): a
+	// deployment whose clients' documents live inside its network. Unset:
+	// every fetch goes to a public address only.
+	PrivateHosts []string
+}
+
+// loadProxy reads the proxy's settings; MCP_AUTH_PROXY turns it on, and
+// the others need it.
+func (c *Config) loadProxy(getenv func(string) string) error {
+	on, pre, omit, private := getenv(EnvAuthProxy), getenv(EnvAuthProxyPreApproved), getenv(EnvAuthProxyOmitResource), getenv(EnvAuthProxyPrivateHosts)
+	switch on {
+	case "", "false":
+		if pre != "" || omit != "" || private != "" {
+			return fmt.Errorf("%s, %s and %s configure the authorization proxy, which %s=true turns on", EnvAuthProxyPreApproved, EnvAuthProxyOmitResource, EnvAuthProxyPrivateHosts, EnvAuthProxy)
+		}
+		return nil
+	case "true":
+	default:
+		return fmt.Errorf("%s=%q: true or false", EnvAuthProxy, on)
+	}
+	if c.AuthRegistration == nil {
+		return fmt.Errorf("%s=true needs %s, %s and %s: the client registered at the provider, with <endpoint>/callback as its redirect URI, and the provider's endpoints", EnvAuthProxy, EnvAuthRegistrationClientID, EnvAuthAuthorizationEndpoint, EnvAuthTokenEndpoint)
+	}
+	p := &ProxyConfig{}
+	if pre != "" {
+		for _, id := range strings.Split(pre, ",") {
+			id = strings.TrimSpace(id)
+			if !auth.IsClientMetadataURL(id) {
+				return fmt.Errorf("%s: %q is not a client ID metadata document URL (https, with a path)", EnvAuthProxyPreApproved, id)
+			}
+			p.PreApproved = append(p.PreApproved, id)
+		}
+	}
+	switch omit {
+	case "", "false":
+	case "true":
+		p.OmitResource = true
+	default:
+		return fmt.Errorf("%s=%q: true or false", EnvAuthProxyOmitResource, omit)
+	}
+	if private != "" {
+		for _, h := range strings.Split(private, ",") {
+			h = strings.TrimSpace(h)
+			if h == "" || strings.ContainsAny(h, "/:@ ") && !strings.HasPrefix(h, "[") {
+				return fmt.Errorf("%s: %q is not a host name", EnvAuthProxyPrivateHosts, h)
+			}
+			p.PrivateHosts = append(p.PrivateHosts, h)
+		}
+	}
+	c.AuthProxy = p
 	return nil
 }
 

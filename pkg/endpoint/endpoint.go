@@ -38,6 +38,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
+	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -198,7 +199,8 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		opts.Observe = e.Observer.Observe
 	}
 	opts.HandlerLogger = e.Logger
-	if e.Auth, err = newAuth(cfg, &o); err != nil {
+	proxy := func() (reqstate.Sealer, auth.Spender) { return sealer, guard }
+	if e.Auth, err = newAuth(cfg, &o, proxy); err != nil {
 		return nil, err
 	}
 	if e.Auth != nil {

@@ -209,6 +209,13 @@ func (s *Server) Preflight(r *Request, o *Outcome, methods ...string) *Response 
 	return preflightFor(s, r, o, methods, strings.Join(methods, ", "))
 }
 
+// AllowOrigin adds to resp, the answer to r that the server gives beside
+// the MCP endpoint (package auth's token endpoint), what lets the page
+// that sent r read it when the endpoint's Origin rule allows r's origin,
+// as an MCP answer gets it; nothing for another origin or a request
+// without one.
+func (s *Server) AllowOrigin(r *Request, resp *Response) { allowCORS(s, r, resp) }
+
 // Answered reports resp, the answer to r that the server gave beside the
 // MCP endpoint (package auth's OAuth documents), as every answer is
 // reported: the log line of a refusal, and Options.Observe, whose request

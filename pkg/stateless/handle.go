@@ -22,6 +22,10 @@ type Request struct {
 	// Host is the host the request was addressed to, for the loopback
 	// origin rule.
 	Host string
+	// Query is the request's query string, as sent (without the "?").
+	// The MCP endpoint reads none; the OAuth documents a door routes
+	// beside it (package auth's authorization proxy) do.
+	Query string
 	// Principal identifies the caller, as the transport established it
 	// (an authorizer's subject, a verified token). "" means anonymous.
 	Principal string

@@ -240,6 +240,19 @@ func NewEvent(r *http.Request, body []byte, o EventOptions) ([]byte, error) {
 	ev := v2Event{Version: "2.0", RouteKey: r.Method + " " + r.URL.Path, RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery,
 		Headers: map[string]string{}}
 	for k, vs := range r.Header {
+		if k == "Cookie" {
+			// Payload 2.0 carries the request's cookies in cookies, one
+			// an item ("Working with AWS Lambda proxy integrations for
+			// HTTP APIs": "Format 2.0 ... includes a new cookies field").
+			for _, line := range vs {
+				for _, c := range strings.Split(line, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						ev.Cookies = append(ev.Cookies, c)
+					}
+				}
+			}
+			continue
+		}
 		// API Gateway lower-cases names and joins repeated values.
 		ev.Headers[strings.ToLower(k)] = strings.Join(vs, ",")
 	}

@@ -32,6 +32,13 @@ type REST struct {
 	// its CORS preflight go to the function outside the authorizer
 	// (StreamRegisterMethod, StreamRegisterPreflightMethod).
 	ASMetadata []byte
+	// Proxy says the authorization proxy is on (the template's
+	// AuthProxy): its authorization server metadata, its authorization
+	// endpoint (GET and POST /mcp/authorize), its callback (GET
+	// /mcp/callback), its token endpoint (POST and OPTIONS /mcp/token)
+	// and the registration go to the function outside the authorizer
+	// (the template's StreamProxy* methods); ASMetadata is unused.
+	Proxy bool
 	// Authorizer, if set, puts a Lambda REQUEST authorizer with caching
 	// off in front of /mcp, and answers its refusals with these gateway
 	// responses (TemplateGatewayResponses).
@@ -124,7 +131,7 @@ const (
 	routeFunction                    // /mcp, the function's integration
 	routeMetadata                    // a well-known URL's mock integration
 	routeASMetadata                  // the facade's metadata, a mock integration
-	routeRegister                    // POST and OPTIONS /mcp/register, the function outside the authorizer
+	routeRegister                    // POST and OPTIONS /mcp/register (and the proxy's resources), the function outside the authorizer
 )
 
 // route finds the resource of a request path: with the stage first on an
@@ -145,10 +152,29 @@ func (rest REST) route(r *http.Request) (path string, to restRoute) {
 		return path, routeMetadata
 	case rest.ASMetadata != nil && r.Method == http.MethodGet && path == auth.AuthorizationServerMetadataPath+restResource:
 		return path, routeASMetadata
+	case rest.Proxy && proxyRoute(r.Method, path):
+		return path, routeRegister
 	case rest.ASMetadata != nil && (r.Method == http.MethodPost || r.Method == http.MethodOptions) && path == restResource+auth.RegistrationSuffix:
 		return path, routeRegister
 	}
 	return "", routeNone
+}
+
+// proxyRoute reports whether a request is one of the authorization
+// proxy's resources, which the template routes to the function outside
+// the authorizer.
+func proxyRoute(method, path string) bool {
+	switch path {
+	case auth.AuthorizationServerMetadataPath + restResource:
+		return method == http.MethodGet
+	case restResource + auth.AuthorizeSuffix:
+		return method == http.MethodGet || method == http.MethodPost
+	case restResource + auth.CallbackSuffix:
+		return method == http.MethodGet
+	case restResource + auth.TokenSuffix, restResource + auth.RegistrationSuffix:
+		return method == http.MethodPost || method == http.MethodOptions
+	}
+	return false
 }
 
 // write answers with the gateway response of type typ (or API Gateway's

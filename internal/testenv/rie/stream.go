@@ -146,6 +146,9 @@ func (d Door) writeStream(w http.ResponseWriter, out io.Reader, idle time.Durati
 	var prelude struct {
 		StatusCode int               `json:"statusCode"`
 		Headers    map[string]string `json:"headers"`
+		// Cookies are the response's Set-Cookie values ("Configuring a
+		// Lambda function to stream responses": the prelude's cookies).
+		Cookies []string `json:"cookies"`
 	}
 	if err := json.Unmarshal(head, &prelude); err != nil || prelude.StatusCode == 0 {
 		d.badResponse(w)
@@ -158,6 +161,9 @@ func (d Door) writeStream(w http.ResponseWriter, out io.Reader, idle time.Durati
 	d.remap(fn)
 	for k, vs := range fn {
 		w.Header()[k] = vs
+	}
+	for _, c := range prelude.Cookies {
+		w.Header().Add("Set-Cookie", c)
 	}
 	w.WriteHeader(prelude.StatusCode)
 	rc := http.NewResponseController(w)
