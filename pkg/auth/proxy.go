@@ -127,8 +127,11 @@ const (
 	// redeems at once).
 	flowTTL = 10 * time.Minute
 	codeTTL = 2 * time.Minute
-	// consentTTL is how long a browser's consent to a client stands.
-	consentTTL = 30 * 24 * time.Hour
+	// consentTTL is how long a browser's consent to a client stands at
+	// most: the sealer's own expiry (the endpoint's request-state
+	// lifetime, MCP_STATE_TTL) bounds every sealed value, this one too,
+	// so a consent is asked again after that.
+	consentTTL = 12 * time.Hour
 	// maxConsents bounds the clients one consent cookie remembers.
 	maxConsents = 8
 	// maxParam bounds one parameter of an authorization request.
