@@ -31,14 +31,24 @@
 // The authorization code grant (RFC 6749 4.1, PKCE RFC 7636) works as a
 // provider's does, with the user approving at once: /authorize redirects
 // to the redirect_uri with a code, and the token request must present
-// that code's client_id, redirect_uri and (when the authorization request
-// had a code_challenge) a code_verifier that matches it, else 400
-// invalid_grant. The token's scope is the authorization request's; its sub
-// is "user-1".
+// that code's client_id and redirect_uri, and a code_verifier exactly
+// when the authorization request had a code_challenge, one that derives
+// it (S256: base64url(SHA-256(verifier)); plain: the verifier itself),
+// else 400 invalid_grant. A code serves one token request: used again,
+// 400 invalid_grant. The token's scope is the authorization request's;
+// its sub is "user-1".
 //
 //   --client-id ID   the only client /authorize knows (others are refused
 //                    with error=unauthorized_client), as at a provider
 //                    where clients are registered by hand
+//   --redirect-uri U with --client-id, repeatable: the client's registered
+//                    callbacks, the only redirect_uri /authorize accepts,
+//                    compared as strings, exactly (Amazon Cognito's rule,
+//                    and Entra ID's for web and SPA redirect URIs). Any
+//                    other is answered 400 redirect_mismatch, with no
+//                    Location: a provider never sends the user, nor an
+//                    error, to a callback nobody registered. Without it,
+//                    any redirect_uri goes for the known client.
 //   --profile P      how access tokens are shaped: "plain" (the default:
 //                    aud is the token request's resource), "cognito"
 //                    (Amazon Cognito's: no aud, client_id and token_use
@@ -53,6 +63,13 @@
 //                    and /authorize knows only the clients registered so
 //   --audience A     with --profile entra: the aud of every token
 //   --app-id-uri U   with --profile entra: the API's Application ID URI
+//   --refuse-resource
+//                    with --profile entra: any resource parameter is
+//                    refused, as by a tenant whose Application ID URI is
+//                    api://<app id> and not the resource the client names
+//                    (an MCP endpoint's URL): /authorize redirects with
+//                    error=invalid_target (AADSTS9010010), /token answers
+//                    400 invalid_target
 //
 // Control endpoints for the tests (not part of OAuth):
 //
@@ -60,15 +77,22 @@
 //   POST /_mock/rotate           a new signing key, published next to the old
 //   POST /_mock/outage?on=1|0    /jwks and the metadata answer 503 while on
 
-import { createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign } from "node:crypto";
+import { createHash, createHmac, createPrivateKey, createPublicKey, generateKeyPairSync, randomUUID, sign } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
+import { Readable } from "node:stream";
 import { Events, OAuth2Issuer, OAuth2Service } from "oauth2-mock-server";
 
 const args = process.argv.slice(2);
 function flag(name, def) {
   const i = args.indexOf(name);
   return i >= 0 && i + 1 < args.length ? args[i + 1] : def;
+}
+// Every value of a repeatable flag, in order.
+function flags(name) {
+  const out = [];
+  for (let i = 0; i + 1 < args.length; i++) if (args[i] === name) out.push(args[++i]);
+  return out;
 }
 const port = Number(flag("--port", "0"));
 const stateFile = flag("--state", "");
@@ -79,8 +103,19 @@ const registered = new Map();
 const profile = flag("--profile", "plain");
 const entraAudience = flag("--audience", "");
 const appIDURI = flag("--app-id-uri", "");
+// The known client's registered callbacks; empty: any.
+const redirectURIs = flags("--redirect-uri");
+const refuseResource = args.includes("--refuse-resource");
 if (!["plain", "cognito", "entra"].includes(profile)) {
   console.error(`oauth-server: unknown --profile ${profile}`);
+  process.exit(2);
+}
+if (redirectURIs.length > 0 && !onlyClient) {
+  console.error("oauth-server: --redirect-uri registers the callbacks of --client-id's client, and there is none");
+  process.exit(2);
+}
+if (refuseResource && profile !== "entra") {
+  console.error("oauth-server: --refuse-resource is an Entra tenant's refusal; it needs --profile entra");
   process.exit(2);
 }
 if (!Number.isInteger(port) || port < 0 || port > 65535) {
@@ -124,9 +159,28 @@ function clientID(req) {
   return typeof req.body?.client_id === "string" ? req.body.client_id : undefined;
 }
 
+// The error_description of an Entra tenant that refuses a resource.
+const aadsts9010010 = "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.";
+
+// Why an authorization request may not be answered with a redirect at
+// all, or undefined when its redirect_uri is one the provider may send
+// the user to: with --redirect-uri, only one of those, exactly as
+// registered (not normalized, not a prefix). Checked before the library
+// builds its redirect, so that neither a code nor an error goes to a
+// callback nobody registered.
+function redirectRefusal(params) {
+  if (redirectURIs.length === 0) return undefined;
+  const given = params.getAll("redirect_uri");
+  if (given.length === 1 && redirectURIs.includes(given[0])) return undefined;
+  return `redirect_uri ${JSON.stringify(given.join(" "))} is not registered for client ${JSON.stringify(onlyClient)}`;
+}
+
 // Authorization requests by the code they were answered with: what the
 // token request must match, and the scope its token carries.
 const codes = new Map();
+// With --redirect-uri, redirectRefusal has already answered every request
+// whose redirect_uri is not registered: each redirect built here, a code
+// or an error, goes to a registered callback.
 service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
   const q = req.query ?? {};
   const known = q.client_id === onlyClient || registered.has(q.client_id);
@@ -135,27 +189,109 @@ service.on(Events.BeforeAuthorizeRedirect, (redirect, req) => {
     redirect.url.searchParams.set("error", "unauthorized_client");
     return;
   }
+  if (refuseResource && q.resource !== undefined) {
+    for (const k of [...redirect.url.searchParams.keys()]) if (k !== "state") redirect.url.searchParams.delete(k);
+    redirect.url.searchParams.set("error", "invalid_target");
+    redirect.url.searchParams.set("error_description", aadsts9010010);
+    return;
+  }
   if (profile === "entra" && q.resource !== undefined && (q.scope ?? "").split(" ").some((sc) => sc && !sc.startsWith(`${q.resource}/`))) {
     for (const k of [...redirect.url.searchParams.keys()]) if (k !== "state") redirect.url.searchParams.delete(k);
     redirect.url.searchParams.set("error", "invalid_request");
-    redirect.url.searchParams.set("error_description", "AADSTS9010010: The resource parameter provided in the request doesn't match with the requested scopes.");
+    redirect.url.searchParams.set("error_description", aadsts9010010);
     return;
   }
   const code = redirect.url.searchParams.get("code");
-  if (code) codes.set(code, { clientID: q.client_id, redirectURI: q.redirect_uri, scope: q.scope, challenge: q.code_challenge });
+  if (code) {
+    const challenge = q.code_challenge ? { value: q.code_challenge, method: q.code_challenge_method ?? "plain" } : undefined;
+    codes.set(code, { clientID: q.client_id, redirectURI: q.redirect_uri, scope: q.scope, challenge });
+  }
 });
 
+// RFC 7636 4.1: 43 to 128 unreserved characters.
+const verifierShape = /^[A-Za-z0-9\-._~]{43,128}$/;
+
 // Why a token request for the authorization code grant is refused, or
-// undefined when it matches its authorization request.
-function codeRefusal(req) {
+// undefined when it matches its authorization request: the code is
+// known and unused, the client and redirect_uri are its request's, and
+// the code_verifier derives its code_challenge (RFC 7636 4.6). A request
+// without a challenge takes no verifier (a verifier there is a PKCE
+// downgrade, RFC 9700 2.1.1).
+function codeRefusal(req, rec) {
   const body = req.body ?? {};
-  if (body.grant_type !== "authorization_code") return undefined;
-  const rec = codes.get(body.code);
   if (!rec) return "unknown or used code";
   if (clientID(req) !== rec.clientID) return "the code was issued to another client";
   if (body.redirect_uri !== rec.redirectURI) return "redirect_uri differs from the authorization request's";
-  if (rec.challenge && body.code_verifier === undefined) return "code_verifier missing";
+  const verifier = body.code_verifier;
+  if (!rec.challenge) return verifier === undefined ? undefined : "code_verifier for a code issued without a code_challenge";
+  if (verifier === undefined) return "code_verifier missing";
+  if (typeof verifier !== "string" || !verifierShape.test(verifier)) return "code_verifier is not 43 to 128 unreserved characters";
+  const derived = rec.challenge.method === "S256" ? createHash("sha256").update(verifier, "ascii").digest("base64url") : verifier;
+  if (derived !== rec.challenge.value) return "code_verifier does not match the code_challenge";
   return undefined;
+}
+
+// The body of a token request, parsed as the library parses it.
+function parseTokenBody(type, raw) {
+  if (type.includes("application/x-www-form-urlencoded")) {
+    const out = {};
+    for (const [k, v] of new URLSearchParams(raw)) out[k] = k in out ? [].concat(out[k], v) : v;
+    return out;
+  }
+  if (type.includes("application/json")) {
+    try {
+      const v = JSON.parse(raw);
+      return v && typeof v === "object" && !Array.isArray(v) ? v : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+// A token request is judged here, before the library sees it, so that a
+// refusal is the provider's (400 invalid_grant or invalid_target, JSON)
+// and a code is spent in the same turn it is checked: two requests with
+// one code cannot both pass. It answers the refusal and returns
+// undefined, or returns the request to hand on to the library: the body
+// again as a stream, the code's record on it (codeRecord), and without
+// code_verifier, which was checked here and which the library would
+// check again its own way.
+async function judgeToken(req, res) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const raw = Buffer.concat(chunks).toString("utf8");
+  const type = req.headers["content-type"] ?? "";
+  const body = parseTokenBody(type, raw);
+  let forward = raw;
+  let rec;
+  if (body) {
+    if (refuseResource && body.resource !== undefined) {
+      json(res, 400, { error: "invalid_target", error_description: aadsts9010010 });
+      return undefined;
+    }
+    if (body.grant_type === "authorization_code") {
+      rec = typeof body.code === "string" ? codes.get(body.code) : undefined;
+      const refused = codeRefusal({ headers: req.headers, body }, rec);
+      if (refused !== undefined) {
+        json(res, 400, { error: "invalid_grant", error_description: refused });
+        return undefined;
+      }
+      codes.delete(body.code); // single use
+      if (body.code_verifier !== undefined) {
+        if (type.includes("application/json")) {
+          delete body.code_verifier;
+          forward = JSON.stringify(body);
+        } else {
+          const form = new URLSearchParams(raw);
+          form.delete("code_verifier");
+          forward = form.toString();
+        }
+      }
+    }
+  }
+  const headers = { ...req.headers, "content-length": String(Buffer.byteLength(forward)) };
+  return Object.assign(Readable.from([Buffer.from(forward)]), { headers, method: req.method, url: req.url, socket: req.socket, codeRecord: rec });
 }
 
 service.on(Events.BeforeTokenSigning, (token, req) => {
@@ -166,7 +302,7 @@ service.on(Events.BeforeTokenSigning, (token, req) => {
   delete p.aud;
   if (body.resource !== undefined) p.aud = body.resource;
   if (body.grant_type === "authorization_code") {
-    const rec = codes.get(body.code);
+    const rec = req.codeRecord;
     if (rec) {
       p.sub = "user-1";
       p.client_id = rec.clientID;
@@ -213,15 +349,8 @@ service.on(Events.BeforeTokenSigning, (token, req) => {
 
 // Variants that need another signature than the library's.
 service.on(Events.BeforeResponse, (res, req) => {
-  const refused = codeRefusal(req);
-  if (refused !== undefined) {
-    res.statusCode = 400;
-    res.body = { error: "invalid_grant", error_description: refused };
-    return;
-  }
   if (req.body?.grant_type === "authorization_code") {
-    const rec = codes.get(req.body.code);
-    codes.delete(req.body.code); // single use
+    const rec = req.codeRecord;
     if (res.body && typeof res.body === "object") {
       if (rec?.scope !== undefined) res.body.scope = rec.scope;
       else delete res.body.scope;
@@ -276,6 +405,8 @@ function json(res, status, body) {
 const server = createServer(async (req, res) => {
   const url = new URL(req.url ?? "/", "http://127.0.0.1");
   const path = url.pathname;
+  // The path as the library routes it: without a trailing slash.
+  const normalized = path.length > 1 && path.endsWith("/") ? path.slice(0, -1) : path;
   stats[path] = (stats[path] ?? 0) + 1;
   try {
     if (path === "/_mock/stats" && req.method === "GET") return json(res, 200, stats);
@@ -323,6 +454,15 @@ const server = createServer(async (req, res) => {
         }
         return end(chunk, ...rest);
       };
+    }
+    if (normalized === "/authorize" && req.method === "GET") {
+      const refused = redirectRefusal(url.searchParams);
+      if (refused !== undefined) return json(res, 400, { error: "redirect_mismatch", error_description: refused });
+    }
+    if (normalized === "/token" && req.method === "POST") {
+      const forward = await judgeToken(req, res);
+      if (forward === undefined) return;
+      return service.requestHandler(forward, res);
     }
     service.requestHandler(req, res);
   } catch (err) {

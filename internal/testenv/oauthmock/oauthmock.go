@@ -111,6 +111,20 @@ type Options struct {
 	// metadata names a registration endpoint that issues client ids, and
 	// its authorization endpoint knows only the clients registered so.
 	Registration bool
+	// RedirectURIs, with ClientID, are that client's registered
+	// callbacks: the only redirect_uri values its authorization endpoint
+	// accepts, compared as strings, exactly, as Amazon Cognito and Entra
+	// ID (web and SPA redirect URIs) compare them. Another is answered 400
+	// redirect_mismatch with no Location, so that a test sees a proxy's
+	// wrong callback as the provider's refusal and never as a redirect.
+	// Empty: any redirect_uri for the client.
+	RedirectURIs []string
+	// RefuseResource, with Profile "entra", refuses every request that
+	// carries an RFC 8707 resource parameter, as a tenant does whose
+	// Application ID URI is api://<app id> rather than the MCP endpoint's
+	// URL: the authorization endpoint redirects with error=invalid_target
+	// (AADSTS9010010), the token endpoint answers 400 invalid_target.
+	RefuseResource bool
 }
 
 // New starts a server on a port the system chooses and stops it when t
@@ -208,6 +222,12 @@ func (s *Server) start(ctx context.Context, port int) error {
 	}
 	if s.opts.Registration {
 		args = append(args, "--registration")
+	}
+	for _, u := range s.opts.RedirectURIs {
+		args = append(args, "--redirect-uri", u)
+	}
+	if s.opts.RefuseResource {
+		args = append(args, "--refuse-resource")
 	}
 	cmd := exec.Command(s.node, args...)
 	cmd.Dir = filepath.Dir(s.script)
