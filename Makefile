@@ -262,10 +262,12 @@ auth: tools/node_modules/.installed $(RIE)
 ## journeys: a real client's way in against each identity-provider profile
 ## (interop's TestIdPJourneys: discovery, registration where the provider
 ## has none, authorization code with PKCE, a tool call, a step-up), through
-## each door; one line per verified journey, `idp-journey: ... ok`
+## each door, and through the authorization proxy; one line per verified
+## journey, `idp-journey: ... ok`; and the proxy's consent page in headless
+## Chromium (TestConsentPage), `consent-page: <case> ok`
 .PHONY: journeys
 journeys: tools/node_modules/.installed $(RIE)
-	@cd interop && $(GO) test -count=1 -run '^TestIdPJourneys$$' -v . | grep -E '^(idp-journey:|--- FAIL|FAIL|ok )'; exit $${PIPESTATUS[0]}
+	@cd interop && $(GO) test -count=1 -run '^(TestIdPJourneys|TestConsentPage)$$' -v . | grep -E '^(idp-journey:|consent-page:|--- FAIL|FAIL|ok )'; exit $${PIPESTATUS[0]}
 
 ## matrix: the client matrix (interop's TestClientMatrix; docs/clients.md
 ## is generated from it): one line per verified cell,

@@ -239,7 +239,9 @@ func originOf(endpoint string) string {
 
 // pageHeader is the header of the proxy's pages: no script, no frame, no
 // cache, forms only to the endpoint itself and to targets (where its
-// answers redirect).
+// answers redirect). The referrer goes to the endpoint's own origin only:
+// under no-referrer a browser sends the form's Origin as "null", which
+// the consent's origin check would refuse; nothing leaves for another.
 func pageHeader(targets []string) http.Header {
 	formAction := "'self'"
 	for _, t := range targets {
@@ -250,7 +252,7 @@ func pageHeader(targets []string) http.Header {
 		"Content-Security-Policy": {"default-src 'none'; style-src 'unsafe-inline'; form-action " + formAction + "; frame-ancestors 'none'; base-uri 'none'"},
 		"X-Frame-Options":         {"DENY"},
 		"X-Content-Type-Options":  {"nosniff"},
-		"Referrer-Policy":         {"no-referrer"},
+		"Referrer-Policy":         {"same-origin"},
 		"Cache-Control":           {"no-store"},
 	}
 }
