@@ -6,7 +6,7 @@ ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
 other than the authorization ones (COVERED); those are combined by a
 covering selection rather than a product, which would multiply the grid
-by 8,192 (below). A parameter that only passes a value to the function
+by 65,536 (below). A parameter that only passes a value to the function
 (INERT: no Condition, Rule or Fn::If names it, which is checked) is at its
 default everywhere and set in one probe. For every combination:
 
@@ -23,16 +23,17 @@ default everywhere and set in one probe. For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The thirteen COVERED parameters have 8,192
-settings (ROWS); the Rules admit few of them (385: anonymous with nothing
+The covering selection. The sixteen COVERED parameters have 65,536
+settings (ROWS); the Rules admit few of them (1,409: anonymous with nothing
 else set, or an issuer with any of audience, key set, client ids, scopes,
 step-up scopes, scope prefix and accepted audiences, each without the
-registration facade, with it, and with it and redirect URIs). Each combination
+registration facade, with it, and with it and redirect URIs, the last two
+also with the authorization proxy and any of its two settings). Each combination
 of the grid gets one admitted row, in turn (and, where that row lacks the
 scopes a protected streaming door needs, once more with them; and a pairing
 the turns miss gets a combination of its own), so the grid keeps its size and
 every combination of the other parameters is still linted; and each of
-the 8,192 rows is also tried with every other parameter at its default, so
+the 65,536 rows is also tried with every other parameter at its default, so
 that the Rules are seen refusing exactly the rows meant to be refused.
 The check then verifies, rather than assumes, that every admitted row is
 linted with each side of every other parameter (both ends of every
@@ -103,12 +104,13 @@ SET_VALUES = {
     "AuthTokenEndpoint": "https://example.auth.us-east-1.amazoncognito.com/oauth2/token",
     "AuthRegistrationRedirectUris": "https://app.example.com/callback,vscode://callback",
     "Quotas": "calls=120/1m,tasks=3,streams=off",
+    "AuthProxyPreApprovedClients": "https://app.example.com/oauth/client-metadata.json,https://tools.example.org/.well-known/mcp-client",
 }
 
 # The authorization parameters, combined by a covering selection (above).
 COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
            "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris",
-           "AuthScopePrefix", "AuthAcceptedAudiences"]
+           "AuthScopePrefix", "AuthAcceptedAudiences", "AuthProxy", "AuthProxyPreApprovedClients", "AuthProxyOmitResource"]
 
 # Parameters that are only a value the function reads: no Condition, Rule
 # or Fn::If names them (checked), so they cannot change the template's
@@ -131,6 +133,8 @@ INTENT = {
     "AuthRegistrationNeedsIssuer": lambda p: p["AuthRegistrationClientId"] != "" and p["AuthIssuer"] == "",
     "AuthRegistrationNeedsEndpoints": lambda p: p["AuthRegistrationClientId"] != "" and (p["AuthAuthorizationEndpoint"] == "" or p["AuthTokenEndpoint"] == ""),
     "AuthRegistrationSettingsNeedClientId": lambda p: p["AuthRegistrationClientId"] == "" and (p["AuthAuthorizationEndpoint"] != "" or p["AuthTokenEndpoint"] != "" or p["AuthRegistrationRedirectUris"] != ""),
+    "AuthProxyNeedsRegistration": lambda p: p["AuthProxy"] == "true" and "" in (p["AuthIssuer"], p["AuthRegistrationClientId"], p["AuthAuthorizationEndpoint"], p["AuthTokenEndpoint"]),
+    "AuthProxySettingsNeedProxy": lambda p: p["AuthProxy"] != "true" and (p["AuthProxyPreApprovedClients"] != "" or p["AuthProxyOmitResource"] == "true"),
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
@@ -180,6 +184,11 @@ INVALID = {
     "AuthAuthorizationEndpoint": ["http://example.com/authorize", "https://example.com/authorize?x=1", "https://example.com/a#f"],
     "AuthTokenEndpoint": ["http://example.com/token", "https://example.com/token?x=1"],
     "AuthRegistrationRedirectUris": ["https://a.example/cb#f", "https://a.example/cb, https://b.example/cb", ","],
+    "AuthProxy": ["yes", "True", ""],
+    "AuthProxyOmitResource": ["yes", "True", ""],
+    "AuthProxyPreApprovedClients": ["http://app.example.com/client.json", "https://app.example.com", "https://app.example.com/", "https://app.example.com/a/../b",
+                                    "https://app.example.com/./b", "https://app.example.com/c#f", "https://a.example/c, https://b.example/c", ",", "https://a.example/c,",
+                                    "https://app.example.com:443/c", 'https://app.example.com/"c', "https://app.example.com/c\\d"],
     "Quotas": ["calls=600", "calls=0/1m", "tasks=-1", "tasks=ten", "workers=3", "calls=600/1m, tasks=3", "on", ",", "tasks=10001"],
 }
 

@@ -54,7 +54,13 @@ func parse(t *testing.T) *cloudformation.Template {
 		drop(find(root, "Resources", name, "Properties"), "LoggingConfig")
 	}
 	for _, name := range resourcesOfType(t, root, "AWS::ApiGateway::Method") {
-		drop(find(root, "Resources", name, "Properties", "Integration"), "ResponseTransferMode")
+		integ := find(root, "Resources", name, "Properties", "Integration")
+		drop(integ, "ResponseTransferMode")
+		if integ != nil && integ.Tag == "!If" { // each branch an integration
+			for _, b := range integ.Content[1:] {
+				drop(b, "ResponseTransferMode")
+			}
+		}
 	}
 	b, err := yaml.Marshal(root)
 	if err != nil {
@@ -435,8 +441,8 @@ func TestRoutes(t *testing.T) {
 		if show(find(route, "Properties", "Target")) != "!Sub integrations/${McpIntegration}" {
 			continue
 		}
-		if !slices.Contains([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + auth.MetadataPath, "GET " + auth.MetadataPath + "/mcp",
-			"GET " + auth.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + auth.RegistrationSuffix}, key) {
+		if !slices.Contains(append([]string{"POST /mcp", "ANY /mcp", "OPTIONS /mcp", "GET " + auth.MetadataPath, "GET " + auth.MetadataPath + "/mcp",
+			"GET " + auth.AuthorizationServerMetadataPath + "/mcp", "POST /mcp" + auth.RegistrationSuffix}, proxyRouteKeys()...), key) {
 			t.Errorf("unexpected route %s to the MCP function", key)
 		}
 	}
@@ -1147,9 +1153,12 @@ func TestStreamingDoor(t *testing.T) {
 	// package rie's tests) and POST /mcp/register to the function, outside
 	// the authorizer, with a permission of its own.
 	want(t, at(t, r, "Conditions", "StreamingRegistration"), "!And [!Condition StreamingMetadata, !Condition HasRegistration]", "StreamingRegistration")
-	for _, name := range []string{"StreamASMetadataResource", "StreamASMetadataMcpResource", "StreamASMetadataMcpMethod", "StreamRegisterResource", "StreamRegisterMethod", "StreamRegisterInvokePermission", "StreamDeploymentWithRegistration"} {
+	for _, name := range []string{"StreamASMetadataResource", "StreamASMetadataMcpResource", "StreamASMetadataMcpMethod", "StreamRegisterResource", "StreamRegisterMethod", "StreamRegisterInvokePermission"} {
 		want(t, find(res, name, "Condition"), "StreamingRegistration", name+" Condition")
 	}
+	// The facade's deployment is the one without the proxy
+	// (TestAuthProxyRoutes has the other).
+	want(t, find(res, "StreamDeploymentWithRegistration", "Condition"), "StreamingRegistrationOnly", "StreamDeploymentWithRegistration Condition")
 	want(t, at(t, res, "StreamASMetadataResource", "Properties", "PathPart"), "oauth-authorization-server", "facade metadata path")
 	want(t, at(t, res, "StreamASMetadataMcpResource", "Properties", "PathPart"), "mcp", "facade metadata path")
 	want(t, at(t, res, "StreamRegisterResource", "Properties", "PathPart"), strings.TrimPrefix(auth.RegistrationSuffix, "/"), "registration path")
@@ -1173,13 +1182,14 @@ func TestStreamingDoor(t *testing.T) {
 		t.Errorf("the deployment with the facade does not depend on its preflight's method: %v", deps)
 	}
 	asDoc := string(rie.TemplateAuthorizationServerMetadata("${EndpointUrl}", "${AuthAuthorizationEndpoint}", "${AuthTokenEndpoint}", []string{"${Scopes}"}))
-	sub := at(t, res, "StreamASMetadataMcpMethod", "Properties", "Integration", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
+	// Without the proxy (the !If's else branch: TestAuthProxyRoutes).
+	sub := at(t, res, "StreamASMetadataMcpMethod", "Properties", "Integration", "2", "IntegrationResponses", "0", "ResponseTemplates", "application/json")
 	if sub.Tag != "!Sub" || at(t, sub, "0").Value != asDoc {
 		t.Errorf("StreamASMetadataMcpMethod's document %s, want %s", show(sub), asDoc)
 	}
 	want(t, at(t, sub, "1", "Scopes"), `!Join [",", !Split [ , !Ref AuthScopesSupported]]`, "facade metadata scopes")
 	want(t, at(t, res, "StreamStage", "Properties", "DeploymentId"),
-		"!If [StreamingRegistration, !Ref StreamDeploymentWithRegistration, !If [StreamingMetadata, !Ref StreamDeploymentWithMetadata, !Ref StreamDeployment]]", "stream stage deployment")
+		"!If [StreamingProxy, !Ref StreamDeploymentWithProxy, !If [StreamingRegistration, !Ref StreamDeploymentWithRegistration, !If [StreamingMetadata, !Ref StreamDeploymentWithMetadata, !Ref StreamDeployment]]]", "stream stage deployment")
 }
 
 // TestStreamingDoorOAuth: protected, the streaming door is reachable
