@@ -268,5 +268,3 @@ func TestConsentPage(t *testing.T) {
 func htmlUnescape(s string) string {
 	return strings.NewReplacer("&#43;", "+", "&#34;", `"`, "&#39;", "'", "&amp;", "&", "&lt;", "<", "&gt;", ">").Replace(s)
 }
-
-
