@@ -207,6 +207,9 @@ func testProxyJourney(t *testing.T, p proxyProfile, host string, document bool, 
 	if len(upstream) != rounds || len(callbacks) != rounds || len(tokens) != rounds {
 		t.Fatalf("%d authorizations at the provider, %d callbacks, %d token requests at the endpoint; want %d of each", len(upstream), len(callbacks), len(tokens), rounds)
 	}
+	if len(authorizes) != rounds {
+		t.Errorf("%d authorization requests at the endpoint, want %d", len(authorizes), rounds)
+	}
 	if len(upTokens) != 0 {
 		t.Errorf("the client's own side sent %d token requests to the provider; the proxy makes them", len(upTokens))
 	}
