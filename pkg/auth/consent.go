@@ -70,20 +70,16 @@ func expiredCookie(name, endpoint string) *http.Cookie {
 	return &http.Cookie{Name: name, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: secureEndpoint(endpoint), SameSite: http.SameSiteLaxMode}
 }
 
-// cookieValue is the value of r's cookie name.
+// cookieValue is the value of r's cookie name. Each cookie is parsed on
+// its own, as net/http's Request.Cookie does: a malformed cookie of
+// another application on the host must not hide the proxy's.
 func cookieValue(r *stateless.Request, name string) (string, bool) {
-	for _, line := range r.Header.Values("Cookie") {
-		cs, err := http.ParseCookie(line)
-		if err != nil {
-			continue
-		}
-		for _, c := range cs {
-			if c.Name == name {
-				return c.Value, true
-			}
-		}
+	hr := http.Request{Header: http.Header{"Cookie": r.Header.Values("Cookie")}}
+	c, err := hr.Cookie(name)
+	if err != nil {
+		return "", false
 	}
-	return "", false
+	return c.Value, true
 }
 
 // consents is the consent cookie's sealed content: digests of the

@@ -134,8 +134,12 @@ const (
 	consentTTL = 12 * time.Hour
 	// maxConsents bounds the clients one consent cookie remembers.
 	maxConsents = 8
-	// maxParam bounds one parameter of an authorization request.
-	maxParam = 2048
+	// maxParam bounds one parameter of an authorization request, and
+	// maxRequestBytes the request as its sealed values carry it (JSON, in
+	// which <, > and & take six bytes each), so that one that passes
+	// validation always fits them.
+	maxParam        = 2048
+	maxRequestBytes = 4 << 10
 )
 
 // dcrPrefix starts the client ids the proxy's registration issues: the
@@ -364,7 +368,11 @@ func refusedPage(status int, kind string, err error) proxyAnswer {
 	case errors.Is(err, ErrClientMetadata):
 		reason = "The client's metadata document was refused."
 	}
-	return proxyAnswer{resp: htmlPage(status, "Authorization refused", reason, ""), kind: kind, err: err}
+	resp := htmlPage(status, "Authorization refused", reason, "")
+	if status == http.StatusServiceUnavailable {
+		resp.Header.Set("Retry-After", "1")
+	}
+	return proxyAnswer{resp: resp, kind: kind, err: err}
 }
 
 // redirectError sends an error to the client's validated redirect URI
@@ -445,6 +453,9 @@ func (p *Proxy) validate(ctx context.Context, endpoint string, q url.Values) (*a
 	req := &authzRequest{Client: id, Redirect: redirectURI, State: q.Get("state"), Challenge: q.Get("code_challenge"), Scope: q.Get("scope"), Resource: q.Get("resource")}
 	// From here on the client's redirect URI is known good: refusals go
 	// there.
+	if b, _ := json.Marshal(req); len(b) > maxRequestBytes {
+		return nil, nil, redirectError(req, endpoint, "invalid_request", errors.New("the authorization request is too long"))
+	}
 	switch {
 	case q.Get("response_type") != "code":
 		return nil, nil, redirectError(req, endpoint, "unsupported_response_type", errors.New("response_type is not code"))
@@ -545,9 +556,13 @@ func (p *Proxy) toProvider(ctx context.Context, endpoint string, req *authzReque
 	return proxyAnswer{resp: resp}
 }
 
-// sealFailed answers a flow whose state could not be sealed or opened for
-// want of the key service: a retry may succeed.
+// sealFailed answers a flow whose state could not be sealed or opened:
+// for want of the key service a retry may succeed (503); any other
+// failure will not (500).
 func sealFailed(err error) proxyAnswer {
+	if !errors.Is(err, reqstate.ErrUnavailable) {
+		return proxyAnswer{resp: htmlPage(http.StatusInternalServerError, "Error", "The sign-in could not be continued. Start again from the application.", ""), kind: "server_error", err: err}
+	}
 	resp := htmlPage(http.StatusServiceUnavailable, "Try again", "The authorization service is unavailable for a moment. Try again.", "")
 	resp.Header.Set("Retry-After", "1")
 	return proxyAnswer{resp: resp, kind: "temporarily_unavailable", err: err}
