@@ -9,7 +9,7 @@ import (
 // issuer is configured, else nil (anonymous). The verifier makes no
 // network call until the first token arrives, so a cold start pays
 // nothing for it.
-func newAuth(cfg *Config, o *Options, proxy func() (reqstate.Sealer, auth.Spender)) (*auth.Resource, error) {
+func newAuth(cfg *Config, o *Options, clients *Clients, proxy func() (reqstate.Sealer, auth.Spender)) (*auth.Resource, error) {
 	if cfg.AuthIssuer == "" {
 		return nil, nil
 	}
@@ -39,6 +39,9 @@ func newAuth(cfg *Config, o *Options, proxy func() (reqstate.Sealer, auth.Spende
 			ClientID: reg.ClientID, AuthorizationEndpoint: reg.AuthorizationEndpoint, TokenEndpoint: reg.TokenEndpoint,
 			Issuer: cfg.AuthIssuer, RedirectURIs: reg.RedirectURIs, PreApproved: p.PreApproved, OmitResource: p.OmitResource,
 			Sealer: sealer, Codes: codes, Documents: &auth.ClientMetadataDocuments{PrivateHosts: p.PrivateHosts},
+		}
+		if p.ClientSecretARN != "" {
+			res.Proxy.ClientSecret = (&cachedSecret{aws: clients, id: p.ClientSecretARN}).Get
 		}
 	}
 	return res, nil

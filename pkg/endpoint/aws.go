@@ -2,6 +2,7 @@ package endpoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -33,6 +35,10 @@ type Clients struct {
 	dynamo *dynamodb.Client
 	kms    *kms.Client
 	lambda *lambda.Client
+	// secrets is made on its first use only: the authorization proxy's
+	// client secret is its one use.
+	secretsOnce sync.Once
+	secrets     *secretsmanager.Client
 }
 
 func (a *Clients) load(ctx context.Context) error {
@@ -69,6 +75,56 @@ func (a *Clients) lambdaAPI(ctx context.Context) (tasks.LambdaAPI, error) {
 		return nil, err
 	}
 	return a.lambda, nil
+}
+
+// secretsManager returns the Secrets Manager client, made on first use.
+func (a *Clients) secretsManager(ctx context.Context) (*secretsmanager.Client, error) {
+	if err := a.load(ctx); err != nil {
+		return nil, err
+	}
+	a.secretsOnce.Do(func() { a.secrets = secretsmanager.NewFromConfig(a.cfg) })
+	return a.secrets, nil
+}
+
+// secretTTL is how long a secret read from Secrets Manager is used before
+// it is read again: AWS recommends caching secrets in the client (Secrets
+// Manager user guide, "Cache secrets"), and a rotated secret reaches the
+// function within this.
+const secretTTL = 5 * time.Minute
+
+// cachedSecret is a Secrets Manager secret's string, read on first use and
+// again once secretTTL has passed; a failed read is not cached, so the
+// next request tries again (the proxy fails its token request closed,
+// retryably, meanwhile).
+type cachedSecret struct {
+	aws *Clients
+	id  string
+
+	mu      sync.Mutex
+	value   string
+	fetched time.Time
+}
+
+// Get returns the secret's current string.
+func (c *cachedSecret) Get(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.value != "" && time.Since(c.fetched) < secretTTL {
+		return c.value, nil
+	}
+	sm, err := c.aws.secretsManager(ctx)
+	if err != nil {
+		return "", err
+	}
+	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(c.id)})
+	if err != nil {
+		return "", fmt.Errorf("reading the client secret from Secrets Manager: %w", err)
+	}
+	if out.SecretString == nil || *out.SecretString == "" {
+		return "", errors.New("the client secret in Secrets Manager has no SecretString")
+	}
+	c.value, c.fetched = *out.SecretString, time.Now()
+	return c.value, nil
 }
 
 // lazyDynamo is the DynamoDB client of the task store and the rate

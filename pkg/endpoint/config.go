@@ -163,6 +163,7 @@ const (
 	EnvAuthProxyPreApproved  = "MCP_AUTH_PROXY_PREAPPROVED_CLIENTS"
 	EnvAuthProxyOmitResource = "MCP_AUTH_PROXY_OMIT_RESOURCE"
 	EnvAuthProxyPrivateHosts = "MCP_AUTH_CLIENT_METADATA_PRIVATE_HOSTS"
+	EnvAuthProxyClientSecret = "MCP_AUTH_PROXY_CLIENT_SECRET_ARN"
 	EnvAllowAnonymous        = "MCP_ALLOW_ANONYMOUS"
 	EnvDeadlineMargin        = "MCP_DEADLINE_MARGIN"
 	EnvTaskTTL               = "MCP_TASK_TTL"
@@ -555,16 +556,21 @@ type ProxyConfig struct {
 	// deployment whose clients' documents live inside its network. Unset:
 	// every fetch goes to a public address only.
 	PrivateHosts []string
+	// ClientSecretARN names the Secrets Manager secret (its ARN, or its
+	// name) whose SecretString is the client secret of the endpoint's
+	// client at the provider (MCP_AUTH_PROXY_CLIENT_SECRET_ARN), for a
+	// provider whose client is confidential. Unset: a public client.
+	ClientSecretARN string
 }
 
 // loadProxy reads the proxy's settings; MCP_AUTH_PROXY turns it on, and
 // the others need it.
 func (c *Config) loadProxy(getenv func(string) string) error {
-	on, pre, omit, private := getenv(EnvAuthProxy), getenv(EnvAuthProxyPreApproved), getenv(EnvAuthProxyOmitResource), getenv(EnvAuthProxyPrivateHosts)
+	on, pre, omit, private, secret := getenv(EnvAuthProxy), getenv(EnvAuthProxyPreApproved), getenv(EnvAuthProxyOmitResource), getenv(EnvAuthProxyPrivateHosts), getenv(EnvAuthProxyClientSecret)
 	switch on {
 	case "", "false":
-		if pre != "" || omit != "" || private != "" {
-			return fmt.Errorf("%s, %s and %s configure the authorization proxy, which %s=true turns on", EnvAuthProxyPreApproved, EnvAuthProxyOmitResource, EnvAuthProxyPrivateHosts, EnvAuthProxy)
+		if pre != "" || omit != "" || private != "" || secret != "" {
+			return fmt.Errorf("%s, %s, %s and %s configure the authorization proxy, which %s=true turns on", EnvAuthProxyPreApproved, EnvAuthProxyOmitResource, EnvAuthProxyPrivateHosts, EnvAuthProxyClientSecret, EnvAuthProxy)
 		}
 		return nil
 	case "true":
@@ -599,6 +605,14 @@ func (c *Config) loadProxy(getenv func(string) string) error {
 			}
 			p.PrivateHosts = append(p.PrivateHosts, h)
 		}
+	}
+	if secret != "" {
+		// An ARN (arn:<partition>:secretsmanager:...) or a secret's name:
+		// what GetSecretValue's SecretId takes.
+		if !validScope(secret) || len(secret) > 2048 {
+			return fmt.Errorf("%s: %q is not a Secrets Manager secret ARN or name", EnvAuthProxyClientSecret, secret)
+		}
+		p.ClientSecretARN = secret
 	}
 	c.AuthProxy = p
 	return nil

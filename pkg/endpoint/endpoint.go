@@ -200,7 +200,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	opts.HandlerLogger = e.Logger
 	proxy := func() (reqstate.Sealer, auth.Spender) { return sealer, guard }
-	if e.Auth, err = newAuth(cfg, &o, proxy); err != nil {
+	if e.Auth, err = newAuth(cfg, &o, e.Clients, proxy); err != nil {
 		return nil, err
 	}
 	if e.Auth != nil {
