@@ -203,22 +203,7 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, x := range rec.all() {
-				t.Logf("exchange %d: %s %s -> %d %.300s", i, x.method, x.url, x.status, x.body)
-			}
-		}
-	})
-	cs, err := mcp.NewClient(goSDKClientInfo, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, OAuthHandler: handler}, nil)
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "registered my way in"}})
-	if err != nil || res.IsError {
-		t.Fatalf("notes_add: %v %+v", err, res)
-	}
+	addThroughJourney(ctx, t, ep, hc, handler, rec, "registered my way in")
 
 	// The journey, as the client and the browser made it.
 	registrationURL, where := strings.TrimSuffix(ep.URL, "/")+"/register", "the endpoint's facade"
@@ -280,6 +265,29 @@ func testIdPJourney(t *testing.T, p idpProfile, door authTarget, stepUp bool) {
 		if !sameScopes(u.Query().Get("scope"), prefix+scopeRead+" "+prefix+scopeWrite) {
 			t.Errorf("the step-up asked for %q, want %s%s and %s%s", u.Query().Get("scope"), prefix, scopeRead, prefix, scopeWrite)
 		}
+	}
+}
+
+// addThroughJourney connects go-sdk's client to ep through hc with
+// handler (which authorizes it) and adds a note, failing t otherwise; the
+// journey's exchanges (rec) are logged when t fails.
+func addThroughJourney(ctx context.Context, t *testing.T, ep *authEndpoint, hc *http.Client, handler auth.OAuthHandler, rec *journeyLog, text string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, x := range rec.all() {
+				t.Logf("exchange %d: %s %s -> %d %.300s", i, x.method, x.url, x.status, x.body)
+			}
+		}
+	})
+	cs, err := mcp.NewClient(goSDKClientInfo, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, OAuthHandler: handler}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": text}})
+	if err != nil || res.IsError {
+		t.Fatalf("notes_add: %v %+v", err, res)
 	}
 }
 

@@ -20,7 +20,6 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/loopback"
@@ -164,22 +163,7 @@ func testProxyJourney(t *testing.T, p proxyProfile, host string, document bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, x := range rec.all() {
-				t.Logf("exchange %d: %s %s -> %d %.300s", i, x.method, x.url, x.status, x.body)
-			}
-		}
-	})
-	cs, err := mcp.NewClient(goSDKClientInfo, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ep.URL, HTTPClient: hc, OAuthHandler: handler}, nil)
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes_add", Arguments: map[string]any{"text": "through the proxy"}})
-	if err != nil || res.IsError {
-		t.Fatalf("notes_add: %v %+v", err, res)
-	}
+	addThroughJourney(ctx, t, ep, hc, handler, rec, "through the proxy")
 
 	// The journey as the client, the browser and the provider saw it.
 	var consents, authorizes, callbacks, upstream, tokens, upTokens []journeyExchange

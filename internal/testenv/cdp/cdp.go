@@ -271,7 +271,7 @@ func start(bin string, c config) (*Browser, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = browserEnv(profile)
+	cmd.Env = Env(profile)
 	log := &syncbuf.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.ExtraFiles = []*os.File{inR, outW}
@@ -312,10 +312,10 @@ func hostRules(hosts []string) string {
 	return strings.Join(rules, ", ")
 }
 
-// browserEnv is the environment the browser runs in: this process's,
+// Env is the environment a browser runs in: this process's,
 // without proxy settings (everything is loopback), with the profile
 // directory as home.
-func browserEnv(home string) []string {
+func Env(home string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -471,7 +471,7 @@ func (b *Browser) close() error {
 	case <-time.After(closeTimeout):
 		errs = append(errs, errors.New("cdp: chromium did not end when killed"))
 	}
-	for deadline := time.Now().Add(closeTimeout); running(pgid, b.profile); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(closeTimeout); Running(pgid, b.profile); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			errs = append(errs, fmt.Errorf("cdp: chromium (process group %d) still runs", pgid))
 			break
@@ -486,12 +486,12 @@ func (b *Browser) close() error {
 	return errors.Join(errs...)
 }
 
-// running reports whether a process of the browser runs: one of group
+// Running reports whether a process of a browser runs: one of group
 // pgid, or one that names the profile directory dir (the crash handlers,
 // which leave the group and end soon after the browser). Killed processes
 // stay as zombies until they are reaped, which for orphaned helpers is
 // init's business; those hold no files and do not count.
-func running(pgid int, dir string) bool {
+func Running(pgid int, dir string) bool {
 	procs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, p := range procs {
 		stat, err := os.ReadFile(p + "/stat")

@@ -224,7 +224,7 @@ func TestConsentPage(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if running(pgid, b.profile) {
+	if Running(pgid, b.profile) {
 		t.Errorf("chromium's process group %d still runs after Close", pgid)
 	}
 	if _, err := p.URL(ctx); !errors.Is(err, ErrClosed) {
