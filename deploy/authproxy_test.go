@@ -436,3 +436,199 @@ func TestAuthProxyPreApprovedClientsParameter(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthProxyClientSecret: for a confidential app client at the
+// provider, AuthProxyClientSecretArn names the Secrets Manager secret
+// holding its client secret. The function gets the ARN, and its role may
+// read that one secret, exactly when the parameter is set (a Rule refuses
+// it without the proxy); the parameter admits only a whole secret ARN, so
+// the policy names one secret; under every setting of the proxy's
+// parameters the Rules admit, the statement names exactly the parameter's
+// ARN and the function starts with its environment; the authorizer gets
+// the same setting (the same binary) and no access; nothing else in the
+// template reaches Secrets Manager.
+func TestAuthProxyClientSecret(t *testing.T) {
+	r := raw(t)
+	res := at(t, r, "Resources")
+	params := at(t, r, "Parameters")
+	conds := at(t, r, "Conditions")
+	rules := at(t, r, "Rules")
+
+	// The parameter.
+	p := at(t, params, "AuthProxyClientSecretArn")
+	want(t, at(t, p, "Type"), "String", "AuthProxyClientSecretArn Type")
+	want(t, at(t, p, "Default"), "", "AuthProxyClientSecretArn Default")
+	d := at(t, p, "Description").Value
+	for _, w := range []string{"AuthProxy", "confidential", "Entra ID", "Cognito", "SecretString", "client secret", "AuthRegistrationClientId",
+		"5 minutes", "customer managed", "kms:Decrypt"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("AuthProxyClientSecretArn's description does not say %q: %q", w, d)
+		}
+	}
+	pat := regexp.MustCompile(at(t, p, "AllowedPattern").Value)
+	for _, v := range []string{"", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp/proxy-client-AbC123",
+		"arn:aws-us-gov:secretsmanager:us-gov-west-1:123456789012:secret:prod/mcp_proxy+x=y.z@w-a1B2c3",
+		"arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:s-000000"} {
+		if !pat.MatchString(v) {
+			t.Errorf("AuthProxyClientSecretArn=%q: refused by the pattern", v)
+		}
+	}
+	// Not a name or a partial ARN (the policy would name no secret), no
+	// wildcard (it would name more than one), no other service's ARN.
+	for _, v := range []string{"mcp-proxy-AbC123", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcpproxy",
+		"arn:aws:secretsmanager:us-east-1:123456789012:secret:*", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-??????",
+		"arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp*-AbC123", "arn:aws:secretsmanager:*:123456789012:secret:mcp-AbC123",
+		"arn:aws:secretsmanager:us-east-1:*:secret:mcp-AbC123", "arn:aws:secretsmanager:us-east-1:123456789012:secret:-AbC123",
+		"arn:aws:ssm:us-east-1:123456789012:parameter/mcp-AbC123", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-AbC123 ",
+		"arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-AbC123\n", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-AbC123,arn:aws:secretsmanager:us-east-1:123456789012:secret:b-AbC123"} {
+		if pat.MatchString(v) {
+			t.Errorf("AuthProxyClientSecretArn=%q: admitted by the pattern", v)
+		}
+	}
+
+	// The Condition and the Rule.
+	want(t, at(t, conds, "HasAuthProxyClientSecret"), "!And [!Condition AuthProxyOn, !Not [!Equals [!Ref AuthProxyClientSecretArn, ]]]", "HasAuthProxyClientSecret")
+	want(t, find(rules, "AuthProxyClientSecretNeedsProxy", "RuleCondition"), "!Not [!Equals [!Ref AuthProxyClientSecretArn, ]]", "AuthProxyClientSecretNeedsProxy RuleCondition")
+	want(t, find(rules, "AuthProxyClientSecretNeedsProxy", "Assertions", "0", "Assert"), "!Equals [!Ref AuthProxy, true]", "AuthProxyClientSecretNeedsProxy Assert")
+	if d := find(rules, "AuthProxyClientSecretNeedsProxy", "Assertions", "0", "AssertDescription"); d == nil || !strings.Contains(d.Value, "AuthProxy=true") {
+		t.Errorf("rule AuthProxyClientSecretNeedsProxy: no description naming AuthProxy=true: %s", show(d))
+	}
+
+	// The variable, for both functions.
+	for _, fn := range []string{"McpFunction", "StreamAuthorizerFunction"} {
+		want(t, env(t, r, fn)[endpoint.EnvAuthProxyClientSecret], "!If [HasAuthProxyClientSecret, !Ref AuthProxyClientSecretArn, ]", fn+" "+endpoint.EnvAuthProxyClientSecret)
+	}
+
+	// The statement: the one place in the template that names Secrets
+	// Manager, on the MCP function's role, under the Condition.
+	var named []string
+	var walk func(path string, n *yaml.Node)
+	walk = func(path string, n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode && strings.Contains(strings.ToLower(n.Value), "secretsmanager:") && !strings.HasPrefix(path, "Parameters/") {
+			named = append(named, path)
+		}
+		for i, c := range n.Content {
+			if n.Kind == yaml.MappingNode && i%2 == 0 {
+				continue
+			}
+			key := fmt.Sprint(i)
+			if n.Kind == yaml.MappingNode {
+				key = n.Content[i-1].Value
+			}
+			walk(path+key+"/", c)
+		}
+	}
+	walk("", r)
+	var stmt *yaml.Node
+	stmts := at(t, res, "McpFunction", "Properties", "Policies", "0", "Statement")
+	for i, st := range stmts.Content {
+		if st.Tag == "!If" && len(st.Content) == 3 && find(st.Content[1], "Sid") != nil && find(st.Content[1], "Sid").Value == "AuthProxyClientSecret" {
+			if stmt != nil {
+				t.Errorf("a second statement AuthProxyClientSecret, at %d", i)
+			}
+			stmt = st
+		}
+	}
+	if stmt == nil {
+		t.Fatalf("McpFunction has no statement !If [HasAuthProxyClientSecret, {Sid: AuthProxyClientSecret, ...}, !Ref AWS::NoValue]: %s", show(stmts))
+	}
+	inner := fmt.Sprintf("Resources/McpFunction/Properties/Policies/0/Statement/%d/1/Action/", slices.Index(stmts.Content, stmt))
+	if len(named) != 1 || named[0] != inner {
+		t.Errorf("the template names Secrets Manager at %v, want only %s", named, inner)
+	}
+	want(t, stmt.Content[0], "HasAuthProxyClientSecret", "AuthProxyClientSecret Condition")
+	want(t, stmt.Content[2], "!Ref AWS::NoValue", "AuthProxyClientSecret without the secret")
+	st := stmt.Content[1]
+	want(t, at(t, st, "Effect"), "Allow", "AuthProxyClientSecret Effect")
+	if a := scalars(at(t, st, "Action")); !slices.Equal(a, []string{"secretsmanager:GetSecretValue"}) {
+		t.Errorf("AuthProxyClientSecret Action %v, want secretsmanager:GetSecretValue alone", a)
+	}
+	for i := 0; i+1 < len(st.Content); i += 2 {
+		if k := st.Content[i].Value; !slices.Contains([]string{"Sid", "Effect", "Action", "Resource"}, k) {
+			t.Errorf("AuthProxyClientSecret has %s %s", k, show(st.Content[i+1]))
+		}
+	}
+	resource := at(t, st, "Resource")
+
+	// Under every setting of the proxy's parameters (with the facade, its
+	// issuer and endpoints): the Rules refuse exactly the proxy's settings
+	// without the proxy; otherwise the statement is there exactly when
+	// the secret is set and names exactly its ARN, each function's
+	// environment carries exactly that ARN (none without the secret), and
+	// each starts with it.
+	const arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp/proxy-client-AbC123"
+	vars := map[string]map[string]*yaml.Node{"McpFunction": env(t, r, "McpFunction"), "StreamAuthorizerFunction": env(t, r, "StreamAuthorizerFunction")}
+	admitted := 0
+	for _, proxy := range []string{"false", "true"} {
+		for _, pre := range []string{"", "https://app.example.com/oauth/client.json"} {
+			for _, omit := range []string{"false", "true"} {
+				for _, secret := range []string{"", arn} {
+					what := fmt.Sprintf("AuthProxy=%s, AuthProxyPreApprovedClients=%q, AuthProxyOmitResource=%s, AuthProxyClientSecretArn=%q", proxy, pre, omit, secret)
+					p := map[string]string{}
+					for i := 0; i+1 < len(params.Content); i += 2 {
+						p[params.Content[i].Value] = find(params.Content[i+1], "Default").Value
+					}
+					for k, v := range map[string]string{
+						"AuthIssuer": "https://issuer.example.com", "AuthRegistrationClientId": "client", "AuthScopesSupported": "notes:read",
+						"AuthAuthorizationEndpoint": "https://issuer.example.com/authorize", "AuthTokenEndpoint": "https://issuer.example.com/token",
+						"EndpointUrl": "https://mcp.example.com/mcp", "AuthProxy": proxy, "AuthProxyPreApprovedClients": pre, "AuthProxyOmitResource": omit,
+						"AuthProxyClientSecretArn": secret,
+					} {
+						p[k] = v
+					}
+					refused := refusedBy(t, r, rules, p)
+					if mistaken := proxy == "false" && (pre != "" || omit == "true" || secret != ""); mistaken != (len(refused) > 0) {
+						t.Errorf("%s: refused by %v", what, refused)
+					}
+					if secret != "" && proxy == "false" && !slices.Contains(refused, "AuthProxyClientSecretNeedsProxy") {
+						t.Errorf("%s: not refused by AuthProxyClientSecretNeedsProxy (%v)", what, refused)
+					}
+					if len(refused) > 0 {
+						continue
+					}
+					admitted++
+					present, ok := condition(r, at(t, conds, "HasAuthProxyClientSecret"), p)
+					if !ok || present != (secret != "") {
+						t.Errorf("%s: the statement present %v (evaluated %v)", what, present, ok)
+					}
+					if got, ok := value(r, resource, p); present && (!ok || got != secret) {
+						t.Errorf("%s: the statement's Resource %q, want %q", what, got, secret)
+					}
+					for _, fn := range []string{"McpFunction", "StreamAuthorizerFunction"} {
+						got := map[string]string{}
+						for k, n := range vars[fn] {
+							if v, ok := value(r, n, p); ok {
+								got[k] = v
+							}
+						}
+						if v, ok := got[endpoint.EnvAuthProxyClientSecret]; !ok || v != secret {
+							t.Errorf("%s with %s: %s=%q, want %q", fn, what, endpoint.EnvAuthProxyClientSecret, v, secret)
+						}
+						cfg, err := endpoint.LoadConfig(func(k string) string { return got[k] })
+						if err != nil {
+							t.Errorf("%s with %s does not start: %v", fn, what, err)
+							continue
+						}
+						if on := cfg.AuthProxy != nil; on != (proxy == "true") {
+							t.Errorf("%s with %s: proxy on %v", fn, what, on)
+							continue
+						}
+						if cfg.AuthProxy != nil && cfg.AuthProxy.ClientSecretARN != secret {
+							t.Errorf("%s with %s: ClientSecretARN %q", fn, what, cfg.AuthProxy.ClientSecretARN)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Which is why the template passes it only with the proxy: the
+	// function refuses it without.
+	if _, err := endpoint.LoadConfig(func(k string) string {
+		return map[string]string{endpoint.EnvAuthIssuer: "https://issuer.example.com", endpoint.EnvAuthProxyClientSecret: arn}[k]
+	}); err == nil {
+		t.Errorf("the function starts with %s and no proxy", endpoint.EnvAuthProxyClientSecret)
+	}
+	if admitted != 1+8 { // without the proxy, none of its settings; with it, any
+		t.Errorf("%d settings admitted, want 9", admitted)
+	}
+}

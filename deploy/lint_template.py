@@ -4,11 +4,11 @@
 Each parameter has two sides: each parameter with AllowedValues at both
 ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
-other than the authorization ones (COVERED); those are combined by a
-covering selection rather than a product, which would multiply the grid
-by 65,536 (below). A parameter that only passes a value to the function
-(INERT: no Condition, Rule or Fn::If names it, which is checked) is at its
-default everywhere and set in one probe. For every combination:
+other than the authorization ones (COVERED, in GROUPS); those are combined
+by a covering selection rather than a product, which would multiply the
+grid by 131,072 (below). A parameter that only passes a value to the
+function (INERT: no Condition, Rule or Fn::If names it, which is checked)
+is at its default everywhere and set in one probe. For every combination:
 
   * each value must pass its parameter's own constraints (AllowedPattern,
     AllowedValues, MinValue, MaxValue);
@@ -23,23 +23,39 @@ default everywhere and set in one probe. For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The covering selection. The sixteen COVERED parameters have 65,536
-settings (ROWS); the Rules admit few of them (1,409: anonymous with nothing
-else set, or an issuer with any of audience, key set, client ids, scopes,
-step-up scopes, scope prefix and accepted audiences, each without the
-registration facade, with it, and with it and redirect URIs, the last two
-also with the authorization proxy and any of its two settings). Each combination
-of the grid gets one admitted row, in turn (and, where that row lacks the
-scopes a protected streaming door needs, once more with them; and a pairing
-the turns miss gets a combination of its own), so the grid keeps its size and
-every combination of the other parameters is still linted; and each of
-the 65,536 rows is also tried with every other parameter at its default, so
-that the Rules are seen refusing exactly the rows meant to be refused.
-The check then verifies, rather than assumes, that every admitted row is
-linted with each side of every other parameter (both ends of every
-parameter, and every pair of values of two parameters that the Rules
-admit together, a COVERED one included), and every combination of the
-other parameters' sides appears.
+The groups. The seventeen COVERED parameters fall in two GROUPS, which
+share AuthIssuer, AuthAudience and AuthScopesSupported: the token
+settings (nine: 512 settings) and the registration facade with the
+authorization proxy (eleven: 2,048). Every Rule, every Condition, every
+Fn::If (with the Condition of the resource or output it is in) and every
+reference from a resource or output with a Condition to a resource with a
+Condition (with both) names covered parameters of one group only, which is
+checked: so whatever the template does with some covered parameters
+together, a group enumerates every setting of them. Within a group every
+setting is enumerated; the groups are not multiplied: a new authorization
+parameter doubles its group's settings, not the whole. A group's setting
+is admitted when the Rules admit some combination of all the parameters'
+sides with it: decided exactly, by a search over the sides that checks
+each Rule as soon as the parameters it names have values (the Solver).
+
+The covering selection. Each combination of the grid gets one admitted
+setting of each group, in turn, the settings agreeing on the parameters
+the groups share and the Rules admitting them together with the
+combination whenever they admit the combination with any; so the grid keeps
+its size and every combination of the other parameters that the Rules
+admit is linted. A pairing of a group's admitted setting with a side of a
+parameter outside the group that the grid misses, and the Rules admit, gets
+a combination of its own (the search's, closest to the setting's first
+combination). Each setting of each group is also tried with every other
+parameter at its default, and each Rule is checked against its intent on
+every setting of the parameters the two name (an intent's, as it reads
+them), so that the Rules are seen refusing exactly what is meant to be
+refused. The check then verifies, rather than assumes, that every admitted
+setting of each group is linted with each side of every parameter outside
+the group that the Rules admit with it, that every pair of values of two
+parameters that the Rules admit together is linted (so every parameter at
+both ends), and that every combination of the other parameters' sides is
+in the grid, linted where the Rules admit it.
 
 Also: cfn-lint's own run on template.yaml as it stands, a few rule probes
 (throttling, an audience that differs from EndpointUrl), values each
@@ -52,6 +68,7 @@ Usage: python3 deploy/lint_template.py [template.yaml]
 
 from __future__ import annotations
 
+import collections
 import copy
 import hashlib
 import itertools
@@ -105,12 +122,26 @@ SET_VALUES = {
     "AuthRegistrationRedirectUris": "https://app.example.com/callback,vscode://callback",
     "Quotas": "calls=120/1m,tasks=3,streams=off",
     "AuthProxyPreApprovedClients": "https://app.example.com/oauth/client-metadata.json,https://tools.example.org/.well-known/mcp-client",
+    "AuthProxyClientSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp/proxy-client-secret-Ab12Cd",
 }
 
-# The authorization parameters, combined by a covering selection (above).
-COVERED = ["AuthIssuer", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes", "AllowAnonymous",
-           "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint", "AuthRegistrationRedirectUris",
-           "AuthScopePrefix", "AuthAcceptedAudiences", "AuthProxy", "AuthProxyPreApprovedClients", "AuthProxyOmitResource"]
+# The authorization parameters, in groups (above): every setting of a
+# group is enumerated, and the groups are combined by the covering
+# selection. Every Rule, Condition and Fn::If must name covered parameters
+# of one group only (checked); a group repeats a parameter that is named
+# with both groups' (the settings then agree on it).
+GROUPS = {
+    # How the function validates a token, and anonymity.
+    "tokens": ["AuthIssuer", "AllowAnonymous", "AuthAudience", "AuthJwksUrl", "AuthClientIds", "AuthScopesSupported", "AuthStepUpScopes",
+               "AuthScopePrefix", "AuthAcceptedAudiences"],
+    # The registration facade and the authorization proxy on it, with what
+    # they are named with: the issuer (their Rules), the audience (the
+    # proxy's callback output) and the scopes (the facade's metadata on the
+    # streaming door).
+    "servers": ["AuthIssuer", "AuthAudience", "AuthScopesSupported", "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint",
+                "AuthRegistrationRedirectUris", "AuthProxy", "AuthProxyPreApprovedClients", "AuthProxyOmitResource", "AuthProxyClientSecretArn"],
+}
+COVERED = list(dict.fromkeys(n for names in GROUPS.values() for n in names))
 
 # Parameters that are only a value the function reads: no Condition, Rule
 # or Fn::If names them (checked), so they cannot change the template's
@@ -135,6 +166,7 @@ INTENT = {
     "AuthRegistrationSettingsNeedClientId": lambda p: p["AuthRegistrationClientId"] == "" and (p["AuthAuthorizationEndpoint"] != "" or p["AuthTokenEndpoint"] != "" or p["AuthRegistrationRedirectUris"] != ""),
     "AuthProxyNeedsRegistration": lambda p: p["AuthProxy"] == "true" and "" in (p["AuthIssuer"], p["AuthRegistrationClientId"], p["AuthAuthorizationEndpoint"], p["AuthTokenEndpoint"]),
     "AuthProxySettingsNeedProxy": lambda p: p["AuthProxy"] != "true" and (p["AuthProxyPreApprovedClients"] != "" or p["AuthProxyOmitResource"] == "true"),
+    "AuthProxyClientSecretNeedsProxy": lambda p: p["AuthProxy"] != "true" and p["AuthProxyClientSecretArn"] != "",
     "AuthAudienceMatchesEndpointUrl": lambda p: p["AuthAudience"] != "" and p["EndpointUrl"] != "" and p["AuthAudience"] != p["EndpointUrl"],
     "JwtIssuerNeedsAudience": lambda p: p["JwtIssuer"] != "" and p["JwtAudience"] == "",
     "JwtAudienceNeedsIssuer": lambda p: p["JwtAudience"] != "" and p["JwtIssuer"] == "",
@@ -186,6 +218,14 @@ INVALID = {
     "AuthRegistrationRedirectUris": ["https://a.example/cb#f", "https://a.example/cb, https://b.example/cb", ","],
     "AuthProxy": ["yes", "True", ""],
     "AuthProxyOmitResource": ["yes", "True", ""],
+    # A partial ARN (no suffix: the policy would name no secret), a name,
+    # wildcards (the policy would name more than one secret), another
+    # service's, a short account.
+    "AuthProxyClientSecretArn": ["arn:aws:secretsmanager:us-east-1:123456789012:secret:mcpproxy", "mcp/proxy-client-secret-Ab12Cd",
+                                 "arn:aws:secretsmanager:us-east-1:123456789012:secret:*", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-??????",
+                                 "arn:aws:secretsmanager:*:123456789012:secret:mcp-Ab12Cd", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp*-Ab12Cd",
+                                 "arn:aws:ssm:us-east-1:123456789012:parameter/mcp-Ab12Cd", "arn:aws:secretsmanager:us-east-1:1234:secret:mcp-Ab12Cd",
+                                 " arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-Ab12Cd", "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-Ab12C"],
     "AuthProxyPreApprovedClients": ["http://app.example.com/client.json", "https://app.example.com", "https://app.example.com/", "https://app.example.com/a/../b",
                                     "https://app.example.com/./b", "https://app.example.com/c#f", "https://a.example/c, https://b.example/c", ",", "https://a.example/c,",
                                     "https://app.example.com:443/c", 'https://app.example.com/"c', "https://app.example.com/c\\d"],
@@ -302,39 +342,219 @@ def check_value(spec, value):
     return None
 
 
-def evaluate(expr, params):
-    """A Rules expression under the given parameter values."""
-    if isinstance(expr, (str, int, float, bool)):
-        return str(expr) if not isinstance(expr, bool) else expr
+def compile_expr(expr, names):
+    """A Rules expression as a function of the parameter values; the
+    parameters it names are added to names."""
+    if isinstance(expr, bool):
+        return lambda p: expr
+    if isinstance(expr, (str, int, float)):
+        s = str(expr)
+        return lambda p: s
     if isinstance(expr, list):
-        return [evaluate(e, params) for e in expr]
+        fs = [compile_expr(e, names) for e in expr]
+        return lambda p: [f(p) for f in fs]
     if not isinstance(expr, dict) or len(expr) != 1:
         raise ValueError(f"cannot evaluate {expr!r}")
     (fn, arg), = expr.items()
     if fn == "Ref":
-        return params[arg]
+        names.add(arg)
+        return lambda p: p[arg]
     if fn == "Fn::Equals":
-        a, b = (evaluate(x, params) for x in arg)
-        return a == b
+        a, b = (compile_expr(x, names) for x in arg)
+        return lambda p: a(p) == b(p)
     if fn == "Fn::Not":
-        return not evaluate(arg[0], params)
-    if fn == "Fn::And":
-        return all(evaluate(x, params) for x in arg)
-    if fn == "Fn::Or":
-        return any(evaluate(x, params) for x in arg)
+        f = compile_expr(arg[0], names)
+        return lambda p: not f(p)
+    if fn in ("Fn::And", "Fn::Or"):
+        fs = [compile_expr(x, names) for x in arg]
+        if fn == "Fn::And":
+            return lambda p: all(f(p) for f in fs)
+        return lambda p: any(f(p) for f in fs)
     if fn == "Fn::Contains":
-        return evaluate(arg[1], params) in evaluate(arg[0], params)
-    raise ValueError(f"{fn} is not evaluated by this check: extend evaluate()")
+        within, x = compile_expr(arg[0], names), compile_expr(arg[1], names)
+        return lambda p: x(p) in within(p)
+    raise ValueError(f"{fn} is not evaluated by this check: extend compile_expr()")
 
 
-def refusing_rules(rules, params):
-    """The names of the Rules whose assertions fail for params."""
-    out = set()
+def compile_rules(rules):
+    """Each Rule as (name, the parameters it names, whether it refuses
+    given parameter values)."""
+    out = []
     for name, rule in rules.items():
-        if "RuleCondition" in rule and not evaluate(rule["RuleCondition"], params):
-            continue
-        if not all(evaluate(a["Assert"], params) for a in rule["Assertions"]):
-            out.add(name)
+        names = set()
+        cond = compile_expr(rule["RuleCondition"], names) if "RuleCondition" in rule else (lambda p: True)
+        asserts = [compile_expr(a["Assert"], names) for a in rule["Assertions"]]
+        out.append((name, frozenset(names), lambda p, cond=cond, asserts=asserts: bool(cond(p)) and not all(f(p) for f in asserts)))
+    return out
+
+
+def refusing_rules(compiled, params):
+    """The names of the Rules whose assertions fail for params."""
+    return {name for name, _, refuses in compiled if refuses(params)}
+
+
+class _Reads(dict):
+    """Parameter values that note which are read."""
+
+    def __init__(self, values, read):
+        super().__init__(values)
+        self.read = read
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return super().__getitem__(key)
+
+
+def intent_names(mistaken, sides, defaults):
+    """The parameters an intent reads: those it reads at the defaults, then
+    under every setting of those found so far, until no more. Sound over
+    the sides: an evaluation that reads only these under each of their
+    settings reads only these whatever the others are."""
+    read, tried = set(), None
+    while read != tried:
+        tried = set(read)
+        names = sorted(tried)
+        for vals in itertools.product(*(sides[n] for n in names)):
+            mistaken(_Reads({**defaults, **dict(zip(names, vals))}, read))
+    return read
+
+
+class Solver:
+    """Whether the Rules admit a combination with the given values, every
+    other parameter of names at one of its sides; and such a combination.
+
+    Exact: a depth-first search over the sides, the parameters most named
+    by the Rules first, each Rule checked as soon as the parameters it names
+    have values. What is left of the search at a step depends only on the
+    values of the parameters a Rule names with one still to come (the
+    frontier), so a frontier found to fail (or, when only admissibility is
+    asked, to succeed) is not searched again."""
+
+    def __init__(self, compiled, names, sides, defaults):
+        self.rules = [(params, refuses) for _, params, refuses in compiled]
+        degree = collections.Counter(n for params, _ in self.rules for n in params)
+        self.order = sorted(names, key=lambda n: -degree[n])
+        self.sides, self.defaults = sides, defaults
+        self.plans = {}
+
+    def _plan(self, fixed):
+        key = frozenset(fixed)
+        plan = self.plans.get(key)
+        if plan is None:
+            free = [n for n in self.order if n not in key]
+            pos = {n: i for i, n in enumerate(free)}
+            checks = [[] for _ in range(len(free) + 1)]
+            for params, refuses in self.rules:
+                checks[max((pos[n] + 1 for n in params if n in pos), default=0)].append(refuses)
+            frontier = []
+            for i in range(len(free) + 1):
+                later = set(free[i:])
+                frontier.append(sorted({n for params, _ in self.rules if params & later for n in params if n not in later}))
+            plan = self.plans[key] = (free, checks, frontier, set(), set())
+        return plan
+
+    def _search(self, fixed, prefer, values):
+        free, checks, frontier, failed, succeeded = self._plan(fixed)
+        p = {**self.defaults, **fixed}
+        if any(refuses(p) for refuses in checks[0]):
+            return None
+        path = []
+
+        def search(i):
+            if i == len(free):
+                return True
+            state = (i, tuple(p[n] for n in frontier[i]))
+            if state in failed:
+                return False
+            if not values and state in succeeded:
+                return True
+            n = free[i]
+            first = prefer.get(n, self.defaults[n])
+            for v in sorted(self.sides[n], key=lambda v: v != first):
+                p[n] = v
+                if not any(refuses(p) for refuses in checks[i + 1]) and search(i + 1):
+                    path.append(state)
+                    return True
+            failed.add(state)
+            return False
+
+        if not search(0):
+            return None
+        succeeded.update(path)
+        return p
+
+    def admissible(self, fixed):
+        """Whether the Rules admit some combination with the values fixed."""
+        return self._search(fixed, {}, False) is not None
+
+    def complete(self, fixed, prefer):
+        """A combination the Rules admit with the values fixed, the others
+        at prefer's values where the Rules allow (else their defaults), or
+        None."""
+        return self._search(fixed, prefer, True)
+
+
+def _named(node, params, conditions, out):
+    """Adds to out the parameters node names: by Ref, in a Fn::Sub's
+    string, and through the Conditions it names (Condition, Fn::If)."""
+    if isinstance(node, dict):
+        if len(node) == 1:
+            (k, v), = node.items()
+            if k == "Ref" and v in params:
+                out.add(v)
+                return out
+            if k == "Condition" and isinstance(v, str) and v in conditions:
+                return _named(conditions[v], params, conditions, out)
+            if k == "Fn::If" and isinstance(v, list) and v and v[0] in conditions:
+                _named(conditions[v[0]], params, conditions, out)
+                return _named(v[1:], params, conditions, out)
+            if k == "Fn::Sub":
+                s, defined = (v, {}) if isinstance(v, str) else (v[0], v[1])
+                out.update(x for x in re.findall(r"\$\{([^!}.]+)\}", s) if x in params and x not in defined)
+                return _named(defined, params, conditions, out)
+        for v in node.values():
+            _named(v, params, conditions, out)
+    elif isinstance(node, list):
+        for v in node:
+            _named(v, params, conditions, out)
+    return out
+
+
+def _targets(node, resources, out):
+    """Adds to out the resources node refers to (Ref, Fn::GetAtt, Fn::Sub)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "Ref" and isinstance(v, str) and v in resources:
+                out.add(v)
+            elif k == "Fn::GetAtt":
+                out.add((v if isinstance(v, list) else v.split("."))[0])
+            elif k == "Fn::Sub":
+                s = v if isinstance(v, str) else v[0]
+                out.update(x.split(".")[0] for x in re.findall(r"\$\{([^!}]+)\}", s) if x.split(".")[0] in resources)
+            _targets(v, resources, out)
+    elif isinstance(node, list):
+        for v in node:
+            _targets(v, resources, out)
+    return out
+
+
+def scopes(sam):
+    """What the template names together, as (where, parameters): each Rule;
+    each Condition (through the Conditions it names); each Fn::If, with
+    the Condition of the resource or output it is in; and each reference
+    (or DependsOn) from a resource or output with a Condition to a resource
+    with a Condition, with both Conditions."""
+    params, conditions, resources = sam.get("Parameters", {}), sam.get("Conditions", {}), sam.get("Resources", {})
+    out = [(f"Rule {n}", _named(r, params, conditions, set())) for n, r in sam.get("Rules", {}).items()]
+    out += [(f"Condition {n}", _named({"Condition": n}, params, conditions, set())) for n in conditions]
+    for section in ("Resources", "Outputs"):
+        for name, r in sam.get(section, {}).items():
+            own = _named({"Condition": r["Condition"]}, params, conditions, set()) if "Condition" in r else set()
+            out += [(f"an Fn::If in {name}", own | _named({"Fn::If": v}, params, conditions, set())) for v in _fn_ifs(r)]
+            deps = r.get("DependsOn", [])
+            for t in sorted(_targets(r, resources, set()) | set([deps] if isinstance(deps, str) else deps)):
+                if own and "Condition" in resources.get(t, {}):
+                    out.append((f"{name}'s reference to {t}", own | _named({"Condition": resources[t]["Condition"]}, params, conditions, set())))
     return out
 
 
@@ -435,7 +655,7 @@ def main():
             problems.append(f"SET_VALUES names {name}, which the template does not declare")
     for name in COVERED:
         if name not in specs:
-            problems.append(f"COVERED names {name}, which the template does not declare")
+            problems.append(f"GROUPS name {name}, which the template does not declare")
     shaping = json.dumps([sam.get("Conditions", {}), rules, [v for v in _fn_ifs(sam)]])
     for name in INERT:
         if name not in specs:
@@ -444,6 +664,11 @@ def main():
             problems.append(f"INERT names {name}, which a Condition, a Rule or an Fn::If names: it can change the template's shape")
     if set(INTENT) != set(rules):
         problems.append(f"Rules {sorted(rules)} and the intent table {sorted(INTENT)} differ")
+    # The groups hold whatever the template names together.
+    for where, named in scopes(sam):
+        covered = named & set(COVERED)
+        if covered and not any(covered <= set(g) for g in GROUPS.values()):
+            problems.append(f"GROUPS: {where} names {sorted(covered)} together, which no group holds: add them to one")
     problems += check_authorizer(sam)
     if problems:
         print("\n".join(f"template: {p}" for p in problems))
@@ -460,48 +685,96 @@ def main():
     names = list(specs)
     defaults = {n: str(specs[n].get("Default", "")) for n in names}
     crossed = [n for n in names if n not in COVERED and n not in INERT]
-    rows = [dict(zip(COVERED, vals)) for vals in itertools.product(*(sides[n] for n in COVERED))]
-    admitted = [r for r in rows if not refusing_rules(rules, {**defaults, **r})]
-    if not admitted:
-        print("template: the Rules admit no setting of " + ", ".join(COVERED))
+    free = [n for n in names if n not in INERT]
+    compiled = compile_rules(rules)
+    solver = Solver(compiled, free, sides, defaults)
+
+    # Each Rule against its intent, on every setting of what the two name.
+    rule_settings = 0
+    for name, named, refuses in compiled:
+        scope = sorted(named | intent_names(INTENT[name], sides, defaults))
+        for vals in itertools.product(*(sides[n] for n in scope)):
+            p = {**defaults, **dict(zip(scope, vals))}
+            rule_settings += 1
+            if refuses(p) != bool(INTENT[name](p)):
+                problems.append(f"rule {name} {'refuses' if refuses(p) else 'admits'} what its intent does not: {show(p)}")
+
+    # Every setting of each group, and those the Rules admit with some
+    # values of the other parameters.
+    settings = {g: [dict(zip(ps, vals)) for vals in itertools.product(*(sides[n] for n in ps))] for g, ps in GROUPS.items()}
+    admitted = {g: [s for s in settings[g] if solver.admissible(s)] for g in GROUPS}
+    for g, a in admitted.items():
+        if not a:
+            problems.append(f"the Rules admit no setting of the group {g}: " + ", ".join(GROUPS[g]))
+    if problems:
+        print("\n".join(f"template: {p}" for p in problems))
         return 1
-    grid = [
-        {**dict(zip(crossed, vals)), **admitted[i % len(admitted)]}
-        for i, vals in enumerate(itertools.product(*(sides[n] for n in crossed)))
-    ]
-    # A row the Rules admit alone can be refused with some other setting (a
-    # protected streaming door needs scopes): each such combination is also
-    # tried with the scopes set, so that the door is linted with that row's
-    # other settings.
-    grid += [
-        {**p, "AuthScopesSupported": SET_VALUES["AuthScopesSupported"]}
-        for p in grid
-        if refusing_rules(rules, p) == {"StreamingMetadataNeedsScopes"}
-    ]
-    # The turn order can miss a pairing: an admitted row never meets one
-    # side of another parameter in a combination the Rules admit (some
-    # rows are refused with the streaming door). Each such pairing gets a
-    # combination of its own: the first admitted one with that side, with
-    # the row in it.
-    admitted_grid = [p for p in grid if not refusing_rules(rules, p)]
-    paired = {(tuple(p[n] for n in COVERED), n, p[n]) for p in admitted_grid for n in crossed}
-    for r in admitted:
-        key = tuple(r[n] for n in COVERED)
-        for n in crossed:
-            for v in sides[n]:
-                if (key, n, v) in paired:
-                    continue
-                q = next((q for q in admitted_grid if q[n] == v and not refusing_rules(rules, {**q, **r})), None)
-                if q is not None:
-                    grid.append({**q, **r})
-                    paired |= {(key, m, q[m]) for m in crossed}
-    combos = grid + [{**defaults, **r} for r in rows] + [{**defaults, **PROBE_BASE, **p} for p in PROBES]
+
+    def agrees(s, fixed):
+        return all(fixed.get(n, v) == v for n, v in s.items())
+
+    # The grid: each combination of the other parameters' sides with one
+    # admitted setting of each group, in turn (the least used so far, then
+    # the next after the last one picked), agreeing with the settings
+    # before it and, where the Rules admit the combination at all, admitted
+    # with it.
+    uses = {g: [0] * len(admitted[g]) for g in GROUPS}
+    turn = dict.fromkeys(GROUPS, 0)
+    grid = []
+    for vals in itertools.product(*(sides[n] for n in crossed)):
+        fixed = dict(zip(crossed, vals))
+        possible = solver.admissible(fixed)
+        for g in GROUPS:
+            cands, s, count = admitted[g], None, len(admitted[g])
+            for j in sorted(range(count), key=lambda j: (uses[g][j], (j - turn[g]) % count)):
+                if agrees(cands[j], fixed) and (not possible or solver.admissible({**fixed, **cands[j]})):
+                    s = cands[j]
+                    if possible:
+                        uses[g][j] += 1
+                        turn[g] = j + 1
+                    break
+            if s is None:  # refused whatever: a setting that agrees
+                s = next(s for s in settings[g] if agrees(s, fixed))
+            fixed.update(s)
+        grid.append({**defaults, **fixed})
+
+    # A pairing the turns miss, of a group's admitted setting with a side
+    # of a parameter outside the group, that the Rules admit: a
+    # combination of its own, as close to the setting's first as the Rules
+    # allow.
+    outside = {g: [n for n in free if n not in ps] for g, ps in GROUPS.items()}
+
+    def group_keys(p):
+        return [(g, tuple(p[n] for n in ps)) for g, ps in GROUPS.items()]
+
+    paired, first = set(), {}
+
+    def note(p):
+        for key in group_keys(p):
+            first.setdefault(key, p)
+            paired.update((key, n, p[n]) for n in outside[key[0]])
+
+    for p in grid:
+        if not refusing_rules(compiled, p):
+            note(p)
+    pairings = []
+    for g, ps in GROUPS.items():
+        for s in admitted[g]:
+            key = (g, tuple(s[n] for n in ps))
+            for n in outside[g]:
+                for v in sides[n]:
+                    if (key, n, v) not in paired and solver.admissible({**s, n: v}):
+                        q = solver.complete({**s, n: v}, first.get(key, defaults))
+                        pairings.append(q)
+                        note(q)
+    alone = [{**defaults, **s} for g in GROUPS for s in settings[g]]
+    combos = grid + pairings + alone + [{**defaults, **PROBE_BASE, **p} for p in PROBES]
 
     # Rules: refused exactly where intended, by the intended rule.
     deployable, refused = [], 0
     seen_refusing = set()
     for params in combos:
-        got = refusing_rules(rules, params)
+        got = refusing_rules(compiled, params)
         want = {name for name, mistaken in INTENT.items() if mistaken(params)}
         if got != want:
             problems.append(f"Rules refuse {sorted(got) or 'nothing'} where {sorted(want) or 'nothing'} was meant: {show(params)}")
@@ -514,19 +787,45 @@ def main():
         if name not in seen_refusing:
             problems.append(f"rule {name} refuses no combination checked")
 
-    # The covering selection covers: every admitted row is deployed with
-    # each side of every other parameter (so both ends of each parameter,
-    # and every pair of values the Rules admit together), and every
-    # combination of the other parameters' sides is tried.
-    linted = {(tuple(p[n] for n in COVERED), n, p[n]) for p in deployable for n in crossed}
-    for r in admitted:
-        key = tuple(r[n] for n in COVERED)
-        for n in crossed:
-            for v in sides[n]:
-                if (key, n, v) not in linted and any(p[n] == v and not refusing_rules(rules, {**p, **r}) for p in deployable):
-                    problems.append(f"covering: {show({**defaults, **r})} is never linted with {n}={v!r}")
-    if len({tuple(p[n] for n in crossed) for p in grid}) != 2 ** len(crossed):
+    # The covering selection covers, as verified on what is linted: every
+    # admitted setting of each group with each side of every parameter
+    # outside it that the Rules admit with it; every pair of values of two
+    # parameters that the Rules admit together (so each parameter at both
+    # ends); every combination of the other parameters' sides in the grid,
+    # and linted where the Rules admit it.
+    linted, pairs, ends, others = set(), set(), set(), set()
+    for p in deployable:
+        for key in group_keys(p):
+            linted.add(key)
+            linted.update((key, n, p[n]) for n in outside[key[0]])
+        values = [(n, p[n]) for n in free]
+        ends.update(values)
+        pairs.update(itertools.combinations(values, 2))
+        others.add(tuple(p[n] for n in crossed))
+    for g, ps in GROUPS.items():
+        for s in admitted[g]:
+            key = (g, tuple(s[n] for n in ps))
+            if key not in linted:
+                problems.append(f"covering: the {g} setting {show({**defaults, **s})} is never linted")
+                continue
+            for n in outside[g]:
+                for v in sides[n]:
+                    if (key, n, v) not in linted and solver.admissible({**s, n: v}):
+                        problems.append(f"covering: the {g} setting {show({**defaults, **s})} is never linted with {n}={v!r}")
+    for i, a in enumerate(free):
+        for v in sides[a]:
+            if (a, v) not in ends and solver.admissible({a: v}):
+                problems.append(f"covering: {a}={v!r} is never linted")
+            for b in free[i + 1:]:
+                for w in sides[b]:
+                    if ((a, v), (b, w)) not in pairs and solver.admissible({a: v, b: w}):
+                        problems.append(f"covering: {a}={v!r} is never linted with {b}={w!r}")
+    in_grid = {tuple(p[n] for n in crossed) for p in grid}
+    if len(in_grid) != 2 ** len(crossed):
         problems.append("covering: the grid misses a combination of the other parameters")
+    for vals in in_grid - others:
+        if solver.admissible(dict(zip(crossed, vals))):
+            problems.append(f"covering: {show({**defaults, **dict(zip(crossed, vals))})} is admitted by the Rules and never linted")
 
     # Transform every deployable combination, group identical results, and
     # lint each group (split in two halves to use both cores) and the
@@ -554,10 +853,12 @@ def main():
     seconds = time.monotonic() - STARTED
     errors = len(problems) - warnings
     print(
-        f"template: {len(combos)} combinations ({len(grid)} in the grid, each with one of the {len(admitted)} admitted "
-        f"settings of the {len(COVERED)} covered parameters; {len(rows)} settings of those; {len(PROBES)} probes): "
+        f"template: {len(combos)} combinations ({len(grid)} in the grid and {len(pairings)} for pairings, each with one admitted setting of each "
+        f"group of the {len(COVERED)} covered parameters ("
+        + ", ".join(f"{g}: {len(admitted[g])} of {len(settings[g])}" for g in GROUPS)
+        + f"); the {len(alone)} settings of the groups alone; {len(PROBES)} probes): "
         f"{len(deployable)} deployable, transformed and linted as {len(groups)} distinct template(s); "
-        f"{refused} refused by the Rules; "
+        f"{refused} refused by the Rules; each of the {len(compiled)} Rules against its intent ({rule_settings} settings); "
         f"{sum(len(v) for v in INVALID.values())} invalid values refused by their constraints; "
         f"{errors} errors, {warnings} warnings in {seconds:.1f} s"
     )

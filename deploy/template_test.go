@@ -519,19 +519,32 @@ func TestCORS(t *testing.T) {
 }
 
 // TestPolicies checks least privilege: every statement names exactly the
-// actions the code uses on exactly one resource of this stack.
+// actions the code uses on exactly one resource: of this stack, or the
+// one a parameter names, the statement then present only when the
+// parameter is set (an !If on its Condition, else AWS::NoValue).
 func TestPolicies(t *testing.T) {
 	r := raw(t)
 	stmts := at(t, r, "Resources", "McpFunction", "Properties", "Policies", "0", "Statement")
 	expect := map[string]struct {
 		actions  []string
 		resource string
+		cond     string // the Condition the statement is under, if any
 	}{
-		"Claims":   {[]string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, "ClaimsTable.Arn"},
-		"StateKey": {[]string{"kms:Decrypt", "kms:GenerateDataKey"}, "StateKey.Arn"},
+		"Claims":   {[]string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, "!GetAtt ClaimsTable.Arn", ""},
+		"StateKey": {[]string{"kms:Decrypt", "kms:GenerateDataKey"}, "!GetAtt StateKey.Arn", ""},
+		// The authorization proxy's client secret (TestAuthProxyClientSecret).
+		"AuthProxyClientSecret": {[]string{"secretsmanager:GetSecretValue"}, "!Ref AuthProxyClientSecretArn", "HasAuthProxyClientSecret"},
 	}
 	seen := 0
 	for _, st := range stmts.Content {
+		cond := ""
+		if st.Tag == "!If" {
+			if len(st.Content) != 3 || show(st.Content[2]) != "!Ref AWS::NoValue" {
+				t.Errorf("conditional statement %s: want !If [condition, statement, !Ref AWS::NoValue]", show(st))
+				continue
+			}
+			cond, st = st.Content[0].Value, st.Content[1]
+		}
 		sid := at(t, st, "Sid").Value
 		w, ok := expect[sid]
 		if !ok {
@@ -552,9 +565,11 @@ func TestPolicies(t *testing.T) {
 				t.Errorf("%s: wildcard action %s", sid, a)
 			}
 		}
-		res := at(t, st, "Resource")
-		if res.Tag != "!GetAtt" || res.Value != w.resource {
-			t.Errorf("%s: resource %s, want !GetAtt %s", sid, show(res), w.resource)
+		if cond != w.cond {
+			t.Errorf("%s: under Condition %q, want %q", sid, cond, w.cond)
+		}
+		if res := at(t, st, "Resource"); show(res) != w.resource {
+			t.Errorf("%s: resource %s, want %s", sid, show(res), w.resource)
 		}
 	}
 	if seen != len(expect) {
