@@ -445,12 +445,18 @@ func TestClientMetadataRefusalRemembered(t *testing.T) {
 // TestClientMetadataTimeout: a server that does not answer within
 // Timeout makes the document unavailable, which a retry tries again.
 func TestClientMetadataTimeout(t *testing.T) {
+	// The server answers nothing until the test ends, whatever its
+	// request's context says: a server that gave up early would answer
+	// an empty 200, which is no timeout.
+	release := make(chan struct{})
 	s := newCIMDServer(t, func(w http.ResponseWriter, r *http.Request) {
 		select {
-		case <-r.Context().Done():
+		case <-release:
 		case <-time.After(5 * time.Second):
 		}
+		w.WriteHeader(http.StatusServiceUnavailable)
 	})
+	t.Cleanup(func() { close(release) }) // before the server's Close, which waits for handlers
 	c := s.docs(t, newCIMDClock())
 	c.Timeout = 100 * time.Millisecond
 	for i := range 2 {
