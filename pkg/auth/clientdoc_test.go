@@ -30,7 +30,8 @@ import (
 // error text may repeat it.
 const cimdMarker = "<script>MARKER-cimd"
 
-// cimdClock is a settable clock.
+// cimdClock is a settable clock (the proxy's tests share it with their
+// sealer and metadata-document cache).
 type cimdClock struct {
 	mu sync.Mutex
 	t  time.Time

@@ -65,25 +65,6 @@ const (
 // are real sealed values.
 var pxKey = []byte("px-test-sealing-key-0123456789ab")
 
-// pxClock is a settable clock, shared by the proxy, its sealer and the
-// metadata-document cache.
-type pxClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *pxClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *pxClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // pxSpender is an in-memory Spender that can be made to fail.
 type pxSpender struct {
 	mu    sync.Mutex
@@ -237,7 +218,7 @@ func (d *pxDocs) id(path string) string { return d.srv.URL + path }
 // pxRig is a proxy for endpoint with everything it talks to.
 type pxRig struct {
 	endpoint string
-	clk      *pxClock
+	clk      *cimdClock
 	sealer   *pxSealer
 	codes    *pxSpender
 	prov     *pxProvider
@@ -258,7 +239,7 @@ type pxRig struct {
 // second, so that sealed values' own times and the proxy's agree.
 func newPxRig(t testing.TB, endpoint string, change func(r *pxRig)) *pxRig {
 	t.Helper()
-	r := &pxRig{endpoint: endpoint, clk: &pxClock{t: time.Now().Truncate(time.Second)}, codes: &pxSpender{}}
+	r := &pxRig{endpoint: endpoint, clk: &cimdClock{t: time.Now().Truncate(time.Second)}, codes: &pxSpender{}}
 	r.sealer = &pxSealer{Sealer: reqstate.NewLocal(pxKey, &reqstate.LocalOptions{Now: r.clk.Now})}
 	r.prov = &pxProvider{status: http.StatusOK, body: pxProviderToken}
 	r.prov.srv = httptest.NewServer(r.prov)
