@@ -298,17 +298,7 @@ func TestAuthProxyRoutes(t *testing.T) {
 		for _, proxy := range []string{"false", "true"} {
 			for _, pre := range []string{"", "https://app.example.com/oauth/client.json,https://b.example.org/.well-known/c"} {
 				for _, omit := range []string{"false", "true"} {
-					p := map[string]string{}
-					for i := 0; i+1 < len(params.Content); i += 2 {
-						p[params.Content[i].Value] = find(params.Content[i+1], "Default").Value
-					}
-					for k, v := range map[string]string{
-						"AuthIssuer": "https://issuer.example.com", "AuthRegistrationClientId": "client", "AuthScopesSupported": "notes:read",
-						"AuthAuthorizationEndpoint": "https://issuer.example.com/authorize", "AuthTokenEndpoint": "https://issuer.example.com/token",
-						"EndpointUrl": "https://mcp.example.com/mcp", "AuthProxy": proxy, "AuthProxyPreApprovedClients": pre, "AuthProxyOmitResource": omit,
-					} {
-						p[k] = v
-					}
+					p := proxySettings(params, map[string]string{"AuthProxy": proxy, "AuthProxyPreApprovedClients": pre, "AuthProxyOmitResource": omit})
 					if refused := refusedBy(t, r, rules, p); len(refused) > 0 {
 						if proxy == "true" || (pre == "" && omit == "false") {
 							t.Errorf("AuthProxy=%s %q %s refused by %v", proxy, pre, omit, refused)
@@ -564,18 +554,8 @@ func TestAuthProxyClientSecret(t *testing.T) {
 			for _, omit := range []string{"false", "true"} {
 				for _, secret := range []string{"", arn} {
 					what := fmt.Sprintf("AuthProxy=%s, AuthProxyPreApprovedClients=%q, AuthProxyOmitResource=%s, AuthProxyClientSecretArn=%q", proxy, pre, omit, secret)
-					p := map[string]string{}
-					for i := 0; i+1 < len(params.Content); i += 2 {
-						p[params.Content[i].Value] = find(params.Content[i+1], "Default").Value
-					}
-					for k, v := range map[string]string{
-						"AuthIssuer": "https://issuer.example.com", "AuthRegistrationClientId": "client", "AuthScopesSupported": "notes:read",
-						"AuthAuthorizationEndpoint": "https://issuer.example.com/authorize", "AuthTokenEndpoint": "https://issuer.example.com/token",
-						"EndpointUrl": "https://mcp.example.com/mcp", "AuthProxy": proxy, "AuthProxyPreApprovedClients": pre, "AuthProxyOmitResource": omit,
-						"AuthProxyClientSecretArn": secret,
-					} {
-						p[k] = v
-					}
+					p := proxySettings(params, map[string]string{"AuthProxy": proxy, "AuthProxyPreApprovedClients": pre, "AuthProxyOmitResource": omit,
+						"AuthProxyClientSecretArn": secret})
 					refused := refusedBy(t, r, rules, p)
 					if mistaken := proxy == "false" && (pre != "" || omit == "true" || secret != ""); mistaken != (len(refused) > 0) {
 						t.Errorf("%s: refused by %v", what, refused)
@@ -631,4 +611,25 @@ func TestAuthProxyClientSecret(t *testing.T) {
 	if admitted != 1+8 { // without the proxy, none of its settings; with it, any
 		t.Errorf("%d settings admitted, want 9", admitted)
 	}
+}
+
+// proxySettings are the template's parameter defaults (params, its
+// Parameters) with what the proxy needs set (an issuer, the facade's
+// client and endpoints, a scope, the endpoint's URL), then set.
+func proxySettings(params *yaml.Node, set map[string]string) map[string]string {
+	p := map[string]string{}
+	for i := 0; i+1 < len(params.Content); i += 2 {
+		p[params.Content[i].Value] = find(params.Content[i+1], "Default").Value
+	}
+	for k, v := range map[string]string{
+		"AuthIssuer": "https://issuer.example.com", "AuthRegistrationClientId": "client", "AuthScopesSupported": "notes:read",
+		"AuthAuthorizationEndpoint": "https://issuer.example.com/authorize", "AuthTokenEndpoint": "https://issuer.example.com/token",
+		"EndpointUrl": "https://mcp.example.com/mcp",
+	} {
+		p[k] = v
+	}
+	for k, v := range set {
+		p[k] = v
+	}
+	return p
 }
