@@ -39,6 +39,11 @@ func newClientListener(t *testing.T) *clientListener {
 	}
 	l := &clientListener{URL: "http://" + ln.Addr().String() + "/callback"}
 	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/callback" {
+			// The browser's own requests of the origin (its icon).
+			http.NotFound(w, r)
+			return
+		}
 		l.mu.Lock()
 		l.got = append(l.got, r.URL.Query())
 		l.mu.Unlock()
