@@ -146,7 +146,7 @@ func (p *Proxy) consentPage(ctx context.Context, r *stateless.Request, endpoint 
 		"Scopes": scopes, "Ticket": sealed, "CSRF": csrf, "Action": strings.TrimSuffix(endpoint, "/") + AuthorizeSuffix,
 	})
 	if err != nil {
-		return proxyAnswer{resp: htmlPage(http.StatusInternalServerError, "Error", "The consent page could not be made.", ""), kind: "server_error", err: err}
+		return proxyAnswer{resp: htmlPage(http.StatusInternalServerError, "Error", "The consent page could not be made."), kind: "server_error", err: err}
 	}
 	resp := &stateless.Response{Status: http.StatusOK, Header: pageHeader(formTargets(p.AuthorizationEndpoint, req.Redirect)), Body: b.Bytes()}
 	resp.Header.Add("Set-Cookie", newCookie(endpoint, csrfCookie, csrf, int(flowTTL/time.Second), http.SameSiteStrictMode).String())
@@ -169,7 +169,7 @@ func formTargets(urls ...string) []string {
 // consent answers POST /mcp/authorize, the consent page's form.
 func (p *Proxy) consent(ctx context.Context, r *stateless.Request, endpoint string) proxyAnswer {
 	refuse := func(status int, kind, why string) proxyAnswer {
-		return proxyAnswer{resp: htmlPage(status, "Consent refused", why, ""), kind: kind, err: errors.New("auth: proxy: consent refused: " + kind)}
+		return proxyAnswer{resp: htmlPage(status, "Consent refused", why), kind: kind, err: errors.New("auth: proxy: consent refused: " + kind)}
 	}
 	// The form must come from the consent page, in this browser: a page
 	// of another origin may post to this one, but its request names its
@@ -254,7 +254,7 @@ func pageHeader(targets []string) http.Header {
 }
 
 // htmlPage is a page of the proxy's that says one thing.
-func htmlPage(status int, title, text, _ string) *stateless.Response {
+func htmlPage(status int, title, text string) *stateless.Response {
 	var b bytes.Buffer
 	_ = messageTemplate.Execute(&b, map[string]string{"Title": title, "Text": text}) // strings into a fixed template
 	return &stateless.Response{Status: status, Header: pageHeader(nil), Body: b.Bytes()}

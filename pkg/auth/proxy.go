@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -98,6 +99,9 @@ type Proxy struct {
 	HTTPClient *http.Client
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+
+	defaultDocsOnce sync.Once
+	defaultDocs     *ClientMetadataDocuments
 }
 
 // Spender spends a name once: claims.Guard's SpendOnce is one.
@@ -197,12 +201,14 @@ func (p *Proxy) client(ctx context.Context, id string) (*proxyClient, error) {
 	return nil, &errClient{"the client is unknown: use a client ID metadata document URL or register"}
 }
 
-// documents is p's metadata-document cache.
+// documents is p's metadata-document cache: Documents, or one made once
+// on first use (requests run concurrently, so never assigned in place).
 func (p *Proxy) documents() *ClientMetadataDocuments {
-	if p.Documents == nil {
-		p.Documents = &ClientMetadataDocuments{}
+	if p.Documents != nil {
+		return p.Documents
 	}
-	return p.Documents
+	p.defaultDocsOnce.Do(func() { p.defaultDocs = &ClientMetadataDocuments{} })
+	return p.defaultDocs
 }
 
 // allows reports whether c declares redirect: exactly, or as a loopback
@@ -368,7 +374,7 @@ func refusedPage(status int, kind string, err error) proxyAnswer {
 	case errors.Is(err, ErrClientMetadata):
 		reason = "The client's metadata document was refused."
 	}
-	resp := htmlPage(status, "Authorization refused", reason, "")
+	resp := htmlPage(status, "Authorization refused", reason)
 	if status == http.StatusServiceUnavailable {
 		resp.Header.Set("Retry-After", "1")
 	}
@@ -561,9 +567,9 @@ func (p *Proxy) toProvider(ctx context.Context, endpoint string, req *authzReque
 // failure will not (500).
 func sealFailed(err error) proxyAnswer {
 	if !errors.Is(err, reqstate.ErrUnavailable) {
-		return proxyAnswer{resp: htmlPage(http.StatusInternalServerError, "Error", "The sign-in could not be continued. Start again from the application.", ""), kind: "server_error", err: err}
+		return proxyAnswer{resp: htmlPage(http.StatusInternalServerError, "Error", "The sign-in could not be continued. Start again from the application."), kind: "server_error", err: err}
 	}
-	resp := htmlPage(http.StatusServiceUnavailable, "Try again", "The authorization service is unavailable for a moment. Try again.", "")
+	resp := htmlPage(http.StatusServiceUnavailable, "Try again", "The authorization service is unavailable for a moment. Try again.")
 	resp.Header.Set("Retry-After", "1")
 	return proxyAnswer{resp: resp, kind: "temporarily_unavailable", err: err}
 }
@@ -584,13 +590,13 @@ func (p *Proxy) callback(ctx context.Context, r *stateless.Request, endpoint str
 		if errors.Is(err, reqstate.ErrUnavailable) {
 			return sealFailed(err)
 		}
-		return proxyAnswer{resp: htmlPage(http.StatusBadRequest, "Authorization refused", "This sign-in is not one this endpoint started, or it is too old. Start again from the application.", ""), kind: "invalid_state", err: err}
+		return proxyAnswer{resp: htmlPage(http.StatusBadRequest, "Authorization refused", "This sign-in is not one this endpoint started, or it is too old. Start again from the application."), kind: "invalid_state", err: err}
 	}
 	// Only the browser that started the flow may finish it: a captured
 	// authorization URL opened elsewhere has no flow cookie.
 	nonce, ok := cookieValue(r, flowCookieName(endpoint, st.Flow))
 	if !ok || subtle.ConstantTimeCompare(digest(nonce), st.Nonce) != 1 {
-		return proxyAnswer{resp: htmlPage(http.StatusForbidden, "Authorization refused", "This sign-in was started in another browser. Start again from the application, in this browser.", ""),
+		return proxyAnswer{resp: htmlPage(http.StatusForbidden, "Authorization refused", "This sign-in was started in another browser. Start again from the application, in this browser."),
 			kind: "flow_not_this_browser", err: errors.New("auth: proxy: the callback's browser does not hold the flow's cookie")}
 	}
 	done := expiredCookie(flowCookieName(endpoint, st.Flow), endpoint)
@@ -605,7 +611,7 @@ func (p *Proxy) callback(ctx context.Context, r *stateless.Request, endpoint str
 		if slices.Contains(providerErrors, e) {
 			code = e
 		}
-		a := redirectError(req, endpoint, code, fmt.Errorf("auth: proxy: the provider answered %s", strconvQuote(code)))
+		a := redirectError(req, endpoint, code, fmt.Errorf("auth: proxy: the provider answered %q", code))
 		a.resp.Header.Add("Set-Cookie", done.String())
 		return a
 	}
@@ -627,9 +633,6 @@ func (p *Proxy) callback(ctx context.Context, r *stateless.Request, endpoint str
 	}
 	return proxyAnswer{resp: redirect(withQuery(req.Redirect, out), []*http.Cookie{done})}
 }
-
-// strconvQuote quotes s as Go would, for an error's text.
-func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // tokenError is a token endpoint refusal (RFC 6749 section 5.2).
 func tokenError(status int, code string, err error) proxyAnswer {
