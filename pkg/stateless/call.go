@@ -1,7 +1,9 @@
 package stateless
 
 import (
+	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -40,6 +42,8 @@ type Call struct {
 	legacy         bool
 	telemetry      *telemetry // the request's, for Logger
 	metrics        []Metric   // Metric's, reported with the outcome
+	changes        []Event    // the Notify methods', published once the handler returned
+	target         string     // the tool's, prompt's or resource's name, for the changes' IDs
 }
 
 // QuotaKey is who a per-principal quota charges for this call: the
@@ -238,6 +242,66 @@ func (c *Call) Log(level LoggingLevel, logger string, data any) {
 		return
 	}
 	c.note(b)
+}
+
+// NotifyResourceUpdated tells the listen streams subscribed to uri, on
+// whichever instance they are open, that the resource changed
+// (notifications/resources/updated). Like the other Notify methods, it
+// records the change when the handler returns with a result (not when it
+// was abandoned at its deadline or its call refused), once: a replay of a
+// keyed call runs no handler and records nothing, and a keyed call that
+// runs again records the same event, which a stream sends once.
+func (c *Call) NotifyResourceUpdated(uri string) {
+	c.change(ResourceTopic(uri), "notifications/resources/updated", mustMarshal(struct {
+		URI string `json:"uri"`
+	}{uri}))
+}
+
+// NotifyToolsListChanged tells the listen streams that asked for it that
+// the tool list changed (notifications/tools/list_changed).
+func (c *Call) NotifyToolsListChanged() {
+	c.change(TopicToolsList, "notifications/tools/list_changed", nil)
+}
+
+// NotifyPromptsListChanged tells the listen streams that asked for it
+// that the prompt list changed (notifications/prompts/list_changed).
+func (c *Call) NotifyPromptsListChanged() {
+	c.change(TopicPromptsList, "notifications/prompts/list_changed", nil)
+}
+
+// NotifyResourcesListChanged tells the listen streams that asked for it
+// that the resource list changed (notifications/resources/list_changed).
+func (c *Call) NotifyResourcesListChanged() {
+	c.change(TopicResourcesList, "notifications/resources/list_changed", nil)
+}
+
+// maxChanges bounds the changes one call records.
+const maxChanges = 64
+
+func (c *Call) change(topic, method string, params json.RawMessage) {
+	if len(c.changes) == maxChanges {
+		return
+	}
+	c.changes = append(c.changes, Event{Topic: topic, Method: method, Params: params})
+}
+
+// publishChanges records what the call's handler notified, once it has
+// returned: each event's ID derived from the call's key when it has one
+// (a run again records the same events), random otherwise.
+func (s *Server) publishChanges(ctx context.Context, c *Call, method string) {
+	if len(c.changes) == 0 {
+		return
+	}
+	for i := range c.changes {
+		if c.IdempotencyKey != "" {
+			c.changes[i].ID = DerivedEventID(c.Principal, method, c.target, c.IdempotencyKey, strconv.Itoa(i))
+		}
+	}
+	if err := s.Publish(ctx, c.changes...); err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "recording a call's change events failed; listen streams on other instances miss them",
+			slogString("method", method), slogString("error", err.Error()))
+	}
+	c.changes = nil
 }
 
 // Legacy reports whether the client speaks a revision before 2026-07-28.

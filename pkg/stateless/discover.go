@@ -10,6 +10,9 @@ import (
 // capabilities the registry advertises, the instructions; cacheable.
 func serveDiscover(x *exchange, _ context.Context, _ *baseParams) Answer {
 	caps := x.reg.capabilities()
+	if x.listens() {
+		caps.listenable()
+	}
 	res := struct {
 		SupportedVersions []string           `json:"supportedVersions"`
 		Capabilities      ServerCapabilities `json:"capabilities"`

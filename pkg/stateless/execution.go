@@ -192,11 +192,28 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 	if stop != nil {
 		return *stop
 	}
+	x.call.target = ex.target
+	var a Answer
 	if !x.s.executes {
 		// No interceptor runs around executions: spare the request the
 		// allocations.
-		return x.run(ctx, ex, k, deadline)
+		a = x.run(ctx, ex, k, deadline)
+	} else {
+		a = x.runIntercepted(ctx, ex, k, deadline)
 	}
+	if a.msg != nil && !a.abandoned && !a.startsTask && len(x.call.changes) > 0 {
+		// The handler returned a result (a replay ran none): what it
+		// notified is recorded, once the interceptors settled the call.
+		pctx, cancel := x.finishContext(ctx)
+		x.s.publishChanges(pctx, &x.call, ex.method)
+		cancel()
+	}
+	return a
+}
+
+// runIntercepted runs ex's handler inside the execution interceptors, the
+// first outermost.
+func (x *exchange) runIntercepted(ctx context.Context, ex *executable, k stateKey, deadline time.Time) Answer {
 	e := &Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call,
 		Key: ex.key, Arguments: ex.args, Task: ex.task, Deadline: deadline, SingleUse: x.redeemID, x: x}
 	if ex.tool != nil {

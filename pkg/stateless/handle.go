@@ -175,8 +175,11 @@ type exchange struct {
 	exec       executable
 	call       Call
 	acceptsSSE bool
-	version    string
-	legacy     bool
+	// streams says the request is answered onto a Stream (HandleStream):
+	// its door can hold a listen stream open.
+	streams bool
+	version string
+	legacy  bool
 
 	// principal and scopes are what the bearer token established, when
 	// the endpoint is protected (Options.Auth).
@@ -255,6 +258,7 @@ func (x *exchange) serve(ctx context.Context, live *liveStream) Answer {
 	if e := x.transportChecks(); e != nil {
 		return refused(e)
 	}
+	x.streams = live != nil
 	if live != nil && x.acceptsSSE {
 		x.call.live = live
 	}

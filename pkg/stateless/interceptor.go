@@ -69,6 +69,10 @@ type Provides struct {
 	// and answers with it (Execution.Result). A tool with a TaskSupport
 	// may be registered only once such an interceptor is in use.
 	TaskRuns bool
+	// ListenFilters are the members of a listen request's notifications
+	// the interceptor's extension defines, and how each is honoured
+	// (package tasks: "taskIds").
+	ListenFilters []ListenFilter
 }
 
 // InterceptedRequest is what a request interceptor knows of a request.
@@ -100,6 +104,7 @@ func (s *Server) Use(ics ...Interceptor) {
 		s.executes = s.executes || ic.Execute != nil
 		s.singleUse = s.singleUse || p.SingleUseState
 		s.taskRuns = s.taskRuns || p.TaskRuns
+		s.listenFilters = append(s.listenFilters, p.ListenFilters...)
 		if p.ToolMeta != nil {
 			s.toolMeta = append(s.toolMeta, p.ToolMeta)
 		}

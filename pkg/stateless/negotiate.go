@@ -119,7 +119,7 @@ func (x *exchange) dispatch(ctx context.Context) Answer {
 	if d.paramsErr != nil && d.method != "initialize" {
 		return refused(mcperr.Wrap(mcperr.KindMalformedParams, d.paramsErr))
 	}
-	if l := x.call.live; l != nil && x.s.opts.StreamKeepAlive > 0 && (m.handlers || m.name == "tools/call") {
+	if l := x.call.live; l != nil && x.s.opts.StreamKeepAlive > 0 && (m.handlers || m.name == "tools/call" || m.name == MethodListen) {
 		// A method that runs a handler may be silent long enough for a
 		// gateway to end the stream; one that runs none (discovery, a
 		// list) answers long before a keep-alive is due.

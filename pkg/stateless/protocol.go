@@ -93,8 +93,8 @@ type ServerCapabilities struct {
 }
 
 // ListCapability is the prompts or tools member of ServerCapabilities.
-// This server never sets listChanged: a buffered Lambda response cannot
-// carry a long-lived listen stream.
+// listChanged is advertised only to a request whose door can hold a
+// listen stream (HandleStream): a buffered Lambda response cannot.
 type ListCapability struct {
 	ListChanged bool `json:"listChanged,omitempty"`
 }

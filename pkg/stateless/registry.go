@@ -135,6 +135,20 @@ func (r *registry) capabilities() ServerCapabilities {
 	return c
 }
 
+// listenable marks what a listen stream delivers as advertised: the
+// lists' listChanged, and subscribe for resources.
+func (c *ServerCapabilities) listenable() {
+	if c.Tools != nil {
+		c.Tools.ListChanged = true
+	}
+	if c.Prompts != nil {
+		c.Prompts.ListChanged = true
+	}
+	if c.Resources != nil {
+		c.Resources.ListChanged, c.Resources.Subscribe = true, true
+	}
+}
+
 // has reports whether the registry has feature (a name of the feature
 // table, as the method table's rows name them), which the server then
 // advertises.

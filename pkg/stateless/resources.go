@@ -17,26 +17,30 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 		return refused(mcperr.New(mcperr.KindMalformedParams))
 	}
 	uri := *p.URI
-	var h ResourceHandler
-	var vars map[string]string
-	if r := x.reg.resource(uri); r != nil && (r.def.Visible == nil || r.def.Visible(ctx, x.call.Principal)) {
-		h = r.handler
-	} else {
-		for _, t := range x.reg.templates {
-			if t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal) {
-				continue
-			}
-			if v := t.match(uri); v != nil {
-				h, vars = t.handler, v
-				break
-			}
-		}
-	}
+	h, vars := x.findResource(ctx, uri)
 	if h == nil {
 		return refused(mcperr.NewUnknownResource(uri))
 	}
 	x.exec = executable{method: "resources/read", target: uri, round: &p.roundTrip, resource: h, vars: vars}
 	return x.execute(ctx, &x.exec)
+}
+
+// findResource is the handler of the resource or template uri names, as
+// the caller may see it, and a template's variables; nil when there is
+// none (or it is hidden from the caller, which answers the same).
+func (x *exchange) findResource(ctx context.Context, uri string) (ResourceHandler, map[string]string) {
+	if r := x.reg.resource(uri); r != nil && (r.def.Visible == nil || r.def.Visible(ctx, x.call.Principal)) {
+		return r.handler, nil
+	}
+	for _, t := range x.reg.templates {
+		if t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal) {
+			continue
+		}
+		if v := t.match(uri); v != nil {
+			return t.handler, v
+		}
+	}
+	return nil, nil
 }
 
 // runResource runs a resource's handler for uri and answers what it

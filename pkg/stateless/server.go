@@ -123,6 +123,16 @@ type Options struct {
 	// bare-jsonschema); generated ToolSchemas spare the inference, not
 	// the link.
 	SchemaEngine SchemaEngine
+
+	// Events carries the change events that listen streams
+	// (subscriptions/listen) deliver between the instances serving the
+	// endpoint ([EventLog]; package events keeps one in DynamoDB). nil
+	// delivers the events published in this process only, which is all
+	// there is to deliver for a single process.
+	Events EventLog
+
+	// Listen bounds listen streams (see [ListenOptions]).
+	Listen ListenOptions
 }
 
 // Server serves MCP over one stateless endpoint. Register tools,
@@ -164,9 +174,13 @@ type Server struct {
 	executes            bool
 	singleUse, taskRuns bool
 	toolMeta            []func(*Tool) Meta
+	listenFilters       []ListenFilter
 	// answering is set once the server starts answering its first
 	// request: the chain of interceptors is fixed from then on (Use).
 	answering atomic.Bool
+
+	// hub hands published events to this process's listen streams.
+	hub hub
 }
 
 // NewServer returns a server that identifies itself as info.
@@ -196,6 +210,7 @@ func NewServer(info Implementation, opts *Options) *Server {
 	if s.opts.MaxOverdue <= 0 {
 		s.opts.MaxOverdue = 64
 	}
+	s.opts.Listen.defaults()
 	s.sealer = s.opts.Sealer
 	s.schemas.file = s.opts.ToolSchemas
 	s.log = s.opts.Logger

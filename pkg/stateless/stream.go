@@ -124,6 +124,13 @@ func (l *liveStream) event(msg []byte) bool {
 	return true
 }
 
+// broken reports whether a write failed: the client is gone.
+func (l *liveStream) broken() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failed
+}
+
 // fail records that the stream is broken: nothing more is written.
 func (l *liveStream) fail() { l.failed = true }
 

@@ -2,7 +2,6 @@ package stateless
 
 import (
 	"context"
-	"slices"
 )
 
 // era says which revisions of the protocol serve a method.
@@ -182,6 +181,8 @@ var methods = map[string]*methodInfo{
 	"resources/templates/list": row(everyEra, "resources", false, (*exchange).serveListTemplates),
 	"resources/read":           row(everyEra, "resources", true, (*exchange).serveReadResource),
 	"completion/complete":      row(everyEra, "completions", false, (*exchange).serveComplete),
+
+	MethodListen: row(modernEra, "", false, (*exchange).serveListen),
 }
 
 func init() {
@@ -197,18 +198,12 @@ func init() {
 	methods["resources/templates/list"].listed = func(r *registry) bool { return r.resourcesHidden }
 }
 
-// unservedMethods are the methods the protocol defines that this server
-// does not serve (answered -32601).
-var unservedMethods = []string{"subscriptions/listen"}
-
-// IsProtocolMethod reports whether method is one the protocol defines,
-// served here or not: the method table's and unservedMethods. A metric
-// dimension may name these; a peer's invention it may not.
+// IsProtocolMethod reports whether method is one the protocol defines
+// (the method table's). A metric dimension may name these; a peer's
+// invention it may not.
 func IsProtocolMethod(method string) bool {
-	if _, ok := methods[method]; ok {
-		return true
-	}
-	return slices.Contains(unservedMethods, method)
+	_, ok := methods[method]
+	return ok
 }
 
 // served returns the request's row when the server serves it to a
@@ -223,6 +218,12 @@ func (x *exchange) served() *methodInfo {
 		return nil
 	}
 	if m.feature != "" && !x.reg.has(m.feature) {
+		return nil
+	}
+	if m.name == MethodListen && !x.listens() {
+		// A buffered door cannot hold the stream: the method is not
+		// offered there, as the protocol allows a server that does not
+		// advertise listChanged or subscribe.
 		return nil
 	}
 	return m

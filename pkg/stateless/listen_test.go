@@ -1,0 +1,346 @@
+package stateless_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+)
+
+// sharedLog is an EventLog two servers in one test share, as two
+// instances share a table: what one appends the other reads.
+type sharedLog struct {
+	mu     sync.Mutex
+	events []stateless.Event
+	fail   bool // Read fails while set
+	reads  int
+}
+
+func (l *sharedLog) Append(_ context.Context, evs []stateless.Event) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, evs...)
+	return nil
+}
+
+func (l *sharedLog) Read(_ context.Context, topic string, since time.Time, limit int) ([]stateless.Event, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reads++
+	if l.fail {
+		return nil, errDown
+	}
+	var out []stateless.Event
+	for _, e := range l.events {
+		if e.Topic == topic && !e.At.Before(since) && len(out) < limit {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (l *sharedLog) RecordCatalog(context.Context, string, string) (bool, error) { return false, nil }
+
+var errDown = mcperr.New(mcperr.KindDependencyFailure)
+
+// newListenServer is a server with a tool that notifies what its
+// arguments name, a fixed resource, a template whose handler reads only
+// "note://mine", a hidden resource and a prompt.
+func newListenServer(t *testing.T, log stateless.EventLog, lo stateless.ListenOptions) *stateless.Server {
+	t.Helper()
+	s := stateless.NewServer(stateless.Implementation{Name: "listen", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Events: log, Listen: lo})
+	type args struct {
+		Change string `json:"change"`
+		URI    string `json:"uri,omitempty"`
+	}
+	stateless.AddTool(s, &stateless.Tool{Name: "change"}, func(ctx context.Context, req *stateless.ToolRequest, a args) (*stateless.CallToolResult, any, error) {
+		switch a.Change {
+		case "tools":
+			req.NotifyToolsListChanged()
+		case "prompts":
+			req.NotifyPromptsListChanged()
+		case "resources":
+			req.NotifyResourcesListChanged()
+		case "resource":
+			req.NotifyResourceUpdated(a.URI)
+		}
+		return text("ok"), nil, nil
+	})
+	read := func(_ context.Context, r *stateless.ResourceRequest) (*stateless.ReadResourceResult, error) {
+		if r.URI == "note://other" {
+			return nil, mcperr.NewUnknownResource(r.URI)
+		}
+		return &stateless.ReadResourceResult{Contents: []stateless.ResourceContents{{URI: r.URI, Text: "x"}}}, nil
+	}
+	s.AddResource(&stateless.Resource{URI: "file://fixed", Name: "fixed"}, read)
+	s.AddResource(&stateless.Resource{URI: "file://hidden", Name: "hidden", Visible: func(context.Context, string) bool { return false }}, read)
+	s.AddResourceTemplate(&stateless.ResourceTemplate{URITemplate: "note://{id}", Name: "note"}, read)
+	s.AddPrompt(&stateless.Prompt{Name: "p"}, func(context.Context, *stateless.PromptRequest) (*stateless.GetPromptResult, error) {
+		return &stateless.GetPromptResult{}, nil
+	})
+	return s
+}
+
+// frames reads the data lines of an event stream, one message each.
+func frames(t *testing.T, resp *http.Response) <-chan map[string]any {
+	t.Helper()
+	ch := make(chan map[string]any, 64)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Errorf("frame %q: %v", line, err)
+				return
+			}
+			ch <- m
+		}
+	}()
+	return ch
+}
+
+const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+func listen(ctx context.Context, t *testing.T, url, id, notifications string) *http.Response {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":` + id + `,"method":"subscriptions/listen","params":{"notifications":` + notifications + `,` + modernMeta + `}}`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header = wire.ModernHeaders("subscriptions/listen", "")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func change(t *testing.T, url, args, key string) {
+	t.Helper()
+	k := ""
+	if key != "" {
+		k = `,"idempotencyKey":"` + key + `"`
+	}
+	body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"change","arguments":` + args + k + `,` + modernMeta + `}}`
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header = wire.ModernHeaders("tools/call", "change")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("tools/call: %d", resp.StatusCode)
+	}
+}
+
+// next is the next frame within d, or nil.
+func next(ch <-chan map[string]any, d time.Duration) map[string]any {
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(d):
+		return nil
+	}
+}
+
+func subscriptionID(m map[string]any) any {
+	var meta map[string]any
+	if p, ok := m["params"].(map[string]any); ok {
+		meta, _ = p["_meta"].(map[string]any)
+	} else if r, ok := m["result"].(map[string]any); ok {
+		meta, _ = r["_meta"].(map[string]any)
+	}
+	return meta["io.modelcontextprotocol/subscriptionId"]
+}
+
+// TestListenAcknowledgesHonouredSubset: the first frame acknowledges what
+// the server honours — the lists it has, the resources the caller can
+// read now — with the listen's id; an absent, a hidden and an unreadable
+// resource are left out alike.
+func TestListenAcknowledgesHonouredSubset(t *testing.T) {
+	s := newListenServer(t, nil, stateless.ListenOptions{})
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := listen(ctx, t, hs.URL, `"L-1"`, `{"toolsListChanged":true,"promptsListChanged":true,"resourceSubscriptions":["file://fixed","note://mine","note://other","file://hidden","file://absent","note://mine"]}`)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	ack := next(frames(t, resp), 2*time.Second)
+	if ack["method"] != "notifications/subscriptions/acknowledged" || subscriptionID(ack) != "L-1" {
+		t.Fatalf("first frame %v", ack)
+	}
+	n, _ := json.Marshal(ack["params"].(map[string]any)["notifications"])
+	if want := `{"promptsListChanged":true,"resourceSubscriptions":["file://fixed","note://mine"],"toolsListChanged":true}`; string(n) != want {
+		t.Fatalf("acknowledged %s, want %s", n, want)
+	}
+}
+
+// TestListenDeliversOnlyWhatWasAsked: a change made through one request
+// reaches, at once, the listen streams that asked for its type, with
+// their own id; a stream that asked for prompts gets no tools change.
+func TestListenDeliversOnlyWhatWasAsked(t *testing.T) {
+	s := newListenServer(t, nil, stateless.ListenOptions{})
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tools := frames(t, listen(ctx, t, hs.URL, "7", `{"toolsListChanged":true}`))
+	prompts := frames(t, listen(ctx, t, hs.URL, "8", `{"promptsListChanged":true,"resourceSubscriptions":["note://mine"]}`))
+	for _, ch := range []<-chan map[string]any{tools, prompts} {
+		if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("first frame %v", m)
+		}
+	}
+	change(t, hs.URL, `{"change":"tools"}`, "")
+	m := next(tools, time.Second)
+	if m["method"] != "notifications/tools/list_changed" || subscriptionID(m) != float64(7) {
+		t.Fatalf("tools stream got %v", m)
+	}
+	change(t, hs.URL, `{"change":"resource","uri":"note://mine"}`, "")
+	change(t, hs.URL, `{"change":"resource","uri":"note://else"}`, "")
+	m = next(prompts, time.Second)
+	if m["method"] != "notifications/resources/updated" || subscriptionID(m) != float64(8) || m["params"].(map[string]any)["uri"] != "note://mine" {
+		t.Fatalf("prompts stream got %v", m)
+	}
+	if m := next(prompts, 300*time.Millisecond); m != nil {
+		t.Fatalf("prompts stream got an unrequested %v", m)
+	}
+	if m := next(tools, 300*time.Millisecond); m != nil {
+		t.Fatalf("tools stream got an unrequested %v", m)
+	}
+}
+
+// TestListenAcrossInstances: two servers share one log; a change made on
+// one reaches a listen stream on the other by its next poll, once even
+// when the keyed call that made it runs twice, and a fault of the log
+// delays it rather than losing it.
+func TestListenAcrossInstances(t *testing.T) {
+	log := &sharedLog{}
+	lo := stateless.ListenOptions{Poll: 50 * time.Millisecond, LookBack: 200 * time.Millisecond}
+	a, b := httptest.NewServer(newListenServer(t, log, lo)), httptest.NewServer(newListenServer(t, log, lo))
+	defer a.Close()
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := frames(t, listen(ctx, t, a.URL, "1", `{"resourceSubscriptions":["note://mine"],"resourcesListChanged":true}`))
+	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", m)
+	}
+	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "k-1")
+	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "k-1") // the same call again
+	m := next(ch, 2*time.Second)
+	if m["method"] != "notifications/resources/updated" {
+		t.Fatalf("got %v", m)
+	}
+	if m := next(ch, 500*time.Millisecond); m != nil {
+		t.Fatalf("a duplicate: %v", m)
+	}
+	log.mu.Lock()
+	log.fail = true
+	log.mu.Unlock()
+	change(t, b.URL, `{"change":"resources"}`, "")
+	if m := next(ch, 400*time.Millisecond); m != nil {
+		t.Fatalf("delivered while the log is down: %v", m)
+	}
+	log.mu.Lock()
+	log.fail = false
+	log.mu.Unlock()
+	if m := next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
+		t.Fatalf("after the log came back: %v", m)
+	}
+}
+
+// TestListenEndsWithResult: at its MaxDuration a stream ends with the
+// complete result carrying the subscription's id.
+func TestListenEndsWithResult(t *testing.T) {
+	s := newListenServer(t, nil, stateless.ListenOptions{MaxDuration: 300 * time.Millisecond})
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	ch := frames(t, listen(context.Background(), t, hs.URL, `"end"`, `{"toolsListChanged":true}`))
+	next(ch, time.Second)
+	m := next(ch, 2*time.Second)
+	r, _ := m["result"].(map[string]any)
+	if m["id"] != "end" || r["resultType"] != "complete" || subscriptionID(m) != "end" {
+		t.Fatalf("last frame %v", m)
+	}
+	if _, open := <-ch; open {
+		t.Fatal("the stream went on after its result")
+	}
+}
+
+// TestListenRefusals: through a buffered door the method is unknown and
+// discover advertises no listChanged; too many URIs, no notifications
+// and a client that accepts no stream are refused precisely.
+func TestListenRefusals(t *testing.T) {
+	s := newListenServer(t, nil, stateless.ListenOptions{MaxResources: 2})
+	body := func(n string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + n + modernMeta + `}}`
+	}
+	resp := wire.Call(t, s, http.MethodPost, wire.ModernHeaders("subscriptions/listen", ""), body(`"notifications":{"toolsListChanged":true},`))
+	if resp.Status != 404 || !strings.Contains(string(resp.Body), `"code":-32601`) {
+		t.Fatalf("buffered listen: %d %s", resp.Status, resp.Body)
+	}
+	disc := `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{` + modernMeta + `}}`
+	resp = wire.Call(t, s, http.MethodPost, wire.ModernHeaders("server/discover", ""), disc)
+	if strings.Contains(string(resp.Body), "listChanged") || strings.Contains(string(resp.Body), "subscribe") {
+		t.Fatalf("buffered discover advertises listen: %s", resp.Body)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	post := func(h http.Header, b string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(b))
+		req.Header = h
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var sb strings.Builder
+		sc := bufio.NewScanner(r.Body)
+		for sc.Scan() {
+			sb.WriteString(sc.Text())
+		}
+		return r.StatusCode, sb.String()
+	}
+	if st, b := post(wire.ModernHeaders("server/discover", ""), disc); st != 200 || !strings.Contains(b, `"tools":{"listChanged":true}`) || !strings.Contains(b, `"subscribe":true`) {
+		t.Fatalf("streaming discover: %d %s", st, b)
+	}
+	for _, c := range []struct {
+		name, n string
+		accept  string
+		status  int
+		code    string
+	}{
+		{"too many", `"notifications":{"resourceSubscriptions":["a","b","c"]},`, "", 400, "-32602"},
+		{"no notifications", ``, "", 400, "-32602"},
+		{"not a stream", `"notifications":{"toolsListChanged":true},`, "application/json", 406, ""},
+		{"wrong type", `"notifications":{"toolsListChanged":"yes"},`, "", 400, "-32602"},
+	} {
+		h := wire.ModernHeaders("subscriptions/listen", "")
+		if c.accept != "" {
+			h.Set("Accept", c.accept)
+		}
+		st, b := post(h, body(c.n))
+		if st != c.status || !strings.Contains(b, c.code) {
+			t.Errorf("%s: %d %s", c.name, st, b)
+		}
+	}
+}
