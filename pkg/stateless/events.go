@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 )
@@ -224,4 +225,121 @@ func (l *listener) take() []Event {
 func paramsObject(p json.RawMessage) bool {
 	_, err := objectMembers(p)
 	return err == nil
+}
+
+// Catalogs are the names AnnounceCatalog records the server's lists
+// under, with the topic a change of each is published to.
+var catalogs = [...]struct{ name, topic, method string }{
+	{"tools", TopicToolsList, "notifications/tools/list_changed"},
+	{"prompts", TopicPromptsList, "notifications/prompts/list_changed"},
+	{"resources", TopicResourcesList, "notifications/resources/list_changed"},
+}
+
+// AnnounceCatalog records a digest of each of the server's lists — its
+// tools, prompts and resources with their templates, as registered now —
+// in the EventLog, and publishes a list-changed event for each whose
+// digest differs from the one recorded before: an instance started with
+// a new deploy's tools tells the listen streams open on instances of the
+// old one. The event's ID is the digest's, so the many instances a deploy
+// starts announce it as one event. A server without an EventLog records
+// nothing. Call it once the registry is complete, at start (package
+// endpoint does, in the function's initialization).
+func (s *Server) AnnounceCatalog(ctx context.Context) error {
+	log := s.opts.Events
+	if log == nil {
+		return nil
+	}
+	digests := s.reg.Load().catalogDigests()
+	var changed []Event
+	var errs []error
+	for i, c := range catalogs {
+		ch, err := log.RecordCatalog(ctx, c.name, digests[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recording the %s catalog: %w", c.name, err))
+			continue
+		}
+		if ch {
+			changed = append(changed, Event{Topic: c.topic, Method: c.method, ID: DerivedEventID("catalog", c.name, digests[i])})
+		}
+	}
+	if err := s.Publish(ctx, changed...); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// catalogDigests are the digests of the registry's lists, in the order
+// of catalogs: each definition as registered, and for a typed tool whose
+// schemas are inferred the Go types they are inferred from (the schemas
+// themselves are made on first use, not at start).
+func (r *registry) catalogDigests() [len(catalogs)]string {
+	var out [len(catalogs)]string
+	digest := func(parts func(add func(b []byte))) string {
+		h := sha256.New()
+		parts(func(b []byte) {
+			fmt.Fprintf(h, "%d:", len(b))
+			h.Write(b)
+		})
+		return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	}
+	out[0] = digest(func(add func([]byte)) {
+		for _, t := range r.tools {
+			add(mustMarshal(&t.def))
+			for _, typ := range [...]reflect.Type{t.inType, t.outType} {
+				if typ != nil {
+					add(typeShape(nil, typ, map[reflect.Type]bool{}))
+				}
+			}
+		}
+	})
+	out[1] = digest(func(add func([]byte)) {
+		for _, p := range r.prompts {
+			add(mustMarshal(&p.def))
+		}
+	})
+	out[2] = digest(func(add func([]byte)) {
+		for _, res := range r.resources {
+			add(mustMarshal(&res.def))
+		}
+		for _, t := range r.templates {
+			add(mustMarshal(&t.def))
+		}
+	})
+	return out
+}
+
+// typeShape appends what a schema inferred from t depends on: its kind,
+// and a struct's fields with their names, tags and types, recursively
+// (a type met again is named, not expanded).
+func typeShape(b []byte, t reflect.Type, seen map[reflect.Type]bool) []byte {
+	b = append(b, t.String()...)
+	if seen[t] {
+		return b
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		b = append(b, '[')
+		b = typeShape(b, t.Elem(), seen)
+		b = append(b, ']')
+	case reflect.Map:
+		b = append(b, '[')
+		b = typeShape(b, t.Key(), seen)
+		b = append(b, ',')
+		b = typeShape(b, t.Elem(), seen)
+		b = append(b, ']')
+	case reflect.Struct:
+		b = append(b, '{')
+		for i := range t.NumField() {
+			f := t.Field(i)
+			b = append(b, f.Name...)
+			b = append(b, ' ')
+			b = append(b, f.Tag...)
+			b = append(b, ' ')
+			b = typeShape(b, f.Type, seen)
+			b = append(b, ';')
+		}
+		b = append(b, '}')
+	}
+	return b
 }

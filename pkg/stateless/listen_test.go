@@ -22,8 +22,9 @@ import (
 type sharedLog struct {
 	mu     sync.Mutex
 	events []stateless.Event
-	fail   bool // Read fails while set
-	reads  int
+	fail     bool // Read fails while set
+	reads    int
+	catalogs map[string]string
 }
 
 func (l *sharedLog) Append(_ context.Context, evs []stateless.Event) error {
@@ -49,7 +50,16 @@ func (l *sharedLog) Read(_ context.Context, topic string, since time.Time, limit
 	return out, nil
 }
 
-func (l *sharedLog) RecordCatalog(context.Context, string, string) (bool, error) { return false, nil }
+func (l *sharedLog) RecordCatalog(_ context.Context, name, digest string) (bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.catalogs == nil {
+		l.catalogs = map[string]string{}
+	}
+	old, ok := l.catalogs[name]
+	l.catalogs[name] = digest
+	return ok && old != digest, nil
+}
 
 var errDown = mcperr.New(mcperr.KindDependencyFailure)
 
@@ -342,5 +352,73 @@ func TestListenRefusals(t *testing.T) {
 		if st != c.status || !strings.Contains(b, c.code) {
 			t.Errorf("%s: %d %s", c.name, st, b)
 		}
+	}
+}
+
+// TestAnnounceCatalog: an instance started with the same catalog
+// announces nothing; one started with another tool makes the listen
+// streams of the first announce toolsListChanged, and nothing else.
+func TestAnnounceCatalog(t *testing.T) {
+	log := &sharedLog{}
+	lo := stateless.ListenOptions{Poll: 50 * time.Millisecond}
+	a := newListenServer(t, log, lo)
+	if err := a.AnnounceCatalog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(a)
+	defer hs.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := frames(t, listen(ctx, t, hs.URL, "1", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`))
+	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", m)
+	}
+	same := newListenServer(t, log, lo)
+	if err := same.AnnounceCatalog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(ch, 300*time.Millisecond); m != nil {
+		t.Fatalf("the same catalog announced %v", m)
+	}
+	other := newListenServer(t, log, lo)
+	stateless.AddTool(other, &stateless.Tool{Name: "extra"}, func(context.Context, *stateless.ToolRequest, struct{ N int }) (*stateless.CallToolResult, any, error) {
+		return text("x"), nil, nil
+	})
+	if err := other.AnnounceCatalog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := next(ch, 2*time.Second); m["method"] != "notifications/tools/list_changed" {
+		t.Fatalf("another catalog: %v", m)
+	}
+	if m := next(ch, 300*time.Millisecond); m != nil {
+		t.Fatalf("more than the tools changed: %v", m)
+	}
+	// A typed tool whose input type gains a field is another catalog.
+	shared := &sharedLog{}
+	announce := func(register func(s *stateless.Server)) int {
+		s := stateless.NewServer(stateless.Implementation{Name: "v", Version: "1"}, &stateless.Options{Events: shared})
+		register(s)
+		if err := s.AnnounceCatalog(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		shared.mu.Lock()
+		defer shared.mu.Unlock()
+		return len(shared.events)
+	}
+	type in struct{ A int }
+	type inWider struct {
+		A int
+		B string `json:"b"`
+	}
+	noop := func(context.Context, *stateless.ToolRequest, in) (*stateless.CallToolResult, any, error) { return nil, nil, nil }
+	if n := announce(func(s *stateless.Server) { stateless.AddTool(s, &stateless.Tool{Name: "t"}, noop) }); n != 0 {
+		t.Fatalf("a first catalog published %d events", n)
+	}
+	if n := announce(func(s *stateless.Server) {
+		stateless.AddTool(s, &stateless.Tool{Name: "t"}, func(context.Context, *stateless.ToolRequest, inWider) (*stateless.CallToolResult, any, error) {
+			return nil, nil, nil
+		})
+	}); n != 1 {
+		t.Fatalf("a wider input type published %d events, want 1", n)
 	}
 }
