@@ -12,6 +12,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Config is the function's configuration, read once from the environment
@@ -131,6 +132,17 @@ type Config struct {
 	// instance keeps its own. Unset: no breaker (package breaker).
 	BreakerFailures int
 	BreakerCooldown time.Duration
+	// EventsTable is the DynamoDB table of the change events listen
+	// streams deliver across instances (MCP_EVENTS_TABLE; default the
+	// claims table; it needs a string sort key "sk"). Neither set: the
+	// events of each instance reach its own listeners only.
+	EventsTable string
+	// Listen bounds listen streams (subscriptions/listen): MCP_LISTEN=off
+	// serves none; MCP_LISTEN_MAX_DURATION (1s to 15m, default 5m) is how
+	// long one stays open before it ends and the client listens again;
+	// MCP_LISTEN_POLL (100ms to 1m, default 1s) how often an open one
+	// reads the event log.
+	Listen stateless.ListenOptions
 	// FunctionName names the function in the KMS encryption context
 	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
 	FunctionName string
@@ -174,6 +186,11 @@ const (
 	EnvRateLimit      = "MCP_RATE_LIMIT"
 	EnvMetricsPerTool = "MCP_METRICS_PER_TOOL"
 	EnvBreaker        = "MCP_CIRCUIT_BREAKER"
+
+	EnvEventsTable       = "MCP_EVENTS_TABLE"
+	EnvListen            = "MCP_LISTEN"
+	EnvListenMaxDuration = "MCP_LISTEN_MAX_DURATION"
+	EnvListenPoll        = "MCP_LISTEN_POLL"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -254,6 +271,9 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", EnvClaimsTable, v)
 		}
 		c.ClaimsTable = v
+	}
+	if err := c.loadListen(getenv); err != nil {
+		return nil, err
 	}
 	if v := getenv(EnvAudience); v != "" {
 		if _, err := endpointURL(EnvAudience, v); err != nil {
@@ -671,4 +691,41 @@ func validTableName(s string) bool {
 		}
 	}
 	return true
+}
+
+// loadListen reads the event table and the listen streams' bounds.
+func (c *Config) loadListen(getenv func(string) string) error {
+	c.EventsTable = c.ClaimsTable
+	if v := getenv(EnvEventsTable); v != "" {
+		if !validTableName(v) {
+			return fmt.Errorf("%s=%q is not a DynamoDB table name (3-255 characters of a-z A-Z 0-9 _ - .)", EnvEventsTable, v)
+		}
+		c.EventsTable = v
+	}
+	switch v := getenv(EnvListen); v {
+	case "", "on":
+	case "off":
+		c.Listen.Off = true
+	default:
+		return fmt.Errorf("%s=%q: want on or off", EnvListen, v)
+	}
+	for _, d := range []struct {
+		env      string
+		min, max time.Duration
+		to       *time.Duration
+	}{
+		{EnvListenMaxDuration, time.Second, 15 * time.Minute, &c.Listen.MaxDuration},
+		{EnvListenPoll, 100 * time.Millisecond, time.Minute, &c.Listen.Poll},
+	} {
+		v := getenv(d.env)
+		if v == "" {
+			continue
+		}
+		t, err := time.ParseDuration(v)
+		if err != nil || t < d.min || t > d.max {
+			return fmt.Errorf("%s=%q: want a Go duration between %v and %v", d.env, v, d.min, d.max)
+		}
+		*d.to = t
+	}
+	return nil
 }

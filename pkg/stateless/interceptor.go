@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"net/http"
+	"time"
 )
 
 // Interceptor is one seam around the server's work, in the spirit of
@@ -84,6 +85,9 @@ type InterceptedRequest struct {
 	Call *Call
 	// Header is the request's headers (read only).
 	Header http.Header
+	// Deadline is when the request is answered at the latest: its
+	// deadline, or for a listen stream the stream's end.
+	Deadline time.Time
 }
 
 // Use adds interceptors to the server, after those it has, the first
@@ -163,7 +167,10 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 		}
 		if next == nil {
 			r := &x.intercepted
-			*r = InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header}
+			*r = InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header, Deadline: x.deadline}
+			if x.row.name == MethodListen {
+				r.Deadline = x.listenEnd(ctx)
+			}
 			if t := x.d.target(); t != nil {
 				r.Target = *t
 			}

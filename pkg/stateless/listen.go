@@ -133,10 +133,7 @@ func (x *exchange) serveListen(ctx context.Context, p *listenParams) Answer {
 	live := x.call.live
 	live.event(msg)
 
-	end := start.Add(lo.MaxDuration)
-	if d, ok := ctx.Deadline(); ok && d.Add(-x.s.opts.DeadlineMargin).Before(end) {
-		end = d.Add(-x.s.opts.DeadlineMargin)
-	}
+	end := x.listenEnd(ctx)
 	endTimer := time.NewTimer(time.Until(end))
 	defer endTimer.Stop()
 	var tick <-chan time.Time
@@ -161,6 +158,17 @@ func (x *exchange) serveListen(ctx context.Context, p *listenParams) Answer {
 			return cancelled(ctx, errors.New("the listen stream's client went away"))
 		}
 	}
+}
+
+// listenEnd is when a listen stream opened now ends: MaxDuration from
+// now, or the DeadlineMargin before its context's deadline (a Lambda
+// invocation's), whichever comes first.
+func (x *exchange) listenEnd(ctx context.Context) time.Time {
+	end := time.Now().Add(x.s.opts.Listen.MaxDuration)
+	if d, ok := ctx.Deadline(); ok && d.Add(-x.s.opts.DeadlineMargin).Before(end) {
+		end = d.Add(-x.s.opts.DeadlineMargin)
+	}
+	return end
 }
 
 // honour works out what of n the server honours: the acknowledged subset
