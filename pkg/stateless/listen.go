@@ -81,17 +81,32 @@ type ListenFilter struct {
 
 type listenParams struct {
 	baseParams
-	Notifications *listenNotifications `json:"notifications"`
+	Notifications span `json:"notifications"`
 }
 
-// listenNotifications are what a listen request asks for; the members the
-// protocol does not define are kept for the extensions' filters.
+// listenNotifications are what a listen request asks for; others holds
+// every member, for the extensions' filters to find theirs.
 type listenNotifications struct {
-	ToolsListChanged      bool                      `json:"toolsListChanged"`
-	PromptsListChanged    bool                      `json:"promptsListChanged"`
-	ResourcesListChanged  bool                      `json:"resourcesListChanged"`
-	ResourceSubscriptions []string                  `json:"resourceSubscriptions"`
-	Others                map[string]jsontext.Value `json:",unknown"`
+	ToolsListChanged      bool     `json:"toolsListChanged"`
+	PromptsListChanged    bool     `json:"promptsListChanged"`
+	ResourcesListChanged  bool     `json:"resourcesListChanged"`
+	ResourceSubscriptions []string `json:"resourceSubscriptions"`
+	others                map[string]jsontext.Value
+}
+
+// parseNotifications reads a listen request's notifications object.
+func parseNotifications(raw span) (*listenNotifications, error) {
+	if !isObject(raw) {
+		return nil, errors.New("notifications is not an object")
+	}
+	n := &listenNotifications{}
+	if err := jsonv2.Unmarshal(raw, n); err != nil {
+		return nil, err
+	}
+	if err := jsonv2.Unmarshal(raw, &n.others); err != nil {
+		return nil, err
+	}
+	return n, nil
 }
 
 // listens reports whether the request can be answered with a listen
@@ -102,9 +117,9 @@ func (x *exchange) listens() bool { return x.streams && !x.s.opts.Listen.Off }
 // is honoured, then each event of its topics as it is published here or
 // read from the log, then, at its end, the result.
 func (x *exchange) serveListen(ctx context.Context, p *listenParams) Answer {
-	n := p.Notifications
-	if n == nil {
-		return refused(mcperr.New(mcperr.KindMalformedParams))
+	n, err := parseNotifications(p.Notifications)
+	if err != nil {
+		return refused(mcperr.Wrap(mcperr.KindMalformedParams, err))
 	}
 	if x.call.live == nil {
 		// The door streams, but the client does not accept a stream.
@@ -204,7 +219,7 @@ func (x *exchange) honour(ctx context.Context, n *listenNotifications) (map[stri
 		ack["resourceSubscriptions"] = uris
 	}
 	for _, f := range x.s.listenFilters {
-		v, ok := n.Others[f.Member]
+		v, ok := n.others[f.Member]
 		if !ok {
 			continue
 		}

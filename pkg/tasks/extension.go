@@ -132,7 +132,8 @@ func (x *Extension) Install(srv *stateless.Server) {
 		panic("tasks: Install called twice")
 	}
 	x.srv = srv
-	srv.Use(stateless.Interceptor{Execute: x.execute, Provides: stateless.Provides{TaskRuns: true}})
+	x.opts.Store = &announcing{Store: x.opts.Store, x: x}
+	srv.Use(stateless.Interceptor{Execute: x.execute, Provides: stateless.Provides{TaskRuns: true, ListenFilters: []stateless.ListenFilter{x.listenFilter()}}})
 	named := &stateless.MethodOptions{Target: "taskId", Extension: stateless.ExtensionTasks}
 	stateless.AddMethod(srv, "tasks/get", x.get, named)
 	stateless.AddMethod(srv, "tasks/update", x.update, named)

@@ -222,6 +222,7 @@ func (w *writer) mutate(ctx context.Context, change func(r *Record, now time.Tim
 		}
 		now := time.Now()
 		prev := rec.Version
+		status, message := rec.Status, rec.Message
 		if !change(rec, now) {
 			return rec, nil
 		}
@@ -236,6 +237,9 @@ func (w *writer) mutate(ctx context.Context, change func(r *Record, now time.Tim
 		w.sent = rec
 		switch err := w.store.Replace(ctx, rec, prev); {
 		case err == nil:
+			if sw, ok := w.store.(statusWatcher); ok && (rec.Status != status || rec.Message != message) {
+				sw.statusChanged(ctx, rec)
+			}
 			return rec, nil
 		case !errors.Is(err, ErrConflict):
 			return nil, err
