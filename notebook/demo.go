@@ -251,6 +251,9 @@ func (d *demo) delete(ctx context.Context, req *stateless.ToolRequest, in delete
 	} else if err != nil {
 		return nil, deleteOut{}, storeFailed(ctx, err)
 	}
+	// A client showing the note, on whichever instance it listens, learns
+	// that it changed: a read of it now finds nothing.
+	req.NotifyResourceUpdated(noteURI(in.ID))
 	return nil, deleteOut{Deleted: true}, nil
 }
 
@@ -352,6 +355,9 @@ func (d *demo) readReadme(ctx context.Context, req *stateless.ResourceRequest) (
 		Cache:    &stateless.CacheHint{TTL: time.Hour}, // it changes with deployments only
 	}, nil
 }
+
+// noteURI is the resource URI of the note with id.
+func noteURI(id string) string { return "notes://note/" + id }
 
 var noteTemplate = &stateless.ResourceTemplate{
 	URITemplate: "notes://note/{id}",

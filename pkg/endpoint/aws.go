@@ -127,8 +127,8 @@ func (c *cachedSecret) Get(ctx context.Context) (string, error) {
 	return c.value, nil
 }
 
-// lazyDynamo is the DynamoDB client of the task store and the rate
-// limit's counters, made on first use.
+// lazyDynamo is the DynamoDB client of the task store, the rate limit's
+// counters and the event log, made on first use.
 type lazyDynamo struct{ aws *Clients }
 
 func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -150,6 +150,20 @@ func (l lazyDynamo) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts
 		return nil, err
 	}
 	return l.aws.dynamo.GetItem(ctx, in, opts...)
+}
+
+func (l lazyDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.Query(ctx, in, opts...)
+}
+
+func (l lazyDynamo) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.BatchWriteItem(ctx, in, opts...)
 }
 
 // TableSortKey is the sort key of the claims table (template.yaml's): the

@@ -20,8 +20,8 @@ import (
 // sharedLog is an EventLog two servers in one test share, as two
 // instances share a table: what one appends the other reads.
 type sharedLog struct {
-	mu     sync.Mutex
-	events []stateless.Event
+	mu       sync.Mutex
+	events   []stateless.Event
 	fail     bool // Read fails while set
 	reads    int
 	catalogs map[string]string
@@ -410,7 +410,9 @@ func TestAnnounceCatalog(t *testing.T) {
 		A int
 		B string `json:"b"`
 	}
-	noop := func(context.Context, *stateless.ToolRequest, in) (*stateless.CallToolResult, any, error) { return nil, nil, nil }
+	noop := func(context.Context, *stateless.ToolRequest, in) (*stateless.CallToolResult, any, error) {
+		return nil, nil, nil
+	}
 	if n := announce(func(s *stateless.Server) { stateless.AddTool(s, &stateless.Tool{Name: "t"}, noop) }); n != 0 {
 		t.Fatalf("a first catalog published %d events", n)
 	}
