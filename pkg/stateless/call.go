@@ -252,7 +252,18 @@ func (c *Call) Log(level LoggingLevel, logger string, data any) {
 // keyed call runs no handler and records nothing, and a keyed call that
 // runs again records the same event, which a stream sends once.
 func (c *Call) NotifyResourceUpdated(uri string) {
-	c.change(ResourceTopic(uri), "notifications/resources/updated", mustMarshal(struct {
+	c.change(ResourceTopic(uri), "", "notifications/resources/updated", mustMarshal(struct {
+		URI string `json:"uri"`
+	}{uri}))
+}
+
+// NotifyOwnResourceUpdated is NotifyResourceUpdated for a resource that
+// is the caller's own (what a resources/read answers by its principal,
+// such as the note book's notes): only the caller's listen streams hear
+// of it, so that no one learns from the timing of events what another
+// principal's resources do.
+func (c *Call) NotifyOwnResourceUpdated(uri string) {
+	c.change(ResourceTopic(uri), c.Principal, "notifications/resources/updated", mustMarshal(struct {
 		URI string `json:"uri"`
 	}{uri}))
 }
@@ -260,29 +271,29 @@ func (c *Call) NotifyResourceUpdated(uri string) {
 // NotifyToolsListChanged tells the listen streams that asked for it that
 // the tool list changed (notifications/tools/list_changed).
 func (c *Call) NotifyToolsListChanged() {
-	c.change(TopicToolsList, "notifications/tools/list_changed", nil)
+	c.change(TopicToolsList, "", "notifications/tools/list_changed", nil)
 }
 
 // NotifyPromptsListChanged tells the listen streams that asked for it
 // that the prompt list changed (notifications/prompts/list_changed).
 func (c *Call) NotifyPromptsListChanged() {
-	c.change(TopicPromptsList, "notifications/prompts/list_changed", nil)
+	c.change(TopicPromptsList, "", "notifications/prompts/list_changed", nil)
 }
 
 // NotifyResourcesListChanged tells the listen streams that asked for it
 // that the resource list changed (notifications/resources/list_changed).
 func (c *Call) NotifyResourcesListChanged() {
-	c.change(TopicResourcesList, "notifications/resources/list_changed", nil)
+	c.change(TopicResourcesList, "", "notifications/resources/list_changed", nil)
 }
 
 // maxChanges bounds the changes one call records.
 const maxChanges = 64
 
-func (c *Call) change(topic, method string, params json.RawMessage) {
+func (c *Call) change(topic, owner, method string, params json.RawMessage) {
 	if len(c.changes) == maxChanges {
 		return
 	}
-	c.changes = append(c.changes, Event{Topic: topic, Method: method, Params: params})
+	c.changes = append(c.changes, Event{Topic: topic, Owner: owner, Method: method, Params: params})
 }
 
 // publishChanges records what the call's handler notified, once it has

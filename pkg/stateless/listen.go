@@ -157,7 +157,14 @@ func (x *exchange) serveListen(ctx context.Context, p *listenParams) Answer {
 		defer t.Stop()
 		tick = t.C
 	}
-	st := listenState{x: x, id: id, topics: topics, sent: map[string]time.Time{}, readFrom: start, since: start}
+	// The stream reaches LookBack before its acknowledgement, so that a
+	// client that listens again (its stream ended, or was cut) misses
+	// nothing recorded between its streams: at least once across
+	// streams, once within one. The first read is at once.
+	st := listenState{x: x, id: id, topics: topics, sent: map[string]time.Time{}, readFrom: start, since: start.Add(-lo.LookBack)}
+	if tick != nil {
+		st.poll(ctx)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -276,8 +283,9 @@ type listenState struct {
 	id     json.RawMessage
 	topics []string
 	sent   map[string]time.Time
-	// since is the stream's start, before which no event is sent;
-	// readFrom the time of the last read of every topic that succeeded.
+	// since is LookBack before the stream's start: no earlier event is
+	// sent; readFrom the time of the last read of every topic that
+	// succeeded.
 	since, readFrom time.Time
 }
 

@@ -278,6 +278,33 @@ func TestListenAcrossInstances(t *testing.T) {
 	}
 }
 
+// TestListenBridgesStreams: a client that listens again soon after a
+// change (its last stream ended or was cut just before) still gets it: a
+// stream reaches LookBack before its acknowledgement. A change older than
+// that is not sent.
+func TestListenBridgesStreams(t *testing.T) {
+	log := &sharedLog{}
+	lo := stateless.ListenOptions{Poll: 50 * time.Millisecond, LookBack: 400 * time.Millisecond}
+	a, b := httptest.NewServer(newListenServer(t, log, lo)), httptest.NewServer(newListenServer(t, log, lo))
+	defer a.Close()
+	defer b.Close()
+	change(t, b.URL, `{"change":"tools"}`, "")
+	time.Sleep(600 * time.Millisecond) // past the look-back
+	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch := frames(t, listen(ctx, t, a.URL, "2", `{"resourceSubscriptions":["note://mine"],"toolsListChanged":true}`))
+	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", m)
+	}
+	if m := next(ch, time.Second); m["method"] != "notifications/resources/updated" {
+		t.Fatalf("the change made just before the stream: %v", m)
+	}
+	if m := next(ch, 300*time.Millisecond); m != nil {
+		t.Fatalf("a change older than the look-back, or a duplicate: %v", m)
+	}
+}
+
 // TestListenEndsWithResult: at its MaxDuration a stream ends with the
 // complete result carrying the subscription's id.
 func TestListenEndsWithResult(t *testing.T) {
