@@ -49,8 +49,9 @@ func TestPool(t *testing.T) {
 			got <- err.Error()
 			return
 		}
-		got <- read(t, third)
+		b, _ := io.ReadAll(third)
 		third.Close()
+		got <- string(b)
 	}()
 	time.Sleep(50 * time.Millisecond)
 	second.Close()
