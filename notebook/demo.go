@@ -253,7 +253,7 @@ func (d *demo) delete(ctx context.Context, req *stateless.ToolRequest, in delete
 	}
 	// A client showing the note, on whichever instance it listens, learns
 	// that it changed: a read of it now finds nothing.
-	req.NotifyResourceUpdated(noteURI(in.ID))
+	req.NotifyOwnResourceUpdated(noteURI(in.ID))
 	return nil, deleteOut{Deleted: true}, nil
 }
 

@@ -23,16 +23,26 @@ var (
 	wavTiny, _ = base64.StdEncoding.DecodeString("UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=")
 )
 
+// listening is how the fixture's listen streams hear of changes: the
+// event log its instances share (nil: this process only) and their
+// bounds.
+type listening struct {
+	Events stateless.EventLog
+	Listen stateless.ListenOptions
+}
+
 // newServer registers every fixture the conformance suite calls, on a
 // server that serves the tasks extension ext.
-func newServer(sealer reqstate.Sealer, ext *tasks.Extension) *stateless.Server {
+func newServer(sealer reqstate.Sealer, ext *tasks.Extension, l listening) *stateless.Server {
 	guard := claims.New(claims.NewMemory(), nil)
 	srv := stateless.NewServer(stateless.Implementation{Name: "mcp-lambda-conformance", Version: "1.0.0"},
 		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor()},
 			Instructions: "Fixture server for the MCP conformance suite.",
-			SchemaEngine: toolschema.Engine{}}) // the suite's schemas go beyond flat ones
+			SchemaEngine: toolschema.Engine{}, // the suite's schemas go beyond flat ones
+			Events:       l.Events, Listen: l.Listen})
 	ext.Install(srv)
 	tools(srv)
+	triggers(srv)
 	taskFixtures(srv)
 	tickFixtures(srv)
 	keyed(srv)
@@ -40,6 +50,22 @@ func newServer(sealer reqstate.Sealer, ext *tasks.Extension) *stateless.Server {
 	resources(srv)
 	prompts(srv)
 	return srv
+}
+
+// triggers are the suite's hooks that change the tool and prompt lists.
+// The fixture's lists are fixed when it starts, as a deployed function's
+// are (a deploy changes them, and stateless.Server.AnnounceCatalog tells
+// the listeners): a hook announces a change, which reaches the listen
+// streams of every instance, as a tool that changes what it serves would.
+func triggers(srv *stateless.Server) {
+	tool(srv, "test_trigger_tool_change", "Announces a change of the tool list to listen streams.", func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+		req.NotifyToolsListChanged()
+		return text("The tool list changed."), nil
+	})
+	tool(srv, "test_trigger_prompt_change", "Announces a change of the prompt list to listen streams.", func(ctx context.Context, req *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+		req.NotifyPromptsListChanged()
+		return text("The prompt list changed."), nil
+	})
 }
 
 func text(s string) *stateless.CallToolResult {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	"github.com/serverless-mcp/mcp-lambda/pkg/events"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate/awskms"
 	"github.com/serverless-mcp/mcp-lambda/pkg/runner"
@@ -55,8 +57,23 @@ func run(ctx context.Context, getenv func(string) string, stdout io.Writer) erro
 	if err != nil {
 		return err
 	}
+	l, err := newListening(ctx, getenv)
+	if err != nil {
+		return err
+	}
 	ext := tasks.New(to)
-	return runner.Run(ctx, newServer(sealer, ext), runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
+	srv := newServer(sealer, ext, l)
+	if l.Events != nil {
+		// Beside the first requests, as the endpoint does it.
+		go func() {
+			actx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if err := srv.AnnounceCatalog(actx); err != nil {
+				logger.Warn("the catalog was not recorded", "error", err)
+			}
+		}()
+	}
+	return runner.Run(ctx, srv, runner.Options{InLambda: runner.InLambda(getenv), Addr: addr, Logger: logger, Stdout: stdout,
 		RequestTimeout: requestTimeout, StreamKinds: streams, Events: []runner.EventHandler{ext.HandleEvent}})
 }
 
@@ -82,6 +99,25 @@ func newTasks(ctx context.Context, getenv func(string) string) (tasks.Options, e
 		to.Dispatch = (&tasks.Lambda{Client: func(context.Context) (tasks.LambdaAPI, error) { return client, nil }, Function: getenv("AWS_LAMBDA_FUNCTION_NAME")}).Dispatch
 	}
 	return to, nil
+}
+
+// newListening configures the listen streams as the endpoint does
+// (endpoint.LoadListen), their events in MCP_TASKS_TABLE when it is set,
+// so that a change made on one instance reaches a stream held on another.
+func newListening(ctx context.Context, getenv func(string) string) (listening, error) {
+	lo, err := endpoint.LoadListen(getenv)
+	if err != nil {
+		return listening{}, err
+	}
+	l := listening{Listen: lo}
+	if table := getenv("MCP_TASKS_TABLE"); table != "" {
+		cfg, err := config.LoadDefaultConfig(ctx)
+		if err != nil {
+			return l, fmt.Errorf("the event log needs the AWS configuration, which does not load: %w", err)
+		}
+		l.Events = &events.DynamoDB{Client: dynamodb.NewFromConfig(cfg), Table: table, SortKey: "sk"}
+	}
+	return l, nil
 }
 
 // newSealer reads the state configuration as the demo does

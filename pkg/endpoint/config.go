@@ -702,20 +702,30 @@ func (c *Config) loadListen(getenv func(string) string) error {
 		}
 		c.EventsTable = v
 	}
+	var err error
+	c.Listen, err = LoadListen(getenv)
+	return err
+}
+
+// LoadListen reads the listen streams' settings (MCP_LISTEN,
+// MCP_LISTEN_MAX_DURATION, MCP_LISTEN_POLL) as the endpoint does, for a
+// function composed without it (the conformance fixture).
+func LoadListen(getenv func(string) string) (stateless.ListenOptions, error) {
+	var lo stateless.ListenOptions
 	switch v := getenv(EnvListen); v {
 	case "", "on":
 	case "off":
-		c.Listen.Off = true
+		lo.Off = true
 	default:
-		return fmt.Errorf("%s=%q: want on or off", EnvListen, v)
+		return lo, fmt.Errorf("%s=%q: want on or off", EnvListen, v)
 	}
 	for _, d := range []struct {
 		env      string
 		min, max time.Duration
 		to       *time.Duration
 	}{
-		{EnvListenMaxDuration, time.Second, 15 * time.Minute, &c.Listen.MaxDuration},
-		{EnvListenPoll, 100 * time.Millisecond, time.Minute, &c.Listen.Poll},
+		{EnvListenMaxDuration, time.Second, 15 * time.Minute, &lo.MaxDuration},
+		{EnvListenPoll, 100 * time.Millisecond, time.Minute, &lo.Poll},
 	} {
 		v := getenv(d.env)
 		if v == "" {
@@ -723,9 +733,9 @@ func (c *Config) loadListen(getenv func(string) string) error {
 		}
 		t, err := time.ParseDuration(v)
 		if err != nil || t < d.min || t > d.max {
-			return fmt.Errorf("%s=%q: want a Go duration between %v and %v", d.env, v, d.min, d.max)
+			return lo, fmt.Errorf("%s=%q: want a Go duration between %v and %v", d.env, v, d.min, d.max)
 		}
 		*d.to = t
 	}
-	return nil
+	return lo, nil
 }

@@ -32,10 +32,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/auth"
 	"github.com/serverless-mcp/mcp-lambda/pkg/breaker"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/events"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
@@ -194,6 +196,12 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		SchemaEngine:    o.SchemaEngine,
 		DeadlineMargin:  cfg.DeadlineMargin,
 		StreamKeepAlive: cfg.StreamKeepAlive,
+		Listen:          cfg.Listen,
+	}
+	if cfg.EventsTable != "" {
+		// Without a table a listen stream hears this process only, which
+		// is all there is locally.
+		opts.Events = &events.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.EventsTable, SortKey: TableSortKey}
 	}
 	if e.Observer != nil {
 		opts.Observe = e.Observer.Observe
@@ -222,10 +230,33 @@ func (e *Endpoint) Run(ctx context.Context) error {
 	cfg := e.Config
 	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
 		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Events: []runner.EventHandler{e.Tasks.HandleEvent}, Documents: e.Documents}
+	e.announceCatalog(ctx)
 	if err := runner.Run(ctx, e.Server, opts); err != nil {
 		return fmt.Errorf("%s=%s: %w", EnvAddr, cfg.Addr, err)
 	}
 	return nil
+}
+
+// announceBound bounds the recording of the catalog at start: a slow
+// table delays no request, and a failure only costs listeners the news.
+const announceBound = 3 * time.Second
+
+// announceCatalog records the server's tools, prompts and resources in the
+// event log, so that listen streams held open on instances of an earlier
+// deploy announce what changed (see stateless.Server.AnnounceCatalog). It
+// runs beside the first requests rather than before them: on Lambda it
+// would otherwise add its DynamoDB round trips to every cold start.
+func (e *Endpoint) announceCatalog(ctx context.Context) {
+	if e.Config.EventsTable == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), announceBound)
+		defer cancel()
+		if err := e.Server.AnnounceCatalog(ctx); err != nil {
+			e.Logger.Warn("the catalog was not recorded: listen streams on other instances may not hear of its changes", "error", err)
+		}
+	}()
 }
 
 // loopbackAddr reports whether a listening address is a loopback one.
