@@ -115,7 +115,8 @@ func newListening(ctx context.Context, getenv func(string) string) (listening, e
 		if err != nil {
 			return l, fmt.Errorf("the event log needs the AWS configuration, which does not load: %w", err)
 		}
-		l.Events = &events.DynamoDB{Client: dynamodb.NewFromConfig(cfg), Table: table, SortKey: "sk"}
+		// Scoped apart from the deployed function's, which shares the table.
+		l.Events = &events.DynamoDB{Client: dynamodb.NewFromConfig(cfg), Table: table, SortKey: "sk", Scope: "conformance"}
 	}
 	return l, nil
 }

@@ -200,8 +200,10 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	}
 	if cfg.EventsTable != "" {
 		// Without a table a listen stream hears this process only, which
-		// is all there is locally.
-		opts.Events = &events.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.EventsTable, SortKey: TableSortKey}
+		// is all there is locally. The function's name scopes the log:
+		// another function on the same table (the conformance fixture)
+		// neither hears its events nor announces its deploys.
+		opts.Events = &events.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.EventsTable, SortKey: TableSortKey, Scope: cfg.FunctionName}
 	}
 	if e.Observer != nil {
 		opts.Observe = e.Observer.Observe

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -322,12 +323,13 @@ func runContract(t *testing.T, newLogs newLogs) {
 			{a, "d1", true}, // rolled back
 		}
 		for i, s := range steps {
-			changed, err := s.log.RecordCatalog(ctx, name, s.digest)
-			if err != nil || changed != s.changed {
+			names, err := s.log.RecordCatalog(ctx, map[string]string{name: s.digest, name + "-fixed": "f"})
+			changed := slices.Contains(names, name)
+			if err != nil || changed != s.changed || slices.Contains(names, name+"-fixed") || len(names) > 1 {
 				t.Fatalf("step %d (%s): %v, %v; want %v", i, s.digest, changed, err, s.changed)
 			}
 		}
-		if changed, err := b.RecordCatalog(ctx, name+"-other", "d2"); err != nil || changed {
+		if changed, err := b.RecordCatalog(ctx, map[string]string{name + "-other": "d2"}); err != nil || len(changed) != 0 {
 			t.Fatalf("another catalog's first record: %v, %v", changed, err)
 		}
 	})

@@ -11,21 +11,28 @@
 // "expires_at"), beside the claims, tasks and notes, with keys of its own:
 //
 //	pk          S  event#<first 22 characters of base64url(sha256(topic))>
+//	               (of sha256(scope, NUL, topic) when the log has a Scope)
 //	sk          S  <At in Unix nanoseconds, 20 digits>#<ID>
 //	topic       S  the topic itself (the hash bounds the key; this guards against a collision)
+//	scope       S  the log's Scope, only when set (guarded as the topic is)
 //	id, method  S
 //	owner       S  only when set
 //	params      S  the params object, only when there are params
 //	at          N  At in Unix nanoseconds
 //	expires_at  N  epoch seconds: At plus the TTL, the table's TTL attribute
 //
-//	pk          S  catalog#<name>     one item per catalog (RecordCatalog)
-//	sk          S  "catalog"
-//	digest      S  the digest recorded last; no expiry
+//	pk          S  catalog#<first 22 characters of base64url(sha256(scope))>
+//	sk          S  "catalog"             one item per scope (RecordCatalog)
+//	digest_<name> S  the digest of the catalog name recorded last; no expiry
+//
+// A Scope separates the endpoints that share a table (the deployed
+// function and the conformance fixture share the claims table): neither
+// reads the other's events or records over its catalogs.
 //
 // A topic is one partition, its events in the order of their At, so a
-// read is one Query from a time on. The prefix "event#" of partition keys
-// is this package's: nothing else may write under it.
+// read is one Query from a time on. The prefixes "event#" and "catalog#"
+// of partition keys are this package's: nothing else may write under
+// them.
 //
 // Reads are eventually consistent, at half the cost of strongly
 // consistent ones: an event appended a moment ago may be missing from a
@@ -44,7 +51,8 @@
 //
 // Cost: an Append is one BatchWriteItem per 25 events (1 WCU per event of
 // up to 1 KiB), a Read one Query (eventually consistent: 0.5 RCU per
-// 4 KiB read, the items' sizes summed), a RecordCatalog one UpdateItem.
+// 4 KiB read, the items' sizes summed), a RecordCatalog one UpdateItem
+// whatever the number of catalogs.
 //
 // [Memory] is the same log in one process: for tests, local mode, and
 // several stateless.Servers in one process standing for the instances of

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -31,6 +35,12 @@ type DynamoAPI interface {
 type DynamoDB struct {
 	Client DynamoAPI
 	Table  string
+	// Scope separates the endpoints that share a table (the deployed
+	// function and the conformance fixture share the claims table): the
+	// events and the catalog of one are invisible to another. Every
+	// instance of one endpoint must have the same Scope; package
+	// endpoint gives it the function's name. Empty is a scope too.
+	Scope string
 	// PartitionKey and SortKey name the table's key attributes; empty
 	// are "pk" and "sk", template.yaml's.
 	PartitionKey string
@@ -109,6 +119,9 @@ func (d *DynamoDB) Append(ctx context.Context, events []stateless.Event) error {
 	for i := range events {
 		e := &events[i]
 		it := encodeEventItem(pk, sk, e, expiry(nanos(e.At), ttl))
+		if d.Scope != "" {
+			it[pk], it[attrScope] = str(d.partition(e.Topic)), str(d.Scope)
+		}
 		key := it[pk].(*types.AttributeValueMemberS).Value + "\x00" + it[sk].(*types.AttributeValueMemberS).Value
 		req := types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
 		if j, dup := seen[key]; dup {
@@ -210,7 +223,7 @@ func (d *DynamoDB) Read(ctx context.Context, topic string, since time.Time, limi
 		KeyConditionExpression:   aws.String("#pk = :pk AND #sk >= :since"),
 		ExpressionAttributeNames: map[string]string{"#pk": pk, "#sk": sk},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk":    str(eventPartition(topic)),
+			":pk":    str(d.partition(topic)),
 			":since": str(sinceSort(since)),
 		},
 		ConsistentRead:   aws.Bool(false),
@@ -232,7 +245,7 @@ func (d *DynamoDB) Read(ctx context.Context, topic string, since time.Time, limi
 				}
 				continue
 			}
-			if e.Topic != topic || expired(itemExpiry(it), now) {
+			if e.Topic != topic || itemScope(it) != d.Scope || expired(itemExpiry(it), now) {
 				continue
 			}
 			out = append(out, e)
@@ -245,26 +258,53 @@ func (d *DynamoDB) Read(ctx context.Context, topic string, since time.Time, limi
 	return out, nil
 }
 
-// RecordCatalog implements stateless.EventLog with one UpdateItem, which
-// sets the digest and returns the one it replaced (UPDATED_OLD): the
-// first record of a name has none, and reports no change. Unconditional,
-// so that the many instances a deploy starts at once each record the
-// same digest without a conflict; those of the old deploy record none
-// after their start. A catalog item never expires: a deploy may last
-// longer than any TTL.
-func (d *DynamoDB) RecordCatalog(ctx context.Context, name, digest string) (bool, error) {
+// partition is the partition key value of topic's events in d's scope.
+func (d *DynamoDB) partition(topic string) string {
+	if d.Scope == "" {
+		return eventPartition(topic)
+	}
+	return eventPartition(d.Scope + "\x00" + topic)
+}
+
+// RecordCatalog implements stateless.EventLog with one UpdateItem of the
+// scope's catalog item, which sets every digest and returns those it
+// replaced (UPDATED_OLD): a name recorded for the first time has none,
+// and reports no change. One request whatever the number of catalogs,
+// since every instance makes it when it starts. Unconditional, so that
+// the many instances a deploy starts at once each record the same
+// digests without a conflict; those of the old deploy record none after
+// their start. A catalog item never expires: a deploy may last longer
+// than any TTL.
+func (d *DynamoDB) RecordCatalog(ctx context.Context, digests map[string]string) ([]string, error) {
+	if len(digests) == 0 {
+		return nil, nil
+	}
+	names := slices.Sorted(maps.Keys(digests))
+	attrNames := make(map[string]string, len(names))
+	values := make(map[string]types.AttributeValue, len(names))
+	set := make([]string, len(names))
+	for i, name := range names {
+		n, v := "#n"+strconv.Itoa(i), ":d"+strconv.Itoa(i)
+		attrNames[n], values[v] = catalogAttr(name), str(digests[name])
+		set[i] = n + " = " + v
+	}
 	pk, sk := d.keyNames()
 	out, err := d.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 &d.Table,
-		Key:                       map[string]types.AttributeValue{pk: str(catalogPrefix + name), sk: str(catalogSort)},
-		UpdateExpression:          aws.String("SET #d = :d"),
-		ExpressionAttributeNames:  map[string]string{"#d": attrDigest},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": str(digest)},
+		Key:                       map[string]types.AttributeValue{pk: str(catalogPartition(d.Scope)), sk: str(catalogSort)},
+		UpdateExpression:          aws.String("SET " + strings.Join(set, ", ")),
+		ExpressionAttributeNames:  attrNames,
+		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueUpdatedOld,
 	})
 	if err != nil {
-		return false, fmt.Errorf("events: recording the catalog %s: %w", name, err)
+		return nil, fmt.Errorf("events: recording the catalogs: %w", err)
 	}
-	old, had := out.Attributes[attrDigest].(*types.AttributeValueMemberS)
-	return had && old.Value != digest, nil
+	var changed []string
+	for _, name := range names {
+		if old, had := out.Attributes[catalogAttr(name)].(*types.AttributeValueMemberS); had && old.Value != digests[name] {
+			changed = append(changed, name)
+		}
+	}
+	return changed, nil
 }

@@ -100,13 +100,15 @@ func TestItemsAsDocumented(t *testing.T) {
 			t.Errorf("%s = %q, want %q", name, got, v)
 		}
 	}
-	name := fmt.Sprint("tools-", time.Now().UnixNano())
-	if _, err := d.RecordCatalog(ctx, name, "d"); err != nil {
+	scoped := &events.DynamoDB{Client: d.Client, Table: table, Scope: fmt.Sprint("items-", time.Now().UnixNano())}
+	if _, err := scoped.RecordCatalog(ctx, map[string]string{"tools": "d", "prompts": "p"}); err != nil {
 		t.Fatal(err)
 	}
+	sum := sha256.Sum256([]byte(scoped.Scope))
 	out, err = local.Client().GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": s("catalog#" + name), "sk": s("catalog")}})
-	if err != nil || len(out.Item) != 3 || out.Item["digest"].(*types.AttributeValueMemberS).Value != "d" {
+		Key: map[string]types.AttributeValue{"pk": s("catalog#" + base64.RawURLEncoding.EncodeToString(sum[:])[:22]), "sk": s("catalog")}})
+	if err != nil || len(out.Item) != 4 || out.Item["digest_tools"].(*types.AttributeValueMemberS).Value != "d" ||
+		out.Item["digest_prompts"].(*types.AttributeValueMemberS).Value != "p" {
 		t.Fatalf("the catalog's item: %v, %v", out.Item, err)
 	}
 }
@@ -217,10 +219,43 @@ func TestCost(t *testing.T) {
 			t.Fatalf("reading with limit %d: %v", limit, ops)
 		}
 	}
-	if _, err := d.RecordCatalog(ctx, fmt.Sprint("cost-", time.Now().UnixNano()), "d"); err != nil {
+	if _, err := d.RecordCatalog(ctx, map[string]string{"tools": "t", "prompts": "p", "resources": "r"}); err != nil {
 		t.Fatal(err)
 	}
 	if ops := c.Take(); ops["UpdateItem"] != 1 || len(ops) != 1 {
-		t.Fatalf("recording a catalog: %v", ops)
+		t.Fatalf("recording three catalogs: %v", ops)
+	}
+}
+
+// TestScopes: two endpoints sharing a table (the function and the
+// conformance fixture) do not hear each other: an event one appends is
+// not in the other's reads of the same topic, and their catalogs are
+// recorded apart, so that neither announces the other's deploy.
+func TestScopes(t *testing.T) {
+	ctx := context.Background()
+	n := time.Now().UnixNano()
+	fn := &events.DynamoDB{Client: local.Client(), Table: table, Scope: fmt.Sprint("function-", n)}
+	again := &events.DynamoDB{Client: local.Client(), Table: table, Scope: fn.Scope}
+	fixture := &events.DynamoDB{Client: local.Client(), Table: table, Scope: fmt.Sprint("fixture-", n)}
+	tp := topic(t)
+	t0 := time.Now()
+	if err := fn.Append(ctx, []stateless.Event{event(tp, "a", t0)}); err != nil {
+		t.Fatal(err)
+	}
+	if evs, err := fixture.Read(ctx, tp, t0.Add(-time.Second), 10); err != nil || len(evs) != 0 {
+		t.Fatalf("another scope read %v, %v", evs, err)
+	}
+	if evs, err := again.Read(ctx, tp, t0.Add(-time.Second), 10); err != nil || len(evs) != 1 {
+		t.Fatalf("the same scope read %v, %v", evs, err)
+	}
+	for i, s := range []struct {
+		log     *events.DynamoDB
+		digest  string
+		changed bool
+	}{{fn, "d1", false}, {fixture, "x1", false}, {fn, "d1", false}, {fixture, "x1", false}, {again, "d2", true}} {
+		changed, err := s.log.RecordCatalog(ctx, map[string]string{"tools": s.digest})
+		if err != nil || (len(changed) == 1) != s.changed {
+			t.Fatalf("step %d: %v, %v", i, changed, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -230,28 +231,31 @@ func TestReadBounded(t *testing.T) {
 	}
 }
 
-// TestRecordCatalogUpdate: one UpdateItem of the catalog's item; changed
-// only when another digest was there before.
+// TestRecordCatalogUpdate: one UpdateItem of the scope's catalog item
+// sets every digest; a catalog changed only when another digest was
+// there before.
 func TestRecordCatalogUpdate(t *testing.T) {
 	f := &fakeDynamo{}
-	d := &events.DynamoDB{Client: f, Table: "events", PartitionKey: "h", SortKey: "r"}
+	d := &events.DynamoDB{Client: f, Table: "events", PartitionKey: "h", SortKey: "r", Scope: "fn"}
 	for _, c := range []struct {
 		old     map[string]types.AttributeValue
-		changed bool
+		changed []string
 	}{
-		{nil, false},
-		{map[string]types.AttributeValue{"digest": &types.AttributeValueMemberS{Value: "d"}}, false},
-		{map[string]types.AttributeValue{"digest": &types.AttributeValueMemberS{Value: "e"}}, true},
+		{nil, nil},
+		{map[string]types.AttributeValue{"digest_tools": &types.AttributeValueMemberS{Value: "d"}}, nil},
+		{map[string]types.AttributeValue{"digest_tools": &types.AttributeValueMemberS{Value: "e"}, "digest_prompts": &types.AttributeValueMemberS{Value: "p"}}, []string{"tools"}},
+		{map[string]types.AttributeValue{"digest_tools": &types.AttributeValueMemberS{Value: "e"}, "digest_prompts": &types.AttributeValueMemberS{Value: "q"}}, []string{"prompts", "tools"}},
 	} {
 		f.old = c.old
-		changed, err := d.RecordCatalog(context.Background(), "tools", "d")
-		if err != nil || changed != c.changed {
-			t.Fatalf("old %v: %v, %v", c.old, changed, err)
+		changed, err := d.RecordCatalog(context.Background(), map[string]string{"tools": "d", "prompts": "p"})
+		if err != nil || !slices.Equal(changed, c.changed) {
+			t.Fatalf("old %v: %v, %v; want %v", c.old, changed, err, c.changed)
 		}
 	}
 	u := f.update
-	if u.ReturnValues != types.ReturnValueUpdatedOld || *u.UpdateExpression != "SET #d = :d" ||
-		u.Key["h"].(*types.AttributeValueMemberS).Value != "catalog#tools" || u.Key["r"].(*types.AttributeValueMemberS).Value != "catalog" {
+	if u.ReturnValues != types.ReturnValueUpdatedOld || *u.UpdateExpression != "SET #n0 = :d0, #n1 = :d1" ||
+		u.ExpressionAttributeNames["#n0"] != "digest_prompts" || u.ExpressionAttributeNames["#n1"] != "digest_tools" ||
+		!strings.HasPrefix(u.Key["h"].(*types.AttributeValueMemberS).Value, "catalog#") || u.Key["r"].(*types.AttributeValueMemberS).Value != "catalog" {
 		t.Fatalf("update %+v", u)
 	}
 }

@@ -131,6 +131,27 @@ func eventPartition(topic string) string {
 	return eventPrefix + base64.RawURLEncoding.EncodeToString(h[:])[:22]
 }
 
+// catalogPartition is the partition key value of scope's catalog item:
+// one item holds every catalog of an endpoint, so that an instance
+// records them in one request.
+func catalogPartition(scope string) string {
+	h := sha256.Sum256([]byte(scope))
+	return catalogPrefix + base64.RawURLEncoding.EncodeToString(h[:])[:22]
+}
+
+// catalogAttr is the attribute of the catalog item that holds the digest
+// of the catalog called name.
+func catalogAttr(name string) string { return attrDigest + "_" + name }
+
+// itemScope is the scope an event item was written in ("" when it has no
+// scope attribute).
+func itemScope(it map[string]types.AttributeValue) string {
+	if v, ok := it[attrScope].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
 // digits20 is n, non-negative, as 20 decimal digits: fixed width, so that
 // the sort key's byte order is the order of the numbers.
 func digits20(n int64) string {
@@ -158,6 +179,7 @@ const (
 	attrParams    = "params"
 	attrExpiresAt = "expires_at" // epoch seconds, the table's TTL attribute (template.yaml)
 	attrDigest    = "digest"
+	attrScope     = "scope" // only when the log has a Scope
 )
 
 // encodeEventItem is e as an item with the key attributes pk and sk,

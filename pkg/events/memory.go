@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -189,18 +190,23 @@ func (m *Memory) Read(ctx context.Context, topic string, since time.Time, limit 
 }
 
 // RecordCatalog implements stateless.EventLog.
-func (m *Memory) RecordCatalog(ctx context.Context, name, digest string) (bool, error) {
+func (m *Memory) RecordCatalog(ctx context.Context, digests map[string]string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("events: recording the catalog %s: %w", name, err)
+		return nil, fmt.Errorf("events: recording the catalogs: %w", err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.catalogs == nil {
 		m.catalogs = map[string]string{}
 	}
-	old, had := m.catalogs[name]
-	m.catalogs[name] = digest
-	return had && old != digest, nil
+	var changed []string
+	for _, name := range slices.Sorted(maps.Keys(digests)) {
+		if old, had := m.catalogs[name]; had && old != digests[name] {
+			changed = append(changed, name)
+		}
+		m.catalogs[name] = digests[name]
+	}
+	return changed, nil
 }
 
 // clone copies params, keeping nil nil (no params) and empty empty.

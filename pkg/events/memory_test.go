@@ -30,7 +30,7 @@ func TestMemoryZeroValue(t *testing.T) {
 	if err != nil || len(evs) != 1 || evs[0].ID != "a" {
 		t.Fatalf("%v, %v", evs, err)
 	}
-	if changed, err := m.RecordCatalog(ctx, "tools", "d"); changed || err != nil {
+	if changed, err := m.RecordCatalog(ctx, map[string]string{"tools": "d"}); len(changed) != 0 || err != nil {
 		t.Fatalf("%v, %v", changed, err)
 	}
 }
@@ -178,7 +178,7 @@ func TestMemoryRace(t *testing.T) {
 						t.Error(len(evs), err)
 					}
 				case 3:
-					if _, err := m.RecordCatalog(ctx, "tools", fmt.Sprint(i%3)); err != nil {
+					if _, err := m.RecordCatalog(ctx, map[string]string{"tools": fmt.Sprint(i % 3)}); err != nil {
 						t.Error(err)
 					}
 				}
@@ -199,7 +199,7 @@ func TestMemoryCancelled(t *testing.T) {
 	if _, err := m.Read(ctx, "t", time.Time{}, 0); err == nil {
 		t.Error("read")
 	}
-	if _, err := m.RecordCatalog(ctx, "tools", "d"); err == nil {
+	if _, err := m.RecordCatalog(ctx, map[string]string{"tools": "d"}); err == nil {
 		t.Error("catalog")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 )
@@ -67,11 +68,11 @@ type EventLog interface {
 	// At), oldest first, at most limit of them. It may be eventually
 	// consistent: an event appended a moment ago may not be returned yet.
 	Read(ctx context.Context, topic string, since time.Time, limit int) ([]Event, error)
-	// RecordCatalog records digest as the catalog called name (the
-	// server's tools, prompts or resources) and reports whether another
-	// digest was recorded before it; the first record of a name reports
-	// false.
-	RecordCatalog(ctx context.Context, name, digest string) (changed bool, err error)
+	// RecordCatalog records each digest as the catalog its key names
+	// (the server's "tools", "prompts", "resources"), at once, and
+	// reports the names whose digest differs from the one recorded
+	// before; a name recorded for the first time has not changed.
+	RecordCatalog(ctx context.Context, digests map[string]string) (changed []string, err error)
 }
 
 // ErrEventTooLarge is the error of an event whose params exceed
@@ -250,15 +251,18 @@ func (s *Server) AnnounceCatalog(ctx context.Context) error {
 		return nil
 	}
 	digests := s.reg.Load().catalogDigests()
+	byName := make(map[string]string, len(catalogs))
+	for i, c := range catalogs {
+		byName[c.name] = digests[i]
+	}
+	names, err := log.RecordCatalog(ctx, byName)
+	if err != nil {
+		return fmt.Errorf("recording the catalogs: %w", err)
+	}
 	var changed []Event
 	var errs []error
 	for i, c := range catalogs {
-		ch, err := log.RecordCatalog(ctx, c.name, digests[i])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("recording the %s catalog: %w", c.name, err))
-			continue
-		}
-		if ch {
+		if slices.Contains(names, c.name) {
 			changed = append(changed, Event{Topic: c.topic, Method: c.method, ID: DerivedEventID("catalog", c.name, digests[i])})
 		}
 	}

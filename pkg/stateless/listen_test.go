@@ -50,15 +50,20 @@ func (l *sharedLog) Read(_ context.Context, topic string, since time.Time, limit
 	return out, nil
 }
 
-func (l *sharedLog) RecordCatalog(_ context.Context, name, digest string) (bool, error) {
+func (l *sharedLog) RecordCatalog(_ context.Context, digests map[string]string) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.catalogs == nil {
 		l.catalogs = map[string]string{}
 	}
-	old, ok := l.catalogs[name]
-	l.catalogs[name] = digest
-	return ok && old != digest, nil
+	var changed []string
+	for name, d := range digests {
+		if old, ok := l.catalogs[name]; ok && old != d {
+			changed = append(changed, name)
+		}
+		l.catalogs[name] = d
+	}
+	return changed, nil
 }
 
 var errDown = mcperr.New(mcperr.KindDependencyFailure)
