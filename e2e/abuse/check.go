@@ -102,11 +102,13 @@ type Figures struct {
 	// calls quota admitted in one window.
 	MostInWindow map[string]int64
 	// Table writes (applied): in all; by admitted requests (answered or
-	// hung up); by refused ones; by task runs; by no request the proxy
-	// could name. Rejected are the write requests DynamoDB rejected on
+	// hung up); by refused ones; by task runs; by instances as they start
+	// (the catalog's record, stateless.Server.AnnounceCatalog, made beside
+	// whichever request came first); by no request the proxy could name.
+	// Rejected are the write requests DynamoDB rejected on
 	// their condition, RejectedRefused those of refused requests.
-	Writes, WritesAdmitted, WritesRefused, WritesTasks, WritesUnknown int
-	Rejected, RejectedRefused                                         int
+	Writes, WritesAdmitted, WritesRefused, WritesTasks, WritesStart, WritesUnknown int
+	Rejected, RejectedRefused                                                      int
 	// RefusedKnown are the refused requests whose writes are known
 	// (Target.Exact). Of their writes: the calls counter's increments
 	// that charged a call the calls quota admitted (then refused by
@@ -349,6 +351,10 @@ func Check(in Input) *Figures {
 	return f
 }
 
+// catalogPrefix begins the partition key of the catalog's item, which
+// an instance writes as it starts, for no request (package events).
+const catalogPrefix = "catalog#"
+
 // checkWrites attributes the target's table writes and checks those of
 // refused requests. A write is one DynamoDB applied; one it rejected on
 // its condition (a slot another request took first) changed nothing,
@@ -373,6 +379,10 @@ func checkWrites(in Input, f *Figures, lineOf func(*Exchange) *Line, violate fun
 			}
 		}
 		switch {
+		case len(op.Keys) > 0 && strings.HasPrefix(op.Keys[0], catalogPrefix):
+			if op.Applied() {
+				f.WritesStart++
+			}
 		case !t.Exact || op.Tag == "":
 			if op.Applied() {
 				f.WritesUnknown++

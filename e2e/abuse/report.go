@@ -154,11 +154,11 @@ func WriteReport(w io.Writer, s Summary, figs []*Figures) {
 		}
 		return fmt.Sprintf("%d (%d)", f.ExhaustingWrites, f.ExhaustingGroups)
 	})
-	row("table writes: all / by admitted requests / by task runs / not attributed", func(f *Figures) string {
+	row("table writes: all / by admitted requests / by task runs / by instance starts / not attributed", func(f *Figures) string {
 		if !f.Target.Table {
 			return "—"
 		}
-		return fmt.Sprintf("%d / %d / %d / %d", f.Writes, f.WritesAdmitted, f.WritesTasks, f.WritesUnknown)
+		return fmt.Sprintf("%d / %d / %d / %d / %d", f.Writes, f.WritesAdmitted, f.WritesTasks, f.WritesStart, f.WritesUnknown)
 	})
 	row("hostile tasks started; most live at once (quota)", func(f *Figures) string {
 		var out []string
