@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/ddbattr"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -217,25 +218,25 @@ var errItem = errors.New("events: not an event item")
 // attributes are not read: the topic and the ID are attributes of their
 // own, and the key is where Read found the item.
 func decodeEventItem(it map[string]types.AttributeValue) (stateless.Event, error) {
-	d := itemReader{it: it}
+	d := ddbattr.Reader{Item: it, Kind: errItem}
 	e := stateless.Event{
-		Topic:  d.str(attrTopic, true),
-		ID:     d.str(attrID, true),
-		Owner:  d.str(attrOwner, false),
-		Method: d.str(attrMethod, true),
+		Topic:  d.MustStr(attrTopic),
+		ID:     d.MustStr(attrID),
+		Owner:  d.Str(attrOwner),
+		Method: d.MustStr(attrMethod),
 	}
-	at := d.num(attrAt)
-	d.num(attrExpiresAt)
+	at := d.Num(attrAt)
+	d.Num(attrExpiresAt)
 	if v, ok := it[attrParams]; ok {
 		s, ok := v.(*types.AttributeValueMemberS)
 		if !ok {
-			d.fail(attrParams)
+			d.Fail(attrParams)
 		} else {
 			e.Params = json.RawMessage(s.Value)
 		}
 	}
-	if d.err != nil {
-		return stateless.Event{}, d.err
+	if d.Err() != nil {
+		return stateless.Event{}, d.Err()
 	}
 	if at < 0 {
 		return stateless.Event{}, fmt.Errorf("%w: attribute %s is before the epoch", errItem, attrAt)
@@ -249,52 +250,8 @@ func decodeEventItem(it map[string]types.AttributeValue) (stateless.Event, error
 
 // itemExpiry is the TTL attribute of an item decodeEventItem read.
 func itemExpiry(it map[string]types.AttributeValue) int64 {
-	d := itemReader{it: it}
-	return d.num(attrExpiresAt)
-}
-
-// itemReader reads attributes of an item, remembering the first that is
-// missing or of the wrong type.
-type itemReader struct {
-	it  map[string]types.AttributeValue
-	err error
-}
-
-func (d *itemReader) fail(name string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: attribute %s missing or of the wrong type", errItem, name)
-	}
-}
-
-// str reads a string attribute; an optional one may be absent.
-func (d *itemReader) str(name string, required bool) string {
-	v, ok := d.it[name]
-	if !ok {
-		if required {
-			d.fail(name)
-		}
-		return ""
-	}
-	s, ok := v.(*types.AttributeValueMemberS)
-	if !ok {
-		d.fail(name)
-		return ""
-	}
-	return s.Value
-}
-
-// num reads a required integer attribute.
-func (d *itemReader) num(name string) int64 {
-	n, ok := d.it[name].(*types.AttributeValueMemberN)
-	if !ok {
-		d.fail(name)
-		return 0
-	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil {
-		d.fail(name)
-	}
-	return v
+	d := ddbattr.Reader{Item: it, Kind: errItem}
+	return d.Num(attrExpiresAt)
 }
 
 func str(s string) types.AttributeValue { return &types.AttributeValueMemberS{Value: s} }

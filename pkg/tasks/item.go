@@ -10,13 +10,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/serverless-mcp/mcp-lambda/internal/ddbattr"
 )
 
 // MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute
@@ -142,130 +143,72 @@ func decodeItem(it map[string]types.AttributeValue) (*Record, error) {
 		}
 		return &rec, nil
 	}
-	d := itemReader{it: it}
+	d := itemReader{ddbattr.Reader{Item: it, Kind: errItem}}
 	rec := &Record{
-		Version:         d.num(attrVersion),
-		Status:          Status(d.str(attrStatus)),
-		Principal:       d.str(attrPrincipal),
-		Quota:           d.str(attrQuota),
-		Tool:            d.str(attrTool),
-		Message:         d.str(attrMessage),
+		Version:         d.Num(attrVersion),
+		Status:          Status(d.Str(attrStatus)),
+		Principal:       d.Str(attrPrincipal),
+		Quota:           d.Str(attrQuota),
+		Tool:            d.Str(attrTool),
+		Message:         d.Str(attrMessage),
 		CreatedAt:       d.nanos(attrCreated),
 		UpdatedAt:       d.nanos(attrUpdated),
 		LeaseUntil:      d.nanos(attrLease),
-		ProtocolVersion: d.str(attrProtocol),
-		IdempotencyKey:  d.str(attrKey),
-		Owner:           d.str(attrOwner),
-		Arguments:       d.bin(attrArguments),
-		Capabilities:    d.bin(attrCapabilities),
-		State:           d.bin(attrState),
-		Result:          d.bin(attrResult),
-		Error:           d.bin(attrError),
+		ProtocolVersion: d.Str(attrProtocol),
+		IdempotencyKey:  d.Str(attrKey),
+		Owner:           d.Str(attrOwner),
+		Arguments:       d.Bin(attrArguments),
+		Capabilities:    d.Bin(attrCapabilities),
+		State:           d.Bin(attrState),
+		Result:          d.Bin(attrResult),
+		Error:           d.Bin(attrError),
 		Responses:       d.raws(attrResponses),
 		Requests:        d.raws(attrRequests),
 		Asked:           d.strs(attrAsked),
-		Attempts:        int(d.optNum(attrAttempts)),
+		Attempts:        int(d.OptNum(attrAttempts)),
 	}
 	if v, ok := it[attrHasState]; ok {
 		b, isBool := v.(*types.AttributeValueMemberBOOL)
 		rec.HasState = isBool && b.Value
 		if !isBool {
-			d.fail(attrHasState)
+			d.Fail(attrHasState)
 		}
 	}
 	rec.ExpiresAt = d.nanos(attrExpires)
-	d.num(attrExpiresAt)
-	if d.err != nil {
-		return nil, d.err
+	d.Num(attrExpiresAt)
+	if d.Err() != nil {
+		return nil, d.Err()
 	}
 	return rec, nil
 }
 
-// itemReader reads attributes of a task item, remembering the first that
-// is missing or of the wrong type.
-type itemReader struct {
-	it  map[string]types.AttributeValue
-	err error
-}
-
-func (d *itemReader) fail(name string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: attribute %s missing or of the wrong type", errItem, name)
-	}
-}
-
-func (d *itemReader) str(name string) string {
-	v, ok := d.it[name]
-	if !ok {
-		return ""
-	}
-	s, ok := v.(*types.AttributeValueMemberS)
-	if !ok {
-		d.fail(name)
-		return ""
-	}
-	return s.Value
-}
-
-func (d *itemReader) bin(name string) []byte {
-	v, ok := d.it[name]
-	if !ok {
-		return nil
-	}
-	b, ok := v.(*types.AttributeValueMemberB)
-	if !ok {
-		d.fail(name)
-		return nil
-	}
-	if b.Value == nil {
-		return []byte{}
-	}
-	return b.Value
-}
-
-func (d *itemReader) optNum(name string) int64 {
-	if _, ok := d.it[name]; !ok {
-		return 0
-	}
-	return d.num(name)
-}
-
-func (d *itemReader) num(name string) int64 {
-	n, ok := d.it[name].(*types.AttributeValueMemberN)
-	if !ok {
-		d.fail(name)
-		return 0
-	}
-	v, err := strconv.ParseInt(n.Value, 10, 64)
-	if err != nil {
-		d.fail(name)
-	}
-	return v
-}
+// itemReader reads the attributes of a task item (ddbattr), and the
+// shapes only a task has.
+type itemReader struct{ ddbattr.Reader }
 
 // nanos reads a time kept as epoch nanoseconds; absent, the zero time.
 func (d *itemReader) nanos(name string) time.Time {
-	if _, ok := d.it[name]; !ok {
+	if _, ok := d.Item[name]; !ok {
 		return time.Time{}
 	}
-	return time.Unix(0, d.num(name)).UTC()
+	return time.Unix(0, d.Num(name)).UTC()
 }
 
 func (d *itemReader) raws(name string) map[string]json.RawMessage {
-	v, ok := d.it[name]
+	v, ok := d.Item[name]
 	if !ok {
 		return nil
 	}
 	m, ok := v.(*types.AttributeValueMemberM)
 	if !ok {
-		d.fail(name)
+		d.Fail(name)
 		return nil
 	}
 	out := make(map[string]json.RawMessage, len(m.Value))
 	for k, e := range m.Value {
 		b, ok := e.(*types.AttributeValueMemberB)
 		if !ok || !strings.HasPrefix(k, entryPrefix) {
-			d.fail(name)
+			d.Fail(name)
 			return nil
 		}
 		out[k[len(entryPrefix):]] = b.Value
@@ -274,20 +217,20 @@ func (d *itemReader) raws(name string) map[string]json.RawMessage {
 }
 
 func (d *itemReader) strs(name string) []string {
-	v, ok := d.it[name]
+	v, ok := d.Item[name]
 	if !ok {
 		return nil
 	}
 	l, ok := v.(*types.AttributeValueMemberL)
 	if !ok {
-		d.fail(name)
+		d.Fail(name)
 		return nil
 	}
 	out := make([]string, len(l.Value))
 	for i, e := range l.Value {
 		s, ok := e.(*types.AttributeValueMemberS)
 		if !ok {
-			d.fail(name)
+			d.Fail(name)
 			return nil
 		}
 		out[i] = s.Value
