@@ -3,7 +3,6 @@
 package notebook
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -96,30 +95,7 @@ func openListen(ctx context.Context, t *testing.T, url, principal, id, notificat
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("listen answered %d %q", resp.StatusCode, ct)
 	}
-	ch := make(chan map[string]any, 16)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(line), &m) == nil {
-					ch <- m
-				}
-			}
-		}
-	}()
-	return ch
-}
-
-func within(ch <-chan map[string]any, d time.Duration) map[string]any {
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(d):
-		return nil
-	}
+	return wire.Frames(resp.Body)
 }
 
 // TestListenAcrossInstances: instances A and B of the note book share one
@@ -149,12 +125,12 @@ func TestListenAcrossInstances(t *testing.T) {
 		`{"toolsListChanged":true,"resourceSubscriptions":["`+noteURI(hers)+`","`+noteURI(his)+`"]}`)
 	hisStream := openListen(ctx, t, a, bob, "his", `{"resourceSubscriptions":["`+noteURI(his)+`"]}`)
 
-	ack := within(herStream, 3*time.Second)
+	ack := wire.Next(herStream, 3*time.Second)
 	got, _ := json.Marshal(ack["params"].(map[string]any)["notifications"])
 	if want := `{"resourceSubscriptions":["` + noteURI(hers) + `"],"toolsListChanged":true}`; string(got) != want {
 		t.Fatalf("Alice's acknowledgement %s, want %s (Bob's note is not hers to subscribe to)", got, want)
 	}
-	if m := within(hisStream, 3*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+	if m := wire.Next(hisStream, 3*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("Bob's first message %v", m)
 	}
 
@@ -169,13 +145,13 @@ func TestListenAcrossInstances(t *testing.T) {
 	}
 	deleted := time.Now()
 	bound := listenPoll + time.Second
-	m := within(herStream, bound)
+	m := wire.Next(herStream, bound)
 	if m["method"] != "notifications/resources/updated" || m["params"].(map[string]any)["uri"] != noteURI(hers) ||
 		m["params"].(map[string]any)["_meta"].(map[string]any)["io.modelcontextprotocol/subscriptionId"] != "her" {
 		t.Fatalf("within %v of the delete on B, Alice's stream on A got %v", bound, m)
 	}
 	t.Logf("a delete on B reached a listen stream on A in %v (poll %v)", time.Since(deleted).Round(time.Millisecond), listenPoll)
-	if m := within(hisStream, 2*listenPoll); m != nil {
+	if m := wire.Next(hisStream, 2*listenPoll); m != nil {
 		t.Fatalf("Bob's stream got %v", m)
 	}
 
@@ -187,15 +163,15 @@ func TestListenAcrossInstances(t *testing.T) {
 				return nil, nil, nil
 			})
 	})
-	m = within(herStream, bound+time.Second)
+	m = wire.Next(herStream, bound+time.Second)
 	if m["method"] != "notifications/tools/list_changed" {
 		t.Fatalf("after an instance started with another catalog, Alice's stream got %v", m)
 	}
 	t.Logf("a new catalog on C reached a listen stream on A in %v", time.Since(started).Round(time.Millisecond))
-	if m := within(herStream, 3*listenPoll); m != nil {
+	if m := wire.Next(herStream, 3*listenPoll); m != nil {
 		t.Fatalf("Alice's stream got an unrequested or repeated %v", m)
 	}
-	if m := within(hisStream, listenPoll); m != nil {
+	if m := wire.Next(hisStream, listenPoll); m != nil {
 		t.Fatalf("Bob's stream got %v, which he did not ask for", m)
 	}
 }

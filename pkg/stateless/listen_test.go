@@ -106,30 +106,6 @@ func newListenServer(t *testing.T, log stateless.EventLog, lo stateless.ListenOp
 	return s
 }
 
-// frames reads the data lines of an event stream, one message each.
-func frames(t *testing.T, resp *http.Response) <-chan map[string]any {
-	t.Helper()
-	ch := make(chan map[string]any, 64)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			line, ok := strings.CutPrefix(sc.Text(), "data: ")
-			if !ok {
-				continue
-			}
-			var m map[string]any
-			if err := json.Unmarshal([]byte(line), &m); err != nil {
-				t.Errorf("frame %q: %v", line, err)
-				return
-			}
-			ch <- m
-		}
-	}()
-	return ch
-}
-
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
 func listen(ctx context.Context, t *testing.T, url, id, notifications string) *http.Response {
@@ -163,16 +139,6 @@ func change(t *testing.T, url, args, key string) {
 	}
 }
 
-// next is the next frame within d, or nil.
-func next(ch <-chan map[string]any, d time.Duration) map[string]any {
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(d):
-		return nil
-	}
-}
-
 func subscriptionID(m map[string]any) any {
 	var meta map[string]any
 	if p, ok := m["params"].(map[string]any); ok {
@@ -198,7 +164,7 @@ func TestListenAcknowledgesHonouredSubset(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
-	ack := next(frames(t, resp), 2*time.Second)
+	ack := wire.Next(wire.Frames(resp.Body), 2*time.Second)
 	if ack["method"] != "notifications/subscriptions/acknowledged" || subscriptionID(ack) != "L-1" {
 		t.Fatalf("first frame %v", ack)
 	}
@@ -217,28 +183,28 @@ func TestListenDeliversOnlyWhatWasAsked(t *testing.T) {
 	defer hs.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tools := frames(t, listen(ctx, t, hs.URL, "7", `{"toolsListChanged":true}`))
-	prompts := frames(t, listen(ctx, t, hs.URL, "8", `{"promptsListChanged":true,"resourceSubscriptions":["note://mine"]}`))
+	tools := wire.Frames(listen(ctx, t, hs.URL, "7", `{"toolsListChanged":true}`).Body)
+	prompts := wire.Frames(listen(ctx, t, hs.URL, "8", `{"promptsListChanged":true,"resourceSubscriptions":["note://mine"]}`).Body)
 	for _, ch := range []<-chan map[string]any{tools, prompts} {
-		if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+		if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
 			t.Fatalf("first frame %v", m)
 		}
 	}
 	change(t, hs.URL, `{"change":"tools"}`, "")
-	m := next(tools, time.Second)
+	m := wire.Next(tools, time.Second)
 	if m["method"] != "notifications/tools/list_changed" || subscriptionID(m) != float64(7) {
 		t.Fatalf("tools stream got %v", m)
 	}
 	change(t, hs.URL, `{"change":"resource","uri":"note://mine"}`, "")
 	change(t, hs.URL, `{"change":"resource","uri":"note://else"}`, "")
-	m = next(prompts, time.Second)
+	m = wire.Next(prompts, time.Second)
 	if m["method"] != "notifications/resources/updated" || subscriptionID(m) != float64(8) || m["params"].(map[string]any)["uri"] != "note://mine" {
 		t.Fatalf("prompts stream got %v", m)
 	}
-	if m := next(prompts, 300*time.Millisecond); m != nil {
+	if m := wire.Next(prompts, 300*time.Millisecond); m != nil {
 		t.Fatalf("prompts stream got an unrequested %v", m)
 	}
-	if m := next(tools, 300*time.Millisecond); m != nil {
+	if m := wire.Next(tools, 300*time.Millisecond); m != nil {
 		t.Fatalf("tools stream got an unrequested %v", m)
 	}
 }
@@ -255,30 +221,30 @@ func TestListenAcrossInstances(t *testing.T) {
 	defer b.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := frames(t, listen(ctx, t, a.URL, "1", `{"resourceSubscriptions":["note://mine"],"resourcesListChanged":true}`))
-	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+	ch := wire.Frames(listen(ctx, t, a.URL, "1", `{"resourceSubscriptions":["note://mine"],"resourcesListChanged":true}`).Body)
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first frame %v", m)
 	}
 	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "k-1")
 	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "k-1") // the same call again
-	m := next(ch, 2*time.Second)
+	m := wire.Next(ch, 2*time.Second)
 	if m["method"] != "notifications/resources/updated" {
 		t.Fatalf("got %v", m)
 	}
-	if m := next(ch, 500*time.Millisecond); m != nil {
+	if m := wire.Next(ch, 500*time.Millisecond); m != nil {
 		t.Fatalf("a duplicate: %v", m)
 	}
 	log.mu.Lock()
 	log.fail = true
 	log.mu.Unlock()
 	change(t, b.URL, `{"change":"resources"}`, "")
-	if m := next(ch, 400*time.Millisecond); m != nil {
+	if m := wire.Next(ch, 400*time.Millisecond); m != nil {
 		t.Fatalf("delivered while the log is down: %v", m)
 	}
 	log.mu.Lock()
 	log.fail = false
 	log.mu.Unlock()
-	if m := next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
 		t.Fatalf("after the log came back: %v", m)
 	}
 }
@@ -298,14 +264,14 @@ func TestListenBridgesStreams(t *testing.T) {
 	change(t, b.URL, `{"change":"resource","uri":"note://mine"}`, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := frames(t, listen(ctx, t, a.URL, "2", `{"resourceSubscriptions":["note://mine"],"toolsListChanged":true}`))
-	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+	ch := wire.Frames(listen(ctx, t, a.URL, "2", `{"resourceSubscriptions":["note://mine"],"toolsListChanged":true}`).Body)
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first frame %v", m)
 	}
-	if m := next(ch, time.Second); m["method"] != "notifications/resources/updated" {
+	if m := wire.Next(ch, time.Second); m["method"] != "notifications/resources/updated" {
 		t.Fatalf("the change made just before the stream: %v", m)
 	}
-	if m := next(ch, 300*time.Millisecond); m != nil {
+	if m := wire.Next(ch, 300*time.Millisecond); m != nil {
 		t.Fatalf("a change older than the look-back, or a duplicate: %v", m)
 	}
 }
@@ -316,9 +282,9 @@ func TestListenEndsWithResult(t *testing.T) {
 	s := newListenServer(t, nil, stateless.ListenOptions{MaxDuration: 300 * time.Millisecond})
 	hs := httptest.NewServer(s)
 	defer hs.Close()
-	ch := frames(t, listen(context.Background(), t, hs.URL, `"end"`, `{"toolsListChanged":true}`))
-	next(ch, time.Second)
-	m := next(ch, 2*time.Second)
+	ch := wire.Frames(listen(context.Background(), t, hs.URL, `"end"`, `{"toolsListChanged":true}`).Body)
+	wire.Next(ch, time.Second)
+	m := wire.Next(ch, 2*time.Second)
 	r, _ := m["result"].(map[string]any)
 	if m["id"] != "end" || r["resultType"] != "complete" || subscriptionID(m) != "end" {
 		t.Fatalf("last frame %v", m)
@@ -401,15 +367,15 @@ func TestAnnounceCatalog(t *testing.T) {
 	defer hs.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := frames(t, listen(ctx, t, hs.URL, "1", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`))
-	if m := next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+	ch := wire.Frames(listen(ctx, t, hs.URL, "1", `{"toolsListChanged":true,"promptsListChanged":true,"resourcesListChanged":true}`).Body)
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
 		t.Fatalf("first frame %v", m)
 	}
 	same := newListenServer(t, log, lo)
 	if err := same.AnnounceCatalog(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if m := next(ch, 300*time.Millisecond); m != nil {
+	if m := wire.Next(ch, 300*time.Millisecond); m != nil {
 		t.Fatalf("the same catalog announced %v", m)
 	}
 	other := newListenServer(t, log, lo)
@@ -419,10 +385,10 @@ func TestAnnounceCatalog(t *testing.T) {
 	if err := other.AnnounceCatalog(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if m := next(ch, 2*time.Second); m["method"] != "notifications/tools/list_changed" {
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/tools/list_changed" {
 		t.Fatalf("another catalog: %v", m)
 	}
-	if m := next(ch, 300*time.Millisecond); m != nil {
+	if m := wire.Next(ch, 300*time.Millisecond); m != nil {
 		t.Fatalf("more than the tools changed: %v", m)
 	}
 	// A typed tool whose input type gains a field is another catalog.

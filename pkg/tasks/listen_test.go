@@ -1,7 +1,6 @@
 package tasks_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -27,31 +26,7 @@ func listenFrames(ctx context.Context, t *testing.T, url, principal, notificatio
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := make(chan map[string]any, 16)
-	go func() {
-		defer close(ch)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-				var m map[string]any
-				if json.Unmarshal([]byte(line), &m) == nil {
-					ch <- m
-				}
-			}
-		}
-	}()
-	return ch
-}
-
-func nextFrame(ch <-chan map[string]any, d time.Duration) map[string]any {
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(d):
-		return nil
-	}
+	return wire.Frames(resp.Body)
 }
 
 // TestTaskStatusOverListen: a listen stream that names a task of its
@@ -68,12 +43,12 @@ func TestTaskStatusOverListen(t *testing.T) {
 	defer cancel()
 	alice := listenFrames(ctx, t, hs.URL, "alice", `{"taskIds":[`+quote(id)+`,"nosuchtaskaaaaaaaaaaaaaaaaaaaaaaaa"]}`)
 	mallory := listenFrames(ctx, t, hs.URL, "mallory", `{"taskIds":[`+quote(id)+`],"toolsListChanged":true}`)
-	ack := nextFrame(alice, 2*time.Second)
+	ack := wire.Next(alice, 2*time.Second)
 	n, _ := json.Marshal(ack["params"].(map[string]any)["notifications"])
 	if ack["method"] != "notifications/subscriptions/acknowledged" || string(n) != `{"taskIds":[`+quote(id)+`]}` {
 		t.Fatalf("alice's acknowledgement: %v", ack)
 	}
-	ack = nextFrame(mallory, 2*time.Second)
+	ack = wire.Next(mallory, 2*time.Second)
 	n, _ = json.Marshal(ack["params"].(map[string]any)["notifications"])
 	if string(n) != `{"toolsListChanged":true}` {
 		t.Fatalf("mallory's acknowledgement: %s", n)
@@ -85,13 +60,13 @@ func TestTaskStatusOverListen(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	m := nextFrame(alice, 2*time.Second)
+	m := wire.Next(alice, 2*time.Second)
 	p, _ := m["params"].(map[string]any)
 	meta, _ := p["_meta"].(map[string]any)
 	if m["method"] != "notifications/tasks" || p["taskId"] != id || p["status"] != "completed" || p["result"] == nil || meta["io.modelcontextprotocol/subscriptionId"] != "tl" {
 		t.Fatalf("alice got %v", m)
 	}
-	if m := nextFrame(mallory, 300*time.Millisecond); m != nil {
+	if m := wire.Next(mallory, 300*time.Millisecond); m != nil {
 		t.Fatalf("mallory got %v", m)
 	}
 }

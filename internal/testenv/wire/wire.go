@@ -5,10 +5,14 @@
 package wire
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -62,4 +66,37 @@ func DecodeRPC(t testing.TB, body []byte) *RPC {
 		t.Fatalf("jsonrpc = %q in %s", r.JSONRPC, body)
 	}
 	return &r
+}
+
+// Frames reads an event stream's data lines as they come, one JSON-RPC
+// message each (a line that is no JSON object is left out), until the
+// stream ends; it closes body then, and the channel.
+func Frames(body io.ReadCloser) <-chan map[string]any {
+	ch := make(chan map[string]any, 64)
+	go func() {
+		defer close(ch)
+		defer body.Close()
+		sc := bufio.NewScanner(body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				var m map[string]any
+				if json.Unmarshal([]byte(line), &m) == nil {
+					ch <- m
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+// Next is the next frame within d, or nil (none came, or the stream
+// ended).
+func Next(ch <-chan map[string]any, d time.Duration) map[string]any {
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(d):
+		return nil
+	}
 }
