@@ -80,8 +80,10 @@ func textOf(t *testing.T, content []mcp.Content) string {
 
 // testGoSDK runs the go-sdk v1.8.0 client through every feature of the
 // fixture, at its default revision (2026-07-28) and pinned to each legacy
-// revision.
-func testGoSDK(t *testing.T, serve serveFunc) {
+// revision. listens is whether serve's door holds a listen stream
+// (docs/listen.md): at 2026-07-28 server/discover then advertises what
+// one delivers, and otherwise nothing of it.
+func testGoSDK(t *testing.T, serve serveFunc, listens bool) {
 	for _, pin := range append([]string{""}, legacyVersions...) {
 		name, want := pin, pin
 		if pin == "" {
@@ -112,8 +114,13 @@ func testGoSDK(t *testing.T, serve serveFunc) {
 				if caps == nil || caps.Tools == nil || caps.Resources == nil || caps.Prompts == nil || caps.Completions == nil {
 					t.Fatalf("capabilities = %+v, want tools, resources, prompts and completions", caps)
 				}
-				if caps.Tools.ListChanged || caps.Resources.Subscribe || caps.Resources.ListChanged || caps.Prompts.ListChanged {
-					t.Errorf("capabilities advertise listChanged or subscribe, which a stateless server cannot honour: %+v", caps)
+				some := caps.Tools.ListChanged || caps.Resources.Subscribe || caps.Resources.ListChanged || caps.Prompts.ListChanged
+				all := caps.Tools.ListChanged && caps.Resources.Subscribe && caps.Resources.ListChanged && caps.Prompts.ListChanged
+				switch {
+				case modern && listens && !all:
+					t.Errorf("capabilities %+v: want every list's listChanged and resources.subscribe, which a listen stream delivers through this door", caps)
+				case (!modern || !listens) && some:
+					t.Errorf("capabilities %+v advertise listChanged or subscribe, which nothing delivers here (a legacy revision, or a door that holds no listen stream)", caps)
 				}
 				// The handshake on the wire: server/discover first and no
 				// initialize at 2026-07-28; initialize at the pinned

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -129,22 +128,27 @@ func inspectorCell(era string) func(t *testing.T, door string) {
 // pins, trusting ep's TLS front, and fails the test unless it succeeds.
 func runNode(t *testing.T, ep *authEndpoint, args ...string) string {
 	t.Helper()
-	node, err := filepath.Abs("../tools/node_modules/.bin/node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.CommandContext(testContext(t), node, args...)
-	cmd.Dir = "../tools"
-	cmd.Env = os.Environ()
-	if ep.CAFile != "" {
-		cmd.Env = append(cmd.Env, "NODE_EXTRA_CA_CERTS="+ep.CAFile)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("node %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return runNodeScript(t, ep.CAFile, args...)
 }
+
+// listenCheck is client's listen cell (matrix_listen_test.go) through a
+// door: the note book, anonymous.
+func listenCheck(client string) func(t *testing.T, door string) {
+	cell := listenCellOf(client)
+	return func(t *testing.T, door string) {
+		ep := notebookDoor(t, door)
+		cell.check(t, listenTarget{URL: ep.URL, Client: &http.Client{Transport: ep.Client.Transport}, CAFile: ep.CAFile})
+	}
+}
+
+// listenDoorGaps are the listen cells' doors not verified here: the
+// buffered door's gap, and the streaming door, which the integration
+// build verifies (TestClientMatrixListenStreaming: its instances share
+// an event log in DynamoDB Local).
+var (
+	listenDoorGaps     = map[string]string{doorHTTPAPI: bufferedNoListen}
+	listenIntegrations = []string{doorStreaming}
+)
 
 // goSDKProgress: go-sdk's progress notifications of notes_digest reach
 // its handler, through the door.
@@ -329,7 +333,7 @@ func mcpGoOAuth(t *testing.T, door string) {
 }
 
 var clientMatrix = []matrixCell{
-	{client: "go-sdk", feature: "tools", check: func(t *testing.T, door string) { testGoSDK(t, fixtureDoor(door)) }},
+	{client: "go-sdk", feature: "tools", check: func(t *testing.T, door string) { testGoSDK(t, fixtureDoor(door), door != doorHTTPAPI) }},
 	{client: "go-sdk", feature: "input-required", check: func(t *testing.T, door string) { testGoSDKElicitation(t, fixtureDoor(door)) }},
 	{client: "go-sdk", feature: "idempotent-retries", check: func(t *testing.T, door string) {
 		testGoSDKIdempotency(t, fixtureDoor(door, "MCP_FIXTURE=keyed"), door != doorLocal)
@@ -341,6 +345,7 @@ var clientMatrix = []matrixCell{
 		testAuthDiscovery(t, authDoor(door), []string{"MCP_AUTH_SCOPES_SUPPORTED=" + scopeRead}, true, scopeRead)
 	}},
 	{client: "go-sdk", feature: "progress", check: goSDKProgress, doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
+	{client: "go-sdk", feature: "listen", check: listenCheck("go-sdk"), doorGaps: listenDoorGaps, integration: listenIntegrations},
 	{client: "go-sdk", feature: "tasks", gap: "go-sdk v1.8.0 does not declare the tasks extension, so a tool that requires a task is refused -32021 (missing capability): " +
 		"give the tool TaskSupportOptional (it then runs in the request), or call it with the extension's own client"},
 	{client: "mcp-go", feature: "tools", check: func(t *testing.T, door string) { testMCPGo(t, fixtureDoor(door)) }},
@@ -348,10 +353,12 @@ var clientMatrix = []matrixCell{
 	{client: "mcp-go", feature: "idempotent-retries", check: mcpGoIdempotency},
 	{client: "mcp-go", feature: "tasks", gap: "mcp-go v1.2.1's client does not declare the tasks extension either: as for go-sdk"},
 	{client: "mcp-go", feature: "progress", check: mcpGoProgress, doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
+	{client: "mcp-go", feature: "listen", check: listenCheck("mcp-go"), doorGaps: listenDoorGaps, integration: listenIntegrations},
 	{client: "ts-v2-pinned", feature: "tools", check: nodeCell("ts-v2-pinned", "tools")},
 	{client: "ts-v2-pinned", feature: "input-required", check: nodeCell("ts-v2-pinned", "input-required")},
 	{client: "ts-v2-pinned", feature: "progress", check: nodeCell("ts-v2-pinned", "progress"), doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
 	{client: "ts-v2-pinned", feature: "idempotent-retries", check: nodeCell("ts-v2-pinned", "idempotent-retries")},
+	{client: "ts-v2-pinned", feature: "listen", check: listenCheck("ts-v2-pinned"), doorGaps: listenDoorGaps, integration: listenIntegrations},
 	{client: "ts-v2-pinned", feature: "oauth-discovery", check: func(t *testing.T, door string) {
 		tsOAuthWalk(authContext(t), t, newAuthRig(t, authDoor(door)), false)
 	}},
@@ -368,6 +375,9 @@ var clientMatrix = []matrixCell{
 	{client: "ts-v2-default", feature: "progress", check: nodeCell("ts-v2-default", "progress"), doorGaps: map[string]string{doorHTTPAPI: bufferedNoProgress}},
 	{client: "ts-v2-default", feature: "idempotent-retries", check: nodeCell("ts-v2-default", "idempotent-retries")},
 	{client: "ts-v2-default", feature: "tasks", gap: "as ts-v2-pinned: the client does not declare the tasks extension"},
+	{client: "ts-v2-default", feature: "listen", gap: "its default negotiation settles on 2025-11-25, where listen() throws MethodNotSupportedByProtocolVersion and the initialize " +
+		"result advertises no subscribe or listChanged; subscribeResource is answered, but its updates would travel on the legacy GET stream this " +
+		"endpoint does not offer, so none arrives: pin versionNegotiation to 2026-07-28 and call listen() (ts-v2-pinned)"},
 	{client: "ts-v2-default", feature: "oauth-discovery", check: func(t *testing.T, door string) {
 		tsOAuthWalk(authContext(t), t, newAuthRig(t, authDoor(door)), false, "default")
 	}},
@@ -384,7 +394,7 @@ var clientMatrix = []matrixCell{
 	{client: "inspector-modern", feature: "tools", check: inspectorCell("modern")},
 	{client: "inspector-default", feature: "tools", check: inspectorCell("")},
 	{client: "inspector-default", feature: "input-required", gap: "its default era is the legacy protocol: run it with --protocol-era modern"},
-	{client: "inspector-modern", feature: "input-required, progress, idempotent-retries, tasks, oauth-discovery, oauth-step-up",
+	{client: "inspector-modern", feature: "input-required, progress, idempotent-retries, tasks, oauth-discovery, oauth-step-up, listen",
 		gap: "not in the matrix: the Inspector CLI lists and calls, one request per run; use the Inspector's UI or an SDK client for the rest"},
 }
 
@@ -434,7 +444,9 @@ func renderClientsDoc() []byte {
 
 Which real MCP client gets which feature through which door. Generated
 from the client matrix (interop/matrix_test.go) by ` + "`make regen`" + `; every
-"ok" is a test that ` + "`make test`" + ` runs (TestClientMatrix), printing
+"ok" is a test that ` + "`make test`" + ` runs (TestClientMatrix, and for the cells
+that need DynamoDB Local the integration build's TestClientMatrixTasksLambda
+and TestClientMatrixListenStreaming), printing
 ` + "`client-matrix: <client> <feature> <door> ok`" + ` when it passes.
 
 Doors: ` + "`local`" + ` the endpoint as a local HTTP server; ` + "`http-api`" + ` the
@@ -465,7 +477,14 @@ conflict and invalid-key refusals intact; ` + "`oauth-discovery`" + ` goes from 
 metadata; ` + "`oauth-step-up`" + ` also answers a 403 insufficient_scope by asking
 for more; ` + "`progress`" + ` gets notes_digest's progress notifications before its
 result; ` + "`tasks`" + ` runs notes_export as a task to its result, polling
-tasks/get. The OAuth cells run against a real authorization server
+tasks/get; ` + "`listen`" + ` listens over subscriptions/listen to a note
+(` + "`notes://note/<id>`" + `) and to the tool list (go-sdk and ts-v2-pinned open
+the tool list's stream themselves when they connect) and gets
+notifications/resources/updated when a second connection deletes the
+note, answering its confirmation; through the streaming door the function
+runs on several instances, so the delete runs on another instance than
+the stream and reaches it through the event log (docs/listen.md). The
+OAuth cells run against a real authorization server
 (oauth2-mock-server); docs/auth.md and docs/auth-providers.md have the
 providers, and ` + "`make journeys`" + ` the self-registering client's journeys.
 

@@ -7,7 +7,7 @@
 // 2026-07-28), ts-v2-default (the same with its default negotiation), or
 // ext-tasks (@modelcontextprotocol/ext-tasks, the tasks extension's own
 // client). feature: tools, input-required, progress, idempotent-retries,
-// tasks. It prints "matrix: ok: <what>" per check and exits non-zero on
+// listen, tasks. It prints "matrix: ok: <what>" per check and exits non-zero on
 // the first failure, saying what it saw.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { withTasks, toolDeclaration, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
@@ -29,8 +29,8 @@ function check(cond, what, detail) {
 
 const stamp = `${client}-${feature}-${Date.now()}`;
 
-async function connect(fetchFn) {
-  const opts = { capabilities: { elicitation: {} } };
+async function connect(fetchFn, extra = {}) {
+  const opts = { capabilities: { elicitation: {} }, ...extra };
   if (client === 'ts-v2-pinned') opts.versionNegotiation = { mode: { pin: '2026-07-28' } };
   const c = new Client({ name: 'ts-matrix', version: '1.0.0' }, opts);
   c.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { confirm: true } }));
@@ -87,6 +87,43 @@ async function runTS() {
       check(again.structuredContent?.id === first.structuredContent.id && again._meta?.['io.github.serverless-mcp/replay'] === true,
         'the retry with the same key is the replay of the first call', again);
       await c.close();
+      return;
+    }
+    case 'listen': {
+      // ClientOptions.listChanged: connect() opens a listen stream for the
+      // tool list itself when server/discover advertises tools.listChanged.
+      const sub = await connect(undefined, { listChanged: { tools: { onChanged: () => {} } } });
+      const updates = [];
+      let updated;
+      sub.setNotificationHandler('notifications/resources/updated', (n) => {
+        updates.push(n.params);
+        updated?.();
+      });
+      const auto = sub.autoOpenedSubscription?.honoredFilter;
+      check(auto?.toolsListChanged === true, 'connect() opened a listen stream for the tool list, acknowledged', auto);
+      const { structuredContent: { id } } = await addNote(sub, `watched ${stamp}`);
+      const uri = `notes://note/${id}`;
+      // listen() resolves with the acknowledgement: what the server honours.
+      const listening = await sub.listen({ resourceSubscriptions: [uri] }, { timeout: 5000 });
+      check(JSON.stringify(listening.honoredFilter.resourceSubscriptions) === JSON.stringify([uri]),
+        `listen() resolved with the acknowledgement of ${uri}`, listening.honoredFilter);
+      const other = await connect();
+      const r = await other.callTool({ name: 'notes_delete', arguments: { id } });
+      check(!r.isError && r.structuredContent?.deleted === true, 'a second connection deleted the note, confirming it', r);
+      const deleted = Date.now();
+      const arrived = () => updates.find((p) => p.uri === uri);
+      if (!arrived()) {
+        await new Promise((resolve) => {
+          const timer = setTimeout(resolve, 5000);
+          updated = () => arrived() && (clearTimeout(timer), resolve());
+        });
+      }
+      const got = arrived();
+      check(got !== undefined && typeof got._meta?.['io.modelcontextprotocol/subscriptionId'] === 'string',
+        `notifications/resources/updated for the note reached the listener in ${Date.now() - deleted} ms`, updates);
+      await listening.close();
+      await sub.close();
+      await other.close();
       return;
     }
   }
