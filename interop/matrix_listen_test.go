@@ -247,9 +247,10 @@ func connectMCPGoAt(ctx context.Context, t *testing.T, url string, hc *http.Clie
 	return c
 }
 
-// mcpGoListen: mcp-go opens no listen stream by itself. At 2026-07-28
-// Client.Subscribe sends nothing (it adds the URI to the filter of the
-// next Listen); Client.ListenAsync opens the stream in the background and
+// mcpGoListen: mcp-go opens no listen stream by itself. At 2026-07-28 the
+// resources of interest are named in the filter of a listen (its
+// Client.Subscribe, deprecated, only adds to the next filter);
+// Client.ListenAsync opens the stream in the background and
 // returns at once, before the acknowledgement, which reaches the
 // OnNotification handlers like every notification of the stream.
 func mcpGoListen(t *testing.T, tg listenTarget) {
@@ -266,14 +267,7 @@ func mcpGoListen(t *testing.T, tg listenTarget) {
 		t.Fatalf("notes_add answered no id: %+v", r.StructuredContent)
 	}
 	uri := noteURIOf(id)
-	if err := c.Subscribe(ctx, mcpgo.SubscribeRequest{Params: mcpgo.SubscribeParams{URI: uri}}); err != nil {
-		t.Fatalf("mcp-go Subscribe %s: %v", uri, err)
-	}
-	filter := c.PendingSubscriptionFilter()
-	if !slices.Equal(filter.ResourceSubscriptions, []string{uri}) {
-		t.Fatalf("after Subscribe the pending filter is %+v, want %s", filter, uri)
-	}
-	filter.ToolsListChanged = true
+	filter := mcpgo.SubscriptionFilter{ResourceSubscriptions: []string{uri}, ToolsListChanged: true}
 	listenErr := make(chan error, 1)
 	stop, err := c.ListenAsync(ctx, filter, func(err error) { listenErr <- err })
 	if err != nil {
