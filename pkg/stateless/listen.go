@@ -170,6 +170,9 @@ func (x *exchange) serveListen(ctx context.Context, p *listenParams) Answer {
 		case <-ctx.Done():
 			return cancelled(ctx, context.Cause(ctx))
 		case <-endTimer.C:
+			if tick != nil && !st.last(ctx, x.listenLast(ctx, end)) {
+				return cancelled(ctx, context.Cause(ctx))
+			}
 			return x.result(struct{}{}, &resultFields{meta: Meta{metaSubscriptionID: id}})
 		case <-l.wake:
 			st.send(l.take())
@@ -191,6 +194,17 @@ func (x *exchange) listenEnd(ctx context.Context) time.Time {
 		end = d.Add(-x.s.opts.DeadlineMargin)
 	}
 	return end
+}
+
+// listenLast is how long a listen stream whose reads of the log fail may
+// stay open past its end, end, trying again: until the DeadlineMargin
+// before its context's deadline, and at most another MaxDuration.
+func (x *exchange) listenLast(ctx context.Context, end time.Time) time.Time {
+	last := end.Add(x.s.opts.Listen.MaxDuration)
+	if d, ok := ctx.Deadline(); ok && d.Add(-x.s.opts.DeadlineMargin).Before(last) {
+		last = d.Add(-x.s.opts.DeadlineMargin)
+	}
+	return last
 }
 
 // honour works out what of n the server honours: the acknowledged subset
@@ -295,12 +309,34 @@ const (
 	maxReadPages = 10
 )
 
+// last reads the log once more as the stream ends, so that what was
+// recorded since its last read goes out with it rather than waiting for
+// the client's next stream, which a deleted resource is no longer part
+// of. While reads fail it tries again each Poll, until one succeeds or
+// until is reached: a fault of the log holds the stream open rather than
+// ending it with events unread. It reports false if ctx ended first.
+func (st *listenState) last(ctx context.Context, until time.Time) bool {
+	for !st.poll(ctx) && time.Now().Add(st.x.s.opts.Listen.Poll).Before(until) {
+		t := time.NewTimer(st.x.s.opts.Listen.Poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if st.x.call.live.broken() {
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
 // poll reads the stream's topics from the log, from LookBack before the
 // last read that succeeded (never before the stream's start), and sends
 // what it has not sent. A read that fails is not moved past: the next
 // poll reaches back to the last one that succeeded, so that a fault of
 // the log delays events rather than losing them.
-func (st *listenState) poll(ctx context.Context) {
+func (st *listenState) poll(ctx context.Context) bool {
 	x := st.x
 	lo := &x.s.opts.Listen
 	began := time.Now()
@@ -335,7 +371,7 @@ func (st *listenState) poll(ctx context.Context) {
 	if failed {
 		x.s.log.LogAttrs(ctx, slog.LevelWarn, "listen stream: reading the event log failed; the next read reaches back further",
 			slogString("error", errors.Join(errs...).Error()))
-		return
+		return false
 	}
 	st.readFrom = began
 	// What the next read cannot return again need not be remembered.
@@ -345,6 +381,7 @@ func (st *listenState) poll(ctx context.Context) {
 			delete(st.sent, id)
 		}
 	}
+	return true
 }
 
 // readTopic reads topic's events from since, page after page while pages

@@ -294,6 +294,53 @@ func TestListenEndsWithResult(t *testing.T) {
 	}
 }
 
+// TestListenEndReadsTheLog: a stream reads the log once more as it ends,
+// so that a change recorded since its last read goes out with it; while
+// the log cannot be read it stays open, trying again each Poll, and ends
+// once a read succeeded, with what that read found.
+func TestListenEndReadsTheLog(t *testing.T) {
+	log := &sharedLog{}
+	lo := stateless.ListenOptions{MaxDuration: 600 * time.Millisecond, Poll: 400 * time.Millisecond, LookBack: 200 * time.Millisecond}
+	a, b := httptest.NewServer(newListenServer(t, log, lo)), httptest.NewServer(newListenServer(t, log, lo))
+	defer a.Close()
+	defer b.Close()
+	ch := wire.Frames(listen(context.Background(), t, a.URL, "3", `{"toolsListChanged":true,"resourcesListChanged":true}`).Body)
+	opened := time.Now()
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first frame %v", m)
+	}
+	// After the poll at 400 ms, before the end at 600 ms.
+	time.Sleep(time.Until(opened.Add(450 * time.Millisecond)))
+	change(t, b.URL, `{"change":"tools"}`, "")
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/tools/list_changed" {
+		t.Fatalf("the change made after the last poll: %v", m)
+	}
+	if m := wire.Next(ch, 2*time.Second); m["result"] == nil {
+		t.Fatalf("then %v, want the result", m)
+	}
+
+	ch = wire.Frames(listen(context.Background(), t, a.URL, "4", `{"resourcesListChanged":true}`).Body)
+	opened = time.Now()
+	wire.Next(ch, 2*time.Second)
+	time.Sleep(time.Until(opened.Add(450 * time.Millisecond)))
+	log.mu.Lock()
+	log.fail = true
+	log.mu.Unlock()
+	change(t, b.URL, `{"change":"resources"}`, "")
+	if m := wire.Next(ch, 450*time.Millisecond); m != nil {
+		t.Fatalf("while the log is down, at its end: %v", m)
+	}
+	log.mu.Lock()
+	log.fail = false
+	log.mu.Unlock()
+	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
+		t.Fatalf("once the log is back: %v", m)
+	}
+	if m := wire.Next(ch, 2*time.Second); m["result"] == nil {
+		t.Fatalf("then %v, want the result", m)
+	}
+}
+
 // TestListenRefusals: through a buffered door the method is unknown and
 // discover advertises no listChanged; too many URIs, no notifications
 // and a client that accepts no stream are refused precisely.
