@@ -180,7 +180,7 @@ chaos: $(CHAOS_NEEDS)
 ## chaos-short: the same run in about a minute and a half (make test)
 chaos-short: $(CHAOS_NEEDS)
 	cd e2e && $(GO) test -tags integration -c -o $(CHAOS_TEST) ./chaos
-	cd e2e/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos' $(CHAOS_TEST)
+	cd e2e/chaos && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=TestChaos -test.timeout=10m -test.short -chaos.logdir=$(TOOLS)/chaos $(CHAOS_FLAGS)' $(CHAOS_TEST)
 
 # The abuse run needs what the chaos run needs but local-kms, and the
 # fixture as a local server too; each run keeps its logs and report under

@@ -27,14 +27,15 @@ type plan struct {
 	name      string
 	instances int
 	workers   int
+	watchers  int
 	load      time.Duration // new operations start until then
 	pursue    time.Duration // how long one request is retried
 	recovery  time.Duration // how long after the load requests may still be retried
 }
 
 var (
-	shortPlan = plan{name: "short", instances: 4, workers: 10, load: 40 * time.Second, pursue: 50 * time.Second, recovery: 35 * time.Second}
-	fullPlan  = plan{name: "full", instances: 5, workers: 14, load: 240 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
+	shortPlan = plan{name: "short", instances: 4, workers: 10, watchers: 1, load: 40 * time.Second, pursue: 50 * time.Second, recovery: 35 * time.Second}
+	fullPlan  = plan{name: "full", instances: 5, workers: 14, watchers: 2, load: 240 * time.Second, pursue: 75 * time.Second, recovery: 60 * time.Second}
 )
 
 // TestChaos runs the function as a fleet of instances (the real
@@ -91,9 +92,10 @@ func TestChaos(t *testing.T) {
 
 	writes := NewWrites()
 	c.Proxy.Watch(writes.Watch)
-	load := NewLoad(c.Front, LoadOptions{Workers: p.workers, Duration: p.load, PursueLimit: p.pursue, Recovery: p.recovery,
+	load := NewLoad(c.Front, LoadOptions{Workers: p.workers, Watchers: p.watchers, Duration: p.load, PursueLimit: p.pursue, Recovery: p.recovery,
 		RunID: fmt.Sprintf("r%x", runSeed&0xffffff), Seed: runSeed})
 	faults := NewFaults(c, p == fullPlan)
+	faults.WatchedDelete = load.IsWatchedDelete
 	loadStart := time.Now()
 	faultsDone := make(chan struct{})
 	go func() {
@@ -162,7 +164,7 @@ func TestChaos(t *testing.T) {
 	// A run that injected nothing, or did nothing, proves nothing.
 	injected := sum.Faults
 	for _, f := range []string{FaultKill, FaultKillAfter, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOneStep, FaultDDBRestart, FaultKMSOutage,
-		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer} {
+		FaultKillWorker, FaultKillOutcome, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer, FaultKillListener, FaultKillDeleted} {
 		if injected[f] == 0 {
 			t.Errorf("no fault %q was injected", f)
 		}
@@ -173,6 +175,10 @@ func TestChaos(t *testing.T) {
 	if res.KeysSucceeded == 0 || res.DeletesSucceeded == 0 || res.Reads == 0 || res.TaskEnds["completed"] == 0 || res.TaskEnds["cancelled"] == 0 || res.TaskUpdates == 0 {
 		t.Errorf("the load did too little: %d keys succeeded, %d deletes, %d reads, %d tasks completed, %d cancelled, %d tasks/update",
 			res.KeysSucceeded, res.DeletesSucceeded, res.Reads, res.TaskEnds["completed"], res.TaskEnds["cancelled"], res.TaskUpdates)
+	}
+	if lr := res.Listen; lr.Ended == 0 || lr.ByNotification == 0 || lr.Owed == 0 {
+		t.Errorf("the load did too little: %d listen streams ended with their result, %d deletions learned by notification, %d owed by a stream",
+			lr.Ended, lr.ByNotification, lr.Owed)
 	}
 	if streamed := sum.Pool.Streamed; streamed == 0 || duplicated == 0 || sum.Pool.WorkerRuns == 0 {
 		t.Errorf("the load did too little: %d requests through the streaming door, %d worker runs, %d delivered twice", streamed, sum.Pool.WorkerRuns, duplicated)

@@ -27,11 +27,19 @@ const (
 	CheckTaskPerKey  = "task-per-key"            // every answer for a key names the same task; the table holds one task for it
 	CheckOneRequest  = "add-not-in-one-request"  // a keyed add commits its claim, note, count and result in one transaction
 	CheckCount       = "note-count-differs"      // every note book's count item counts its notes
+	// A watcher learns of every deletion of a note it listens to; a
+	// stream sends only what it acknowledged, and each update once.
+	CheckListenMissed      = "listen-event-missed"
+	CheckListenUnrequested = "listen-unrequested"
+	CheckListenDuplicate   = "listen-duplicate"
+	// A note deleted by a keyed redemption has its change recorded in the
+	// event log once, whatever was killed or lost.
+	CheckChangeRecorded = "change-not-recorded"
 )
 
 // Checks lists every check.
 var Checks = []string{CheckExactlyOnce, CheckLostWrite, CheckReplay, CheckGateway, CheckRecovered, CheckSingleUse, CheckUnexpected,
-	CheckTaskEnd, CheckTaskPerKey, CheckOneRequest, CheckCount}
+	CheckTaskEnd, CheckTaskPerKey, CheckOneRequest, CheckCount, CheckChangeRecorded, CheckListenMissed, CheckListenUnrequested, CheckListenDuplicate}
 
 // Violation is one failed check, with what explains it.
 type Violation struct {
@@ -62,6 +70,9 @@ type Notes struct {
 	// Counted is what each book's count item (sk "#count", notes N)
 	// says, for the books that have one.
 	Books, Counted map[string]int
+	// Events counts the distinct events of each topic in the event log
+	// (pk "event#…", topic S, id S): the listen streams' changes.
+	Events map[string]map[string]bool
 }
 
 // TaskItem is one task item of the table: pk "task#<id>", its fields as
@@ -76,7 +87,7 @@ type TaskItem struct {
 // NewNotes returns an empty table's contents.
 func NewNotes() *Notes {
 	return &Notes{ByMarker: map[string][]string{}, IDs: map[string]bool{}, Deletions: map[string]int{}, ExportRuns: map[string]int{},
-		Tasks: map[string]*TaskItem{}, Books: map[string]int{}, Counted: map[string]int{}}
+		Tasks: map[string]*TaskItem{}, Books: map[string]int{}, Counted: map[string]int{}, Events: map[string]map[string]bool{}}
 }
 
 // ScanNotes reads every item of the table with consistent reads.
@@ -91,6 +102,17 @@ func ScanNotes(ctx context.Context, c *dynamodb.Client, table string) (*Notes, e
 		for _, it := range page.Items {
 			pk, _ := it["pk"].(*types.AttributeValueMemberS)
 			sk, _ := it["sk"].(*types.AttributeValueMemberS)
+			if pk != nil && strings.HasPrefix(pk.Value, "event#") {
+				topic, _ := it["topic"].(*types.AttributeValueMemberS)
+				id, _ := it["id"].(*types.AttributeValueMemberS)
+				if topic != nil && id != nil {
+					if n.Events[topic.Value] == nil {
+						n.Events[topic.Value] = map[string]bool{}
+					}
+					n.Events[topic.Value][id.Value] = true
+				}
+				continue
+			}
 			if pk != nil && strings.HasPrefix(pk.Value, "task#") {
 				if t := taskItem(strings.TrimPrefix(pk.Value, "task#"), it); t != nil {
 					n.Tasks[t.ID] = t
@@ -205,6 +227,9 @@ type Result struct {
 	// DeleteExecutions counts the confirmed deletes' notes by their
 	// deletion records: deleted 0, 1, 2+ times.
 	DeleteExecutions [3]int
+	// ChangesRecorded are the deleted notes whose change is in the event
+	// log.
+	ChangesRecorded int
 	Reads            int
 	// Task keys by kind; those answered with a task, and how their
 	// tasks ended as tasks/get last told: by status ("" for a task never
@@ -222,6 +247,8 @@ type Result struct {
 	TaskExecutions          [3]int
 	TasksKilled, TaskReruns int
 	TaskPolls               int
+	// Listen is what the listen checks counted.
+	Listen ListenResult
 }
 
 // ByCheck counts the violations of each check (every check present).
@@ -408,6 +435,16 @@ func (l *Load) Check(notes *Notes, killed map[string]int, writes *Writes) *Resul
 		case !success && !present:
 			add(CheckSingleUse, subject, "the note is gone but no delete succeeded: "+summary, hs...)
 		}
+		// The change: one event for the note, recorded with the delete
+		// when a keyed redemption made it (an unkeyed one records it
+		// after its call, which a kill in between loses).
+		changes := len(notes.Events["resource:"+noteURI(d.NoteID)])
+		if changes > 1 || changes == 0 && deleted > 0 && d.keyedSuccess() {
+			add(CheckChangeRecorded, subject, fmt.Sprintf("the note was deleted and %d events of its change are in the log: %s", changes, summary), hs...)
+		}
+		if changes > 0 {
+			r.ChangesRecorded++
+		}
 		first, second := d.Redemptions[0], d.Redemptions[1]
 		if second.Outcome == "refused" {
 			r.SecondRefused++
@@ -435,6 +472,7 @@ func (l *Load) Check(notes *Notes, killed map[string]int, writes *Writes) *Resul
 		}
 	}
 	l.checkTasks(r, notes, killed, add)
+	l.checkListens(r, notes, add)
 	return r
 }
 
@@ -557,6 +595,17 @@ func (l *Load) checkTasks(r *Result, notes *Notes, killed map[string]int, add fu
 func (d *DeleteRecord) succeeded() bool {
 	for _, rd := range d.Redemptions {
 		if rd.Outcome == "deleted" || rd.Outcome == "deleted-replay" {
+			return true
+		}
+	}
+	return false
+}
+
+// keyedSuccess reports whether a redemption with an idempotency key was
+// answered that the note was deleted: that redemption deleted it.
+func (d *DeleteRecord) keyedSuccess() bool {
+	for _, rd := range d.Redemptions {
+		if rd.Key != "" && (rd.Outcome == "deleted" || rd.Outcome == "deleted-replay") {
 			return true
 		}
 	}

@@ -56,6 +56,9 @@ type Call struct {
 
 // Answer is what came back for one request.
 type Answer struct {
+	// ID is the request's JSON-RPC id (a listen stream's subscription
+	// id).
+	ID int64
 	// Err is a transport error: no HTTP answer at all.
 	Err error
 	// Status, and the front's headers.
@@ -74,7 +77,8 @@ type Answer struct {
 
 // Do sends c and reads its answer.
 func (cl *Client) Do(ctx context.Context, c Call) *Answer {
-	body, err := harness.Encode(cl.ids.Add(1), c.Method, c.Params, harness.Caps{Elicitation: c.Elicitation, Tasks: c.Tasks})
+	id := cl.ids.Add(1)
+	body, err := harness.Encode(id, c.Method, c.Params, harness.Caps{Elicitation: c.Elicitation, Tasks: c.Tasks})
 	if err != nil {
 		return &Answer{Err: fmt.Errorf("encoding the request: %w", err)}
 	}
@@ -95,11 +99,11 @@ func (cl *Client) Do(ctx context.Context, c Call) *Answer {
 	start := time.Now()
 	resp, err := cl.HTTP.Do(req)
 	if err != nil {
-		return &Answer{Err: err, Latency: time.Since(start)}
+		return &Answer{ID: id, Err: err, Latency: time.Since(start)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(resp.Body)
-	a := &Answer{Status: resp.StatusCode, Latency: time.Since(start), Body: raw,
+	a := &Answer{ID: id, Status: resp.StatusCode, Latency: time.Since(start), Body: raw,
 		RequestID: resp.Header.Get(HeaderRequestID), Instance: resp.Header.Get(HeaderInstance),
 		Injected: resp.Header.Get(HeaderInjected) != ""}
 	if err != nil {

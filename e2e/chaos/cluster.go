@@ -151,6 +151,8 @@ func StartCluster(ctx context.Context, o ClusterOptions) (*Cluster, error) {
 	env["AWS_LAMBDA_FUNCTION_TIMEOUT"] = functionTimeout
 	env["MCP_REQUEST_TIMEOUT"] = requestTimeout
 	env["MCP_STREAM_EVENTS"] = streamEvents
+	env["MCP_LISTEN_MAX_DURATION"] = ListenMaxDuration.String()
+	env["MCP_LISTEN_POLL"] = listenPoll.String()
 	// The function's Lambda client reaches the Invoke API's stand-in.
 	invokeLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -22,6 +22,9 @@ type LoadOptions struct {
 	// Recovery after Duration, so the run ends in Duration + Recovery
 	// (plus one request's time) whatever the function does.
 	Recovery time.Duration
+	// Watchers are the principals that hold listen streams open while
+	// their notes are deleted (listen.go), beside the workers.
+	Watchers int
 	// RunID prefixes the run's keys and principals.
 	RunID string
 	Seed  uint64
@@ -97,6 +100,7 @@ type DeleteRecord struct {
 // Redemption is one logical request carrying the confirmed state.
 type Redemption struct {
 	Role string // first, second, resend
+	Key  string // its idempotency key, "" for none
 	Hist *History
 	// Outcome: "deleted", "deleted-replay", "not-found",
 	// "not-found-replay", "refused" (-32602), "gave-up", or "unexpected".
@@ -161,6 +165,7 @@ type Load struct {
 	keys     []*KeyRecord
 	tasks    []*TaskKey
 	deletes  []*DeleteRecord
+	watchers []*watcher
 	reads    []*History
 	readBad  []string
 	latency  []time.Duration
@@ -193,6 +198,13 @@ func (l *Load) Run(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			l.worker(ctx, w)
+		}()
+	}
+	for n := range l.o.Watchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.watch(ctx, n)
 		}()
 	}
 	wg.Wait()
@@ -455,6 +467,13 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 	if !note.Succeeded() {
 		return
 	}
+	l.confirmDelete(ctx, rng, principal, note)
+}
+
+// confirmDelete deletes note, which a keyed add made, by the confirmed
+// flow deleteFlow describes, and returns its record once every
+// redemption ended.
+func (l *Load) confirmDelete(ctx context.Context, rng *rand.Rand, principal string, note *KeyRecord) *DeleteRecord {
 	note.mu.Lock()
 	id := note.IDs[0]
 	note.mu.Unlock()
@@ -472,12 +491,12 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 	d.Ask = l.pursue(ctx, rng, Call{Principal: principal, Method: "tools/call", Name: "notes_delete", Elicitation: true, Stream: stream, KeepDoor: true,
 		Params: map[string]any{"name": "notes_delete", "arguments": args}}, "notes_delete ask "+id)
 	if d.Ask.Final == nil {
-		return
+		return d
 	}
 	state, _ := d.Ask.Final.Result["requestState"].(string)
 	if d.Ask.Final.Classify() != OK || d.Ask.Final.Result["resultType"] != "input_required" || state == "" {
 		d.Unexpected = append(d.Unexpected, "ask: "+d.Ask.Final.Describe())
-		return
+		return d
 	}
 	confirm := func(key string) Call {
 		p := map[string]any{"name": "notes_delete", "arguments": args, "requestState": state,
@@ -493,7 +512,7 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 	}
 	redeem := func(r *rand.Rand, role, key string) *Redemption {
 		h := l.pursue(ctx, r, confirm(key), fmt.Sprintf("notes_delete %s %s key=%q", role, id, key))
-		return &Redemption{Role: role, Hist: h, Outcome: redemptionOutcome(h)}
+		return &Redemption{Role: role, Key: key, Hist: h, Outcome: redemptionOutcome(h)}
 	}
 	var first, second *Redemption
 	if d.Mode == "concurrent" {
@@ -517,6 +536,7 @@ func (l *Load) deleteFlow(ctx context.Context, rng *rand.Rand, principal string)
 	l.mu.Lock()
 	d.Redemptions = rs
 	l.mu.Unlock()
+	return d
 }
 
 // redemptionOutcome reads how a redemption ended.

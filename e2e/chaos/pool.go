@@ -87,9 +87,11 @@ type slot struct {
 	down   bool         // killed or ended; a replacement is starting
 	killed map[int]bool // the generations killed deliberately
 	// task is the task whose worker invocation the slot is running ("":
-	// none), since when.
-	task  string
-	since time.Time
+	// none), since when; listening says it holds a listen stream open
+	// (subscriptions/listen), since when.
+	task      string
+	listening bool
+	since     time.Time
 }
 
 // PoolStats count what the front saw.
@@ -175,7 +177,7 @@ func (p *Pool) release(s *slot, gen int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if s.gen == gen {
-		s.busy, s.task = false, ""
+		s.busy, s.task, s.listening = false, "", false
 		p.ready.Broadcast()
 	}
 }
@@ -216,6 +218,9 @@ func (p *Pool) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.stats.Requests++
 	if stream {
 		p.stats.Streamed++
+	}
+	if r.Header.Get("Mcp-Method") == "subscriptions/listen" {
+		s.listening, s.since = true, time.Now()
 	}
 	p.mu.Unlock()
 	w.Header().Set(HeaderInstance, fmt.Sprintf("i%d.g%d", s.idx, gen))
@@ -295,7 +300,7 @@ func (p *Pool) failed(s *slot, gen int, inst Instance, worker bool) (injected bo
 		s.down = true
 		p.replaceLocked(s)
 	} else if !ended && s.gen == gen && !s.down {
-		s.busy, s.task = false, ""
+		s.busy, s.task, s.listening = false, "", false
 		p.ready.Broadcast()
 	}
 	return injected
@@ -350,15 +355,30 @@ func (p *Pool) Kill(idx int) {
 }
 
 // KillWorker kills, with SIGKILL, an instance that has been running a
-// task's worker for at least ran (waiting up to wait for one), and starts
-// a fresh one in its place. It returns the slot and the task, or -1.
+// task's worker for at least ran, waiting up to wait for one; it returns
+// the slot and the task, or -1 if none came.
 func (p *Pool) KillWorker(ctx context.Context, ran, wait time.Duration) (int, string) {
+	return p.killRunning(ctx, ran, wait, func(s *slot) bool { return s.task != "" })
+}
+
+// KillListener kills, with SIGKILL, an instance that has held a listen
+// stream open for at least ran, waiting up to wait for one; it returns
+// the slot, or -1 if none came.
+func (p *Pool) KillListener(ctx context.Context, ran, wait time.Duration) int {
+	idx, _ := p.killRunning(ctx, ran, wait, func(s *slot) bool { return s.listening })
+	return idx
+}
+
+// killRunning kills a busy instance that what picks, busy for at least
+// ran, waiting up to wait for one; it returns the slot and the task it
+// ran ("" for none), or -1.
+func (p *Pool) killRunning(ctx context.Context, ran, wait time.Duration, what func(*slot) bool) (int, string) {
 	deadline := time.Now().Add(wait)
 	for ctx.Err() == nil && time.Now().Before(deadline) {
 		p.mu.Lock()
 		var running []*slot
 		for _, s := range p.slots {
-			if !s.down && s.busy && s.task != "" && time.Since(s.since) >= ran {
+			if !s.down && s.busy && what(s) && time.Since(s.since) >= ran {
 				running = append(running, s)
 			}
 		}
@@ -419,7 +439,7 @@ func (p *Pool) replaceLocked(s *slot) {
 			inst.Kill()
 			return
 		}
-		s.inst, s.gen, s.busy, s.down, s.task = inst, gen, false, false, ""
+		s.inst, s.gen, s.busy, s.down, s.task, s.listening = inst, gen, false, false, "", false
 		p.stats.Replacements++
 		p.ready.Broadcast()
 	}()

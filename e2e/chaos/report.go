@@ -107,6 +107,7 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 	row("  notes gone after a redemption killed mid-call, no answer telling", r.DeletesUnknown)
 	row("  notes deleted 0 / 1 / 2+ times, by their deletion records", fmt.Sprintf("%d / %d / %d",
 		r.DeleteExecutions[0], r.DeleteExecutions[1], r.DeleteExecutions[2]))
+	row("  deleted notes whose change is in the event log", r.ChangesRecorded)
 	row("task keys (answered with a task)", fmt.Sprintf("%d (%d)", r.TaskKeys, r.TasksCreated))
 	for _, k := range slices.Sorted(maps.Keys(r.TaskKeysByKind)) {
 		row("  keys "+k, r.TaskKeysByKind[k])
@@ -119,6 +120,12 @@ func WriteReport(w io.Writer, s Summary, st Stats, r *Result) {
 		r.TaskExecutions[0], r.TaskExecutions[1], r.TaskExecutions[2]))
 	row("  keys whose task's worker was killed mid-run (re-runs)", fmt.Sprintf("%d (%d)", r.TasksKilled, r.TaskReruns))
 	row("reads", r.Reads)
+	lr := r.Listen
+	row("listen streams (ended with their result)", fmt.Sprintf("%d (%d)", lr.Streams, lr.Ended))
+	row("  notifications/resources/updated received", lr.Notifications)
+	row("  watched notes deleted: learned by notification / by acknowledgement", fmt.Sprintf("%d: %d / %d", lr.Deleted, lr.ByNotification, lr.ByAcknowledgement))
+	row("  deletions a stream open long enough owed (all delivered unless a violation says)", lr.Owed)
+	row("  deletions with a redemption killed under it (owed by a stream)", fmt.Sprintf("%d (%d)", lr.CutDeletes, lr.CutOwed))
 	bc := r.ByCheck()
 	for _, c := range Checks {
 		row("violations: "+c, bc[c])

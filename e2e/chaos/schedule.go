@@ -32,6 +32,8 @@ const (
 	FaultDropOutcome   = "task outcome write's response dropped (applied)"
 	FaultDelayOutcome  = "task outcome write's response delayed"
 	FaultDropAnswer    = "task answer write's response dropped (applied)"
+	FaultKillListener  = "instance holding a listen stream killed"
+	FaultKillDeleted   = "instance killed right after a watched note's delete was applied"
 )
 
 // Step is one fault in a schedule: at a fraction of the load's duration.
@@ -45,6 +47,10 @@ type Step struct {
 type Faults struct {
 	c     *Cluster
 	steps []Step
+	// WatchedDelete picks the delete of a note a watcher listens to
+	// (Load.IsWatchedDelete), for the kill right after one is applied;
+	// set it before Run.
+	WatchedDelete func(body []byte) bool
 
 	mu       sync.Mutex
 	timeline []event
@@ -69,7 +75,11 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	// delay rules (armed at 0.07): a short run completes only a few tasks
 	// while the faults are on, and the run must see both.
 	outcomeKills := []float64{0.5}
+	listenerKills := []float64{0.4}
+	deletedKills := []float64{0.3}
 	if full {
+		listenerKills = []float64{0.25, 0.56}
+		deletedKills = []float64{0.18, 0.36, 0.7}
 		workerKills = []float64{0.12, 0.3, 0.48, 0.6, 0.72}
 		outcomeKills = []float64{0.2, 0.52}
 		kills = []float64{0.08, 0.16, 0.24, 0.33, 0.45, 0.58, 0.67, 0.74, 0.80}
@@ -88,6 +98,12 @@ func NewFaults(c *Cluster, full bool) *Faults {
 	}
 	for _, at := range outcomeKills {
 		f.steps = append(f.steps, Step{At: at, Name: "kill the worker whose task outcome write was just applied", Do: f.killAfterOutcome})
+	}
+	for _, at := range listenerKills {
+		f.steps = append(f.steps, Step{At: at, Name: "kill an instance holding a listen stream", Do: f.killListener})
+	}
+	for _, at := range deletedKills {
+		f.steps = append(f.steps, Step{At: at, Name: "kill the instance whose delete of a watched note was just applied", Do: f.killAfterDelete})
 	}
 	for _, at := range workerKills {
 		f.steps = append(f.steps, Step{At: at, Name: "kill an instance running a task's worker", Do: f.killWorker})
@@ -240,6 +256,34 @@ func (f *Faults) killWorker(ctx context.Context) error {
 	return nil
 }
 
+// killListener kills an instance that has held a listen stream open for
+// at least a second (acknowledged, reading the log), waiting up to 20 s
+// for one: its client gets the gateway's error and listens again.
+func (f *Faults) killListener(ctx context.Context) error {
+	slot := f.c.Pool.KillListener(ctx, time.Second, 20*time.Second)
+	if slot < 0 {
+		return fmt.Errorf("no instance holding a listen stream to kill")
+	}
+	f.count(FaultKillListener)
+	f.note(fmt.Sprintf("killed i%d holding a listen stream", slot))
+	return nil
+}
+
+// killAfterDelete arms a rule, tried before every other, that lets the
+// next delete of a watched note reach DynamoDB, then kills the instance
+// that made it before it hears back: the crash between a change and its
+// notification, which a watcher's stream must still deliver.
+func (f *Faults) killAfterDelete(ctx context.Context) error {
+	f.c.Proxy.InsertRule(&Rule{Name: FaultKillDeleted, Ops: []string{"TransactWriteItems"}, Match: f.WatchedDelete, Limit: 1, Action: DropResponse,
+		Then: func(tag string) {
+			if i, err := strconv.Atoi(strings.TrimPrefix(tag, "i")); err == nil {
+				f.c.Pool.Kill(i)
+				f.note(fmt.Sprintf("killed i%d right after its delete of a watched note was applied", i))
+			}
+		}})
+	return nil
+}
+
 // outcomeFaults drops, after DynamoDB applied it, the response of the
 // first and every second write that records a task's outcome, and
 // answers the others a second late: the run makes few of them (a task
@@ -318,6 +362,6 @@ func (f *Faults) Counts() map[string]int {
 }
 
 // FaultOrder is the order the report lists faults in.
-var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultKillWorker, FaultKillOutcome, FaultInjectedGwErr, FaultDelay,
+var FaultOrder = []string{FaultKill, FaultKillMidCall, FaultKillAfter, FaultKillWorker, FaultKillOutcome, FaultKillListener, FaultKillDeleted, FaultInjectedGwErr, FaultDelay,
 	FaultDelayResponse, FaultDropRequest, FaultDropResponse, FaultDropComplete, FaultDropOneStep, FaultDropOutcome, FaultDelayOutcome, FaultDropAnswer, FaultDDBRestart,
 	FaultDDBRefused, FaultKMSOutage, FaultKMSDown}

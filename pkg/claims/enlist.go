@@ -6,6 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Write is one write a tool enlists in its call's claim (EnlistWrites):
@@ -125,9 +126,12 @@ func OnCommit(ctx context.Context, f func()) bool {
 // commit them.
 func enlist(ctx context.Context, writes []Write) bool {
 	t, _ := ctx.Value(ticketKey{}).(*ticket)
-	if t == nil {
-		return false
-	}
+	return t != nil && t.enlist(writes)
+}
+
+// enlist adds writes to the ticket, all or none, if its store can commit
+// them and there is room.
+func (t *ticket) enlist(writes []Write) bool {
 	for _, w := range writes {
 		if !t.takes(w) {
 			return false
@@ -140,6 +144,34 @@ func enlist(ctx context.Context, writes []Write) bool {
 	}
 	t.writes = append(t.writes, writes...)
 	return true
+}
+
+// enlistChanges enlists the change events c's handler notified, recorded
+// by the Guard's ChangeRecorder, in the call's commit, and has the server
+// hand them to this process's listen streams once it is made (Options.
+// Changes). It does nothing when there is no recorder, no event, or no
+// room: the server then records them after the call.
+func (t *ticket) enlistChanges(c *stateless.Call) {
+	rec := t.g.opts.Changes
+	if rec == nil {
+		return
+	}
+	deliver := c.CommitChanges(func(events []stateless.Event) bool {
+		items, err := rec.TransactItems(events)
+		if err != nil {
+			return false
+		}
+		ws := make([]Write, len(items))
+		for i := range items {
+			ws[i] = Write{Item: &items[i]}
+		}
+		return t.enlist(ws)
+	})
+	if deliver != nil {
+		t.mu.Lock()
+		t.after = append(t.after, deliver)
+		t.mu.Unlock()
+	}
 }
 
 // takes reports whether the ticket's store can commit w: a DynamoDB write

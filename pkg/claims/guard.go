@@ -19,6 +19,7 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/internal/canon"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
 // Options configure a Guard.
@@ -41,6 +42,22 @@ type Options struct {
 	MaxStored int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Changes, when set, records the change events a claimed call's
+	// handler notifies (stateless.Call.NotifyResourceUpdated and its kin)
+	// in the call's own transaction, with its enlisted writes and its
+	// stored result, when the store is a Transactor: a listen stream then
+	// hears of every change whose effect was committed, even if the
+	// process died right after, and of none whose effect was not. Package
+	// events' DynamoDB is one. Without it (or when the writes would
+	// exceed MaxEnlisted) the server records them after the call.
+	Changes ChangeRecorder
+}
+
+// ChangeRecorder turns change events into the DynamoDB writes that record
+// them in an event log (package events' DynamoDB.TransactItems), for a
+// claimed call's transaction.
+type ChangeRecorder interface {
+	TransactItems(events []stateless.Event) ([]types.TransactWriteItem, error)
 }
 
 func (o *Options) withDefaults() Options {

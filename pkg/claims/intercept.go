@@ -189,6 +189,7 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 		g.settle(ctx, e, "releasing the idempotency claim", t.Release)
 		return a
 	}
+	t.enlistChanges(e.Call)
 	joined := *rd != nil && t.joinRedemption(*rd)
 	result := a.Result()
 	err := g.settle(ctx, e, "finishing the idempotency claim", func(ctx context.Context) error { return t.Complete(ctx, result) })

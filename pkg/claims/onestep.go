@@ -114,12 +114,13 @@ func (g *Guard) wrapTool(def *stateless.Tool, next stateless.ToolHandler) statel
 			return next(ctx, req)
 		}
 		res, err := next(ctx, req)
-		return t.commitStep(ctx, res, err)
+		return t.commitStep(ctx, req.Call, res, err)
 	}
 }
 
 // commitStep commits what the handler answered, in one conditional write
-// with the call's claim and the writes it enlisted, and returns what the
+// with the call's claim, the writes it enlisted and the changes it
+// notified (call is the handler's), and returns what the
 // call is to answer: the handler's result once committed; the stored
 // result of the call that holds the key, marked as a replay; the tool
 // failure of a write whose condition failed; or a refusal (the key held
@@ -127,7 +128,13 @@ func (g *Guard) wrapTool(def *stateless.Tool, next stateless.ToolHandler) statel
 // not known to be), which the execution interceptor answers in the
 // handler's place. A failure is not committed: it had no effect, and its
 // retry runs the tool again.
-func (t *ticket) commitStep(ctx context.Context, res *stateless.CallToolResult, herr error) (*stateless.CallToolResult, error) {
+func (t *ticket) commitStep(ctx context.Context, call *stateless.Call, res *stateless.CallToolResult, herr error) (*stateless.CallToolResult, error) {
+	t.mu.Lock()
+	over := t.step.over
+	t.mu.Unlock()
+	if !over && herr == nil && (res == nil || !res.IsError) {
+		t.enlistChanges(call)
+	}
 	t.mu.Lock()
 	over, writes := t.step.over, t.writes
 	t.sealed = true

@@ -166,7 +166,20 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 	if cfg.InLambda {
 		taskOpts.Dispatch = (&tasks.Lambda{Client: e.Clients.lambdaAPI, Function: cfg.FunctionName}).Dispatch
 	}
-	guard := claims.New(e.Claims, nil)
+	// Without a table a listen stream hears this process only, which is
+	// all there is locally. The function's name scopes the log: another
+	// function on the same table (the conformance fixture) neither hears
+	// its events nor announces its deploys.
+	var eventLog *events.DynamoDB
+	if cfg.EventsTable != "" {
+		eventLog = &events.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.EventsTable, SortKey: TableSortKey, Scope: cfg.FunctionName}
+	}
+	var claimOpts claims.Options
+	if eventLog != nil {
+		// A keyed call's change events commit with its effect.
+		claimOpts.Changes = eventLog
+	}
+	guard := claims.New(e.Claims, &claimOpts)
 	e.Tasks = tasks.New(taskOpts)
 	var ics []stateless.Interceptor
 	if q.Streams > 0 {
@@ -198,12 +211,8 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		StreamKeepAlive: cfg.StreamKeepAlive,
 		Listen:          cfg.Listen,
 	}
-	if cfg.EventsTable != "" {
-		// Without a table a listen stream hears this process only, which
-		// is all there is locally. The function's name scopes the log:
-		// another function on the same table (the conformance fixture)
-		// neither hears its events nor announces its deploys.
-		opts.Events = &events.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.EventsTable, SortKey: TableSortKey, Scope: cfg.FunctionName}
+	if eventLog != nil {
+		opts.Events = eventLog
 	}
 	if e.Observer != nil {
 		opts.Observe = e.Observer.Observe

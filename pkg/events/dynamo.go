@@ -109,27 +109,13 @@ const (
 // are recorded, and a retry of the whole Append records them again under
 // the same keys.
 func (d *DynamoDB) Append(ctx context.Context, events []stateless.Event) error {
-	if err := checkAll(events); err != nil {
+	items, err := d.items(events)
+	if err != nil {
 		return err
 	}
-	pk, sk := d.keyNames()
-	ttl := d.ttl()
-	reqs := make([]types.WriteRequest, 0, len(events))
-	seen := make(map[string]int, len(events))
-	for i := range events {
-		e := &events[i]
-		it := encodeEventItem(pk, sk, e, expiry(nanos(e.At), ttl))
-		if d.Scope != "" {
-			it[pk], it[attrScope] = str(d.partition(e.Topic)), str(d.Scope)
-		}
-		key := it[pk].(*types.AttributeValueMemberS).Value + "\x00" + it[sk].(*types.AttributeValueMemberS).Value
-		req := types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
-		if j, dup := seen[key]; dup {
-			reqs[j] = req
-			continue
-		}
-		seen[key] = len(reqs)
-		reqs = append(reqs, req)
+	reqs := make([]types.WriteRequest, len(items))
+	for i, it := range items {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: it}}
 	}
 	for start := 0; start < len(reqs); start += maxBatch {
 		chunk := reqs[start:min(start+maxBatch, len(reqs))]
@@ -140,6 +126,50 @@ func (d *DynamoDB) Append(ctx context.Context, events []stateless.Event) error {
 		}
 	}
 	return nil
+}
+
+// TransactItems are the writes that record events, for a transaction of
+// the caller's (package claims puts a claimed call's events in its
+// claim's, with the call's effect): one Put of each event's item, as
+// Append writes it. It is a claims.ChangeRecorder.
+func (d *DynamoDB) TransactItems(events []stateless.Event) ([]types.TransactWriteItem, error) {
+	items, err := d.items(events)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.TransactWriteItem, len(items))
+	for i, it := range items {
+		out[i] = types.TransactWriteItem{Put: &types.Put{TableName: aws.String(d.Table), Item: it}}
+	}
+	return out, nil
+}
+
+// items are the events' items, one per key: an event given twice (the
+// same At and ID) is written once, as a batch or a transaction may name
+// an item only once.
+func (d *DynamoDB) items(events []stateless.Event) ([]map[string]types.AttributeValue, error) {
+	if err := checkAll(events); err != nil {
+		return nil, err
+	}
+	pk, sk := d.keyNames()
+	ttl := d.ttl()
+	items := make([]map[string]types.AttributeValue, 0, len(events))
+	seen := make(map[string]int, len(events))
+	for i := range events {
+		e := &events[i]
+		it := encodeEventItem(pk, sk, e, expiry(nanos(e.At), ttl))
+		if d.Scope != "" {
+			it[pk], it[attrScope] = str(d.partition(e.Topic)), str(d.Scope)
+		}
+		key := it[pk].(*types.AttributeValueMemberS).Value + "\x00" + it[sk].(*types.AttributeValueMemberS).Value
+		if j, dup := seen[key]; dup {
+			items[j] = it
+			continue
+		}
+		seen[key] = len(items)
+		items = append(items, it)
+	}
+	return items, nil
 }
 
 // writeChunk writes at most 25 requests with BatchWriteItem, again and

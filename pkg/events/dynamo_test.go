@@ -6,15 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/events"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -112,6 +115,35 @@ func TestAppendChunksAndDedupes(t *testing.T) {
 	}
 	if len(f.batches) != 2 || len(f.batches[0]) != 25 || len(f.batches[1]) != 25 || len(f.written) != 50 {
 		t.Fatalf("%d batches, %d written", len(f.batches), len(f.written))
+	}
+}
+
+// TestTransactItems: the writes a transaction records events with are
+// Puts into the log's table of the items Append writes, each key once;
+// an event Append would refuse is refused.
+func TestTransactItems(t *testing.T) {
+	f := &fakeDynamo{}
+	d := &events.DynamoDB{Client: f, Table: "events", Scope: "fn"}
+	var _ claims.ChangeRecorder = d
+	evs := batchOf(5, "t")
+	evs = append(evs, evs[1])
+	items, err := d.TransactItems(evs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Append(context.Background(), evs); err != nil {
+		t.Fatal(err)
+	}
+	if len(items) != 5 || len(f.written) != 5 {
+		t.Fatalf("%d items, %d appended", len(items), len(f.written))
+	}
+	for i, it := range items {
+		if it.Put == nil || aws.ToString(it.Put.TableName) != "events" || !reflect.DeepEqual(it.Put.Item, f.written[i]) {
+			t.Errorf("item %d: %+v, appended %v", i, it.Put, f.written[i])
+		}
+	}
+	if _, err := d.TransactItems([]stateless.Event{{Topic: "t", ID: "x"}}); err == nil {
+		t.Error("an event without a method was taken")
 	}
 }
 

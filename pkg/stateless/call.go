@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"strconv"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -43,7 +44,8 @@ type Call struct {
 	telemetry      *telemetry // the request's, for Logger
 	metrics        []Metric   // Metric's, reported with the outcome
 	changes        []Event    // the Notify methods', published once the handler returned
-	target         string     // the tool's, prompt's or resource's name, for the changes' IDs
+	target, method string     // the tool's, prompt's or resource's name and the method, for the changes' IDs
+	hub            *hub       // the server's, for CommitChanges' delivery
 }
 
 // QuotaKey is who a per-principal quota charges for this call: the
@@ -296,21 +298,70 @@ func (c *Call) change(topic, owner, method string, params json.RawMessage) {
 	c.changes = append(c.changes, Event{Topic: topic, Owner: owner, Method: method, Params: params})
 }
 
+// prepareChanges gives each change the call notified its ID — derived
+// from the call's key when it has one, so that a run again records the
+// same events, random otherwise — and its time.
+func (c *Call) prepareChanges() {
+	now := time.Now()
+	for i := range c.changes {
+		e := &c.changes[i]
+		if e.ID == "" {
+			if c.IdempotencyKey != "" {
+				e.ID = DerivedEventID(c.Principal, c.method, c.target, c.IdempotencyKey, strconv.Itoa(i))
+			} else {
+				e.ID = NewEventID()
+			}
+		}
+		if e.At.IsZero() {
+			e.At = now
+		}
+	}
+}
+
+// CommitChanges lets an interceptor record the events the call's handler
+// notified ([Call.NotifyResourceUpdated] and its kin) with the call's own
+// commit, so that a change is recorded exactly when the effect that made
+// it is — even if the process dies between the two — and never for an
+// effect that was not made: package claims enlists them in the claim's
+// transaction. An execution interceptor calls it on [Execution.Call] once
+// next returned, a tool interceptor on its [ToolRequest]'s Call once the
+// handler returned. record is given the events, their IDs and times set,
+// and reports whether it took them. If it did, the server records none of
+// them in its EventLog and hands them to the listen streams of this
+// process only when the returned deliver is called, which the
+// interceptor does once its commit is made (and never if it was not). If
+// it did not, or the handler notified nothing, deliver is nil and the
+// server records the events after the call, as for any call.
+func (c *Call) CommitChanges(record func(events []Event) bool) (deliver func()) {
+	if len(c.changes) == 0 || c.hub == nil {
+		return nil
+	}
+	c.prepareChanges()
+	evs := c.changes
+	for i := range evs {
+		if CheckEvent(&evs[i]) != nil {
+			return nil // Publish reports it
+		}
+	}
+	if !record(evs) {
+		return nil
+	}
+	c.changes = nil
+	h := c.hub
+	return func() { h.deliver(evs) }
+}
+
 // publishChanges records what the call's handler notified, once it has
-// returned: each event's ID derived from the call's key when it has one
-// (a run again records the same events), random otherwise.
-func (s *Server) publishChanges(ctx context.Context, c *Call, method string) {
+// returned, unless an interceptor recorded it with the call's commit
+// (CommitChanges).
+func (s *Server) publishChanges(ctx context.Context, c *Call) {
 	if len(c.changes) == 0 {
 		return
 	}
-	for i := range c.changes {
-		if c.IdempotencyKey != "" {
-			c.changes[i].ID = DerivedEventID(c.Principal, method, c.target, c.IdempotencyKey, strconv.Itoa(i))
-		}
-	}
+	c.prepareChanges()
 	if err := s.Publish(ctx, c.changes...); err != nil {
 		s.log.LogAttrs(ctx, slog.LevelWarn, "recording a call's change events failed; listen streams on other instances miss them",
-			slogString("method", method), slogString("error", err.Error()))
+			slogString("method", c.method), slogString("error", err.Error()))
 	}
 	c.changes = nil
 }

@@ -192,7 +192,7 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 	if stop != nil {
 		return *stop
 	}
-	x.call.target = ex.target
+	x.call.target, x.call.method, x.call.hub = ex.target, ex.method, &x.s.hub
 	var a Answer
 	if !x.s.executes {
 		// No interceptor runs around executions: spare the request the
@@ -205,7 +205,7 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 		// The handler returned a result (a replay ran none): what it
 		// notified is recorded, once the interceptors settled the call.
 		pctx, cancel := x.finishContext(ctx)
-		x.s.publishChanges(pctx, &x.call, ex.method)
+		x.s.publishChanges(pctx, &x.call)
 		cancel()
 	}
 	return a

@@ -74,7 +74,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	}
 	o := inv.Outcome
 	call := &Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
-		target: inv.Tool, capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
+		target: inv.Tool, method: "tools/call", hub: &s.hub, capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
 	if l := s.opts.HandlerLogger; l != nil {
 		call.telemetry = &telemetry{ctx: ctx, base: l, method: MethodTaskRun, target: inv.Tool}
 	}
@@ -114,7 +114,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	// The handler returned a result: what it notified is recorded, as a
 	// request's call records it.
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), maxFinish)
-	s.publishChanges(pctx, call, "tools/call")
+	s.publishChanges(pctx, call)
 	cancel()
 	return &Invoked{Result: slices.Clone(a.res.obj)}, nil
 }

@@ -92,6 +92,24 @@ func Decode(ct string, body []byte) (Message, error) {
 	return m, nil
 }
 
+// Messages are the JSON-RPC messages of an event stream's data lines, in
+// order (a line that is no JSON object is left out): a listen stream's
+// acknowledgement, notifications and result.
+func Messages(stream []byte) []map[string]any {
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(stream))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for sc.Scan() {
+		if d, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
+			var m map[string]any
+			if json.Unmarshal(bytes.TrimSpace(d), &m) == nil {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 // lastMessage is the response in an event stream: the last data line
 // that holds a result or an error.
 func lastMessage(stream []byte) []byte {
