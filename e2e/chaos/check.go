@@ -230,7 +230,7 @@ type Result struct {
 	// ChangesRecorded are the deleted notes whose change is in the event
 	// log.
 	ChangesRecorded int
-	Reads            int
+	Reads           int
 	// Task keys by kind; those answered with a task, and how their
 	// tasks ended as tasks/get last told: by status ("" for a task never
 	// seen to end).
