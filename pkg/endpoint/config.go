@@ -143,10 +143,16 @@ type Config struct {
 	// MCP_LISTEN_POLL (100ms to 1m, default 1s) how often an open one
 	// reads the event log.
 	Listen stateless.ListenOptions
-	// FunctionName names the function in the KMS encryption context
-	// (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; "mcp" elsewhere).
+	// FunctionName names the function: the Function of its log lines and
+	// metrics, its name in the KMS encryption context and the event log's
+	// scope, and on Lambda the function its tasks' workers are invoked
+	// as (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; elsewhere the name
+	// given to Main, else "mcp").
 	FunctionName string
 }
+
+// envLambdaFunctionName is the function's name, as Lambda sets it.
+const envLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 
 // Environment variable names.
 const (
@@ -314,7 +320,7 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 	default:
 		return nil, fmt.Errorf("%s=%q: want true or false", EnvToolErrorText, v)
 	}
-	c.FunctionName = getenv("AWS_LAMBDA_FUNCTION_NAME")
+	c.FunctionName = getenv(envLambdaFunctionName)
 	if c.FunctionName == "" {
 		c.FunctionName = "mcp"
 	}

@@ -37,3 +37,30 @@ func TestStartReturnsComposeError(t *testing.T) {
 		t.Errorf("err = %v, want %v", err, bad)
 	}
 }
+
+// TestStartNamesTheFunction: the name given to Main is the function's
+// outside Lambda (its log lines' and metrics' Function); on Lambda the
+// function's own name is.
+func TestStartNamesTheFunction(t *testing.T) {
+	for _, c := range []struct{ lambdaName, want string }{{"", "counter"}, {"stack-Counter-1A2B", "stack-Counter-1A2B"}} {
+		var got string
+		stop := errors.New("composed")
+		err := start(context.Background(), "counter", func(k string) string {
+			if k == envLambdaFunctionName {
+				return c.lambdaName
+			}
+			return ""
+		}, io.Discard, func(cfg *Config, o Options) (*Endpoint, error) { got = cfg.FunctionName; return nil, stop })
+		if !errors.Is(err, stop) || got != c.want {
+			t.Errorf("AWS_LAMBDA_FUNCTION_NAME=%q: FunctionName %q, want %q (%v)", c.lambdaName, got, c.want, err)
+		}
+	}
+	var got string
+	Start(context.Background(), func(string) string { return "" }, io.Discard, func(cfg *Config, o Options) (*Endpoint, error) {
+		got = cfg.FunctionName
+		return nil, errors.New("composed")
+	})
+	if got != "mcp" {
+		t.Errorf("Start without a name: FunctionName %q", got)
+	}
+}
