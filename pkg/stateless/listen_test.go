@@ -50,6 +50,13 @@ func (l *sharedLog) Read(_ context.Context, topic string, since time.Time, limit
 	return out, nil
 }
 
+// setFail makes Read fail, or not.
+func (l *sharedLog) setFail(fail bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.fail = fail
+}
+
 func (l *sharedLog) RecordCatalog(_ context.Context, digests map[string]string) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -234,16 +241,12 @@ func TestListenAcrossInstances(t *testing.T) {
 	if m := wire.Next(ch, 500*time.Millisecond); m != nil {
 		t.Fatalf("a duplicate: %v", m)
 	}
-	log.mu.Lock()
-	log.fail = true
-	log.mu.Unlock()
+	log.setFail(true)
 	change(t, b.URL, `{"change":"resources"}`, "")
 	if m := wire.Next(ch, 400*time.Millisecond); m != nil {
 		t.Fatalf("delivered while the log is down: %v", m)
 	}
-	log.mu.Lock()
-	log.fail = false
-	log.mu.Unlock()
+	log.setFail(false)
 	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
 		t.Fatalf("after the log came back: %v", m)
 	}
@@ -323,16 +326,12 @@ func TestListenEndReadsTheLog(t *testing.T) {
 	opened = time.Now()
 	wire.Next(ch, 2*time.Second)
 	time.Sleep(time.Until(opened.Add(450 * time.Millisecond)))
-	log.mu.Lock()
-	log.fail = true
-	log.mu.Unlock()
+	log.setFail(true)
 	change(t, b.URL, `{"change":"resources"}`, "")
 	if m := wire.Next(ch, 450*time.Millisecond); m != nil {
 		t.Fatalf("while the log is down, at its end: %v", m)
 	}
-	log.mu.Lock()
-	log.fail = false
-	log.mu.Unlock()
+	log.setFail(false)
 	if m := wire.Next(ch, 2*time.Second); m["method"] != "notifications/resources/list_changed" {
 		t.Fatalf("once the log is back: %v", m)
 	}
