@@ -84,16 +84,16 @@ func Run(ctx context.Context, c Config, w io.Writer) []Verdict {
 	if c.StreamToken == "" {
 		c.StreamToken = c.Token
 	}
-	if c.KeyedTool == "" {
-		c.KeyedTool, c.KeyedArgs = "notes_add", `{"text":"smoke test"}`
+	r := &run{c: c, w: w, demoKeyed: c.KeyedTool == "", demoProgress: c.ProgressTool == ""}
+	if r.demoKeyed {
+		r.c.KeyedTool, r.c.KeyedArgs = "notes_add", `{"text":"smoke test"}`
 	}
-	if c.ProgressTool == "" {
-		c.ProgressTool, c.ProgressArgs = "notes_digest", `{"pauseMs":1000}`
+	if r.demoProgress {
+		r.c.ProgressTool, r.c.ProgressArgs = "notes_digest", `{"pauseMs":1000}`
 	}
-	if c.ProgressGap <= 0 {
-		c.ProgressGap = time.Second
+	if r.c.ProgressGap <= 0 {
+		r.c.ProgressGap = time.Second
 	}
-	r := &run{c: c, w: w}
 	r.discovery(ctx)
 	r.protocol(ctx)
 	r.keyed(ctx)
@@ -128,6 +128,15 @@ type run struct {
 	w         io.Writer
 	verdicts  []Verdict
 	protected bool
+	// unreachable is why the endpoint's URL gave no HTTP answer to the
+	// first call ("" when it answered): every check after it is skipped,
+	// rather than failing again for the same reason.
+	unreachable string
+	// tools are the names tools/list answered (nil: not listed);
+	// demoKeyed and demoProgress say the checks call the demo's tools,
+	// as no other was named.
+	tools                   []string
+	demoKeyed, demoProgress bool
 }
 
 func (r *run) verdict(check, result, format string, args ...any) {
@@ -259,7 +268,8 @@ func (r *run) getJSON(ctx context.Context, u string, out any) (int, error) {
 func (r *run) discovery(ctx context.Context) {
 	a, err := r.call(ctx, r.c.URL, "", "server/discover", "", nil, true, nil)
 	if err != nil {
-		r.fail("unauthenticated", "%q", err.Error())
+		r.unreachable = err.Error()
+		r.fail("unauthenticated", "no answer from %s: %q; the checks that call it are skipped", r.c.URL, err.Error())
 		return
 	}
 	switch a.Status {
@@ -345,11 +355,25 @@ func challengeParam(challenge, name string) string {
 // callable reports whether calls can be checked: the endpoint is open or
 // a token was given.
 func (r *run) callable(check string) bool {
+	if r.unreachable != "" {
+		r.skip(check, "the endpoint did not answer (unauthenticated, above)")
+		return false
+	}
 	if r.protected && r.c.Token == "" {
 		r.skip(check, "protected endpoint: set TOKEN")
 		return false
 	}
 	return true
+}
+
+// notDemo says why a check that calls the demo's tool (demo: no other
+// was named) cannot run here: the endpoint lists no such tool, as a
+// fork's does not; set names the settings that name one of its own.
+func (r *run) notDemo(demo bool, tool, set string) string {
+	if !demo || r.tools == nil || slices.Contains(r.tools, tool) {
+		return ""
+	}
+	return fmt.Sprintf("the endpoint has no %s (the demo's): on a fork, set %s", tool, set)
 }
 
 // protocol checks the answers every client depends on: discovery, the
@@ -369,6 +393,13 @@ func (r *run) protocol(ctx context.Context) {
 		a, err := r.call(ctx, r.c.URL, r.c.Token, "tools/list", "", nil, true, nil)
 		res, _ := resultOf(a, err)
 		if tools, _ := res["tools"].([]any); len(tools) > 0 {
+			r.tools = []string{}
+			for _, t := range tools {
+				if m, ok := t.(map[string]any); ok {
+					name, _ := m["name"].(string)
+					r.tools = append(r.tools, name)
+				}
+			}
 			r.pass("tools-list", "%d tools", len(tools))
 		} else {
 			r.fail("tools-list", "%s", describe(a, err, "a list of tools"))
@@ -398,7 +429,12 @@ func (r *run) protocol(ctx context.Context) {
 // must be the first's answer again.
 func (r *run) keyed(ctx context.Context) {
 	if !r.callable("keyed-call") {
-		r.skip("keyed-replay", "protected endpoint: set TOKEN")
+		r.skip("keyed-replay", "no first call")
+		return
+	}
+	if why := r.notDemo(r.demoKeyed, r.c.KeyedTool, "KEYED_TOOL=<a side-effecting tool of yours> KEYED_ARGS='<its arguments, JSON>'"); why != "" {
+		r.skip("keyed-call", "%s", why)
+		r.skip("keyed-replay", "no first call")
 		return
 	}
 	var args map[string]any
@@ -500,6 +536,10 @@ func (r *run) streaming(ctx context.Context) {
 		return
 	}
 	if !r.callable("streaming") {
+		return
+	}
+	if why := r.notDemo(r.demoProgress, r.c.ProgressTool, "PROGRESS_TOOL=<a tool of yours that reports progress> PROGRESS_ARGS='<JSON>' PROGRESS_GAP=<how long it runs on after its first report>"); why != "" {
+		r.skip("streaming", "%s", why)
 		return
 	}
 	var args map[string]any
