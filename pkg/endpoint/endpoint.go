@@ -9,15 +9,22 @@
 // Lambda (buffered or streamed, gateway event or task worker) or locally
 // over HTTP (pkg/runner).
 //
-// A function of your own is a few lines: load the configuration, make the
-// endpoint, register your tools on its server, run it.
+// A function of your own is a few lines: a Compose that makes the
+// endpoint and registers your tools on its server, and a main that hands
+// it to Main, which loads the configuration from the environment and runs
+// the endpoint on Lambda or locally (the package's Example).
 //
-//	cfg, err := endpoint.LoadConfig(os.Getenv)
-//	...
-//	ep, err := endpoint.New(cfg, endpoint.Options{Implementation: stateless.Implementation{Name: "my-tools", Version: "1"}})
-//	...
-//	stateless.AddTool(ep.Server, myTool, handle)
-//	err = ep.Run(ctx)
+//	func main() { endpoint.Main("my-tools", compose) }
+//
+//	func compose(cfg *endpoint.Config, o endpoint.Options) (*endpoint.Endpoint, error) {
+//		o.Implementation = stateless.Implementation{Name: "my-tools", Version: "1"}
+//		ep, err := endpoint.New(cfg, o)
+//		if err != nil {
+//			return nil, err
+//		}
+//		stateless.AddTool(ep.Server, myTool, handle)
+//		return ep, nil
+//	}
 //
 // Every setting has a default that works locally with nothing set (claims,
 // tasks and sealed state kept in memory, no authorization); on Lambda an

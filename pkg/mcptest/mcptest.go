@@ -18,6 +18,7 @@ package mcptest
 
 import (
 	"context"
+	"fmt"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -59,8 +60,18 @@ type Client struct {
 }
 
 // New returns a client of s that fails t on a request it cannot build
-// or an answer that is not JSON-RPC.
+// or an answer that is not JSON-RPC. A nil t (an Example, a program)
+// panics instead.
 func New(t testing.TB, s *stateless.Server) *Client { return &Client{Server: s, t: t} }
+
+// fatalf fails the client's test, or panics without one.
+func (c *Client) fatalf(format string, args ...any) {
+	if c.t == nil {
+		panic(fmt.Sprintf(format, args...))
+	}
+	c.t.Helper()
+	c.t.Fatalf(format, args...)
+}
 
 // Option adjusts one call.
 type Option func(*call)
@@ -158,7 +169,9 @@ func (c *Client) CallTool(name string, args any, opts ...Option) *Answer {
 // Call sends method with params (nil is none beyond _meta), naming its
 // target in Mcp-Name for the methods that have one.
 func (c *Client) Call(method string, params map[string]any, opts ...Option) *Answer {
-	c.t.Helper()
+	if c.t != nil {
+		c.t.Helper()
+	}
 	cl := &call{header: http.Header{}, meta: map[string]any{}, ctx: context.Background()}
 	for _, o := range opts {
 		o(cl)
@@ -178,7 +191,7 @@ func (c *Client) Call(method string, params map[string]any, opts ...Option) *Ans
 	id := c.ids.Add(1)
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": p})
 	if err != nil {
-		c.t.Fatalf("mcptest: encoding the %s request: %v", method, err)
+		c.fatalf("mcptest: encoding the %s request: %v", method, err)
 	}
 	h := http.Header{
 		"Content-Type":         {"application/json"},
@@ -208,10 +221,10 @@ func (c *Client) Call(method string, params map[string]any, opts ...Option) *Ans
 		Error  *Error          `json:"error"`
 	}
 	if err := json.Unmarshal(resp.Body, &rpc); err != nil {
-		c.t.Fatalf("mcptest: the answer to %s is not JSON-RPC (%v): %s", method, err, resp.Body)
+		c.fatalf("mcptest: the answer to %s is not JSON-RPC (%v): %s", method, err, resp.Body)
 	}
 	if rpc.Error == nil && string(rpc.ID) != strconv.FormatInt(id, 10) {
-		c.t.Fatalf("mcptest: the answer to %s has id %s, want %d", method, rpc.ID, id)
+		c.fatalf("mcptest: the answer to %s has id %s, want %d", method, rpc.ID, id)
 	}
 	a.Result, a.Error = rpc.Result, rpc.Error
 	return a
