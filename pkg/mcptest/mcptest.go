@@ -18,9 +18,9 @@ package mcptest
 
 import (
 	"context"
-	"fmt"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
