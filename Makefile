@@ -31,7 +31,7 @@ ENV ?=
 FUZZTIME ?= 20s
 MODULES := . interop bench deploy examples e2e
 
-.PHONY: all run build build-McpFunction build-StreamAuthorizerFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
+.PHONY: event all run build build-McpFunction build-StreamAuthorizerFunction build-ConformanceFunction invoke invoke-all local-aws deploy test unit integration chaos chaos-short soak conformance stress vet lint fmt tools sizes fuzz bench clean FORCE
 
 all: test
 
@@ -68,11 +68,29 @@ build-ConformanceFunction:
 
 ## invoke: EVENT=events/x.json through the real binary under the Lambda
 ## runtime emulator: the function's log, the answer, then PASS or FAIL
-## against events/x.expected.json (docs/local.md). Needs only the emulator
+## against events/x.expected.json (docs/local.md); an event without one
+## (make event's) passes when answered without an error. Needs only the emulator
 ## and a Go build: no npm, no Java, no staticcheck.
 invoke: $(RIE) build/$(HOSTARCH)/bootstrap
 	@$(GO) build -o $(GOBIN)/mcp-invoke ./internal/testenv/rie/invoke
 	@$(GOBIN)/mcp-invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap $(if $(ENV),-env-file $(ENV)) $(EVENT)
+
+## event: print an event for a tool of yours, in a door's shape, that make
+## invoke and sam local invoke -e take: make event TOOL=<name>
+## [ARGS='<json>'] [DOOR=http-api|rest|function-url] [KEY=<idempotency
+## key>] [CAPS='<client capabilities json>'] [PRINCIPAL=<authorizer
+## principal>] [METHOD=<method>] [URI=<resource>] > my-event.json
+## (cmd/mcp-event; docs/local.md)
+event: export TOOL := $(TOOL)
+event: export ARGS := $(ARGS)
+event: export DOOR := $(DOOR)
+event: export KEY := $(KEY)
+event: export CAPS := $(CAPS)
+event: export PRINCIPAL := $(PRINCIPAL)
+event: export METHOD := $(METHOD)
+event: export URI := $(URI)
+event:
+	@$(GO) run ./cmd/mcp-event
 
 ## invoke-all: every sample event, as make invoke without EVENT
 invoke-all: EVENT =
