@@ -530,7 +530,9 @@ func TestPolicies(t *testing.T) {
 		resource string
 		cond     string // the Condition the statement is under, if any
 	}{
-		"Claims":   {[]string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, "!GetAtt ClaimsTable.Arn", ""},
+		// The claims, notes, tasks, quotas and the listen streams' event
+		// log (BatchWriteItem: its appends).
+		"Claims":   {[]string{"dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}, "!GetAtt ClaimsTable.Arn", ""},
 		"StateKey": {[]string{"kms:Decrypt", "kms:GenerateDataKey"}, "!GetAtt StateKey.Arn", ""},
 		// The authorization proxy's client secret (TestAuthProxyClientSecret).
 		"AuthProxyClientSecret": {[]string{"secretsmanager:GetSecretValue"}, "!Ref AuthProxyClientSecretArn", "HasAuthProxyClientSecret"},
@@ -847,15 +849,20 @@ func TestConformanceFunction(t *testing.T) {
 		want(t, at(t, res, route, "Properties", "AuthorizationType"), "!If [UseJwt, JWT, NONE]", route+" AuthorizationType")
 	}
 
-	// The state key, and its tasks' items (no claims, no notes).
+	// The state key, its tasks' items and its listen streams' event log
+	// (no claims, no notes).
 	stmts := at(t, fn, "Properties", "Policies", "0", "Statement")
-	if len(stmts.Content) != 2 || show(at(t, stmts, "0", "Resource")) != "!GetAtt ClaimsTable.Arn" || show(at(t, stmts, "1", "Resource")) != "!GetAtt StateKey.Arn" {
+	if len(stmts.Content) != 3 || show(at(t, stmts, "0", "Resource")) != "!GetAtt ClaimsTable.Arn" || show(at(t, stmts, "1", "Resource")) != "!GetAtt ClaimsTable.Arn" ||
+		show(at(t, stmts, "2", "Resource")) != "!GetAtt StateKey.Arn" {
 		t.Errorf("conformance policy: %s", show(stmts))
 	}
 	if got := scalars(at(t, stmts, "0", "Action")); strings.Join(got, ",") != "dynamodb:PutItem,dynamodb:GetItem" {
 		t.Errorf("task actions %v", got)
 	}
-	if got := scalars(at(t, stmts, "1", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
+	if got := scalars(at(t, stmts, "1", "Action")); strings.Join(got, ",") != "dynamodb:BatchWriteItem,dynamodb:Query,dynamodb:UpdateItem" {
+		t.Errorf("event log actions %v", got)
+	}
+	if got := scalars(at(t, stmts, "2", "Action")); strings.Join(got, ",") != "kms:GenerateDataKey,kms:Decrypt" {
 		t.Errorf("key actions %v", got)
 	}
 	if _, ok := parse(t).Parameters["ConformanceFixture"]; !ok {

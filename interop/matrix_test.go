@@ -21,6 +21,7 @@ import (
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/clientconfig"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/oauthmock"
 )
 
@@ -522,5 +523,47 @@ providers, and ` + "`make journeys`" + ` the self-registering client's journeys.
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", c.client, c.feature, c.gap)
 	}
+	renderConnecting(&b)
 	return []byte(b.String())
+}
+
+// docsURL is the endpoint docs/clients.md configures clients for: the
+// stack's EndpointUrl output.
+const docsURL = "https://<api id>.execute-api.<region>.amazonaws.com/mcp"
+
+// renderConnecting renders each client's configuration
+// (internal/clientconfig), as TestClaudeCodeConfiguration,
+// TestInspectorConfiguration and TestFileConfigurations check it.
+func renderConnecting(b *strings.Builder) {
+	b.WriteString(`
+## Connecting a client
+
+What to give each client, for a deployed stack (its ` + "`EndpointUrl`" + `
+output in place of the URL below; a custom domain's URL when
+` + "`EndpointUrl`" + ` was set) and for ` + "`make run`" + `, which prints these
+lines for its local URL as it starts. Claude Code's commands and the
+Inspector's are run as written against a live endpoint by interop's
+TestClaudeCodeConfiguration (Claude Code 2.1.332) and
+TestInspectorConfiguration (Inspector 2.12.0); VS Code's and Cursor's
+files are held to their documented formats by TestFileConfigurations.
+A protected endpoint needs nothing more in a client that signs in
+itself: it answers 401 with its metadata, and the client walks it to the
+provider (docs/auth-providers.md has the callbacks Claude Code, VS Code
+and Claude Desktop sign in through, which a provider must allow). The versions with a token are for a token
+you hold (a service account's); keep it out of files you commit.
+`)
+	for _, s := range clientconfig.For("notes", docsURL) {
+		lang := "json"
+		if !strings.HasPrefix(s.Config, "{") {
+			lang = "sh"
+		}
+		if strings.HasPrefix(s.Config, "Name:") {
+			lang = "text"
+		}
+		fmt.Fprintf(b, "\n### %s\n\nIn %s (format: %s):\n\n```%s\n%s\n```\n", s.Client, s.Where, s.Doc, lang, s.Config)
+		if s.WithToken != "" {
+			fmt.Fprintf(b, "\nWith a token:\n\n```%s\n%s\n```\n", lang, s.WithToken)
+		}
+		fmt.Fprintf(b, "\nWith OAuth: %s.\n", s.OAuth)
+	}
 }

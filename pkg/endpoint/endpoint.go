@@ -246,7 +246,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 // the process is told to stop (SIGINT, SIGTERM), then gracefully.
 func (e *Endpoint) Run(ctx context.Context) error {
 	cfg := e.Config
-	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout,
+	opts := runner.Options{InLambda: cfg.InLambda, Addr: cfg.Addr, Endpoint: cfg.Audience, Logger: e.Logger, Stdout: e.stdout, Name: cfg.FunctionName,
 		RequestTimeout: cfg.RequestTimeout, StreamKinds: cfg.StreamKinds, Events: []runner.EventHandler{e.Tasks.HandleEvent}, Documents: e.Documents}
 	e.announceCatalog(ctx)
 	if err := runner.Run(ctx, e.Server, opts); err != nil {

@@ -5,7 +5,9 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,9 +21,29 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/clientconfig"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
+
+// printClients writes, for a local endpoint at url, what each documented
+// client that can reach it needs (internal/clientconfig), one line each:
+// Claude Desktop reaches an endpoint from Anthropic's servers, never a
+// local one.
+func printClients(w io.Writer, name, url string) {
+	fmt.Fprintln(w, "Connect a client (docs/clients.md has them with tokens and OAuth):")
+	for _, s := range clientconfig.For(name, url) {
+		if s.Client == "Claude Desktop" {
+			continue
+		}
+		config := s.Config
+		var b bytes.Buffer
+		if json.Compact(&b, []byte(config)) == nil {
+			config = s.Where + ": " + b.String()
+		}
+		fmt.Fprintf(w, "  %-14s %s\n", s.Client+":", config)
+	}
+}
 
 // InLambda reports whether the Lambda runtime API is present.
 func InLambda(getenv func(string) string) bool { return getenv("AWS_LAMBDA_RUNTIME_API") != "" }
@@ -38,8 +60,12 @@ type Options struct {
 	Endpoint string
 	// Logger receives the runner's own messages.
 	Logger *slog.Logger
-	// Stdout receives the local endpoint's URL.
+	// Stdout receives the local endpoint's URL, and the lines that
+	// connect the documented clients to it (docs/clients.md).
 	Stdout io.Writer
+	// Name is the endpoint's name in those lines: the name a client lists
+	// the server under.
+	Name string
 	// RequestTimeout, if set, bounds a gateway request on Lambda below
 	// the invocation's own deadline: the function's timeout is a task
 	// worker's (minutes), a gateway's integration ends at 29 seconds.
@@ -114,6 +140,7 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	}
 	hs := &http.Server{Handler: localHandler(srv, endpoint, o.Documents), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.Stdout, "MCP endpoint: %s\n", url)
+	printClients(o.Stdout, o.Name, url)
 	logger := o.Logger
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

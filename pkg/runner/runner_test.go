@@ -186,3 +186,25 @@ func TestEventsRegistered(t *testing.T) {
 		t.Errorf("a worker's event with no handler: %v, want apigw.ErrNotHTTP", err)
 	}
 }
+
+// TestPrintClients: a local endpoint's start-up lines give each client
+// that can reach it its configuration, one line each, under the
+// endpoint's name; not Claude Desktop's, which reaches no local endpoint.
+func TestPrintClients(t *testing.T) {
+	var b strings.Builder
+	printClients(&b, "counter", "http://127.0.0.1:8080/mcp")
+	out := b.String()
+	for _, want := range []string{
+		"  Claude Code:   claude mcp add --transport http counter http://127.0.0.1:8080/mcp\n",
+		`{"servers":{"counter":{"type":"http","url":"http://127.0.0.1:8080/mcp"}}}` + "\n",
+		`{"mcpServers":{"counter":{"url":"http://127.0.0.1:8080/mcp"}}}` + "\n",
+		"npx @modelcontextprotocol/inspector --cli http://127.0.0.1:8080/mcp",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Claude Desktop") || strings.Count(out, "\n") != 5 {
+		t.Errorf("lines:\n%s", out)
+	}
+}
