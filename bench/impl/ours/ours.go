@@ -51,6 +51,10 @@ func buildWith(inline bool, engine stateless.SchemaEngine, ics []stateless.Inter
 	if engine != nil {
 		opts = &stateless.Options{SchemaEngine: engine}
 	}
+	// No listen streams: the peers, stateless and answering in JSON, hold
+	// none, and the buffered Lambda door advertises none, so that every
+	// door, and the floor, answer server/discover alike.
+	opts.Listen.Off = true
 	opts.Interceptors = ics
 	s := stateless.NewServer(stateless.Implementation{Name: tools.ServerName, Version: tools.ServerVersion}, opts)
 	stateless.AddTool(s, &stateless.Tool{Name: "echo", Description: tools.EchoDesc, Inline: inline},
