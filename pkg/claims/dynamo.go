@@ -67,6 +67,9 @@ func NewDynamoDBWith(client DynamoAPI, table string, o DynamoDBOptions) *DynamoD
 }
 
 // key is the primary key of the claim item for k.
+// Table is the table the claims are kept in (TableStore).
+func (d *DynamoDB) Table() string { return d.table }
+
 func (d *DynamoDB) key(k string) map[string]types.AttributeValue {
 	key := map[string]types.AttributeValue{"pk": str(k)}
 	if d.sortKey != "" {

@@ -69,6 +69,10 @@ type Write struct {
 // the claims are not kept in a DynamoDB table (Transactor), or when the
 // call's writes would exceed MaxEnlisted: the tool then makes its writes
 // itself, and is exactly-once only as far as its own conditions make it.
+// A write into the claims' table under a key this module keeps its own
+// items under (Reserved: "claim#", "task#", "event#", …) is taken, and
+// refuses the call as a server fault naming the prefix, with nothing
+// written.
 func Enlist(ctx context.Context, writes ...types.TransactWriteItem) bool {
 	ws := make([]Write, len(writes))
 	for i := range writes {
@@ -129,9 +133,38 @@ func enlist(ctx context.Context, writes []Write) bool {
 	return t != nil && t.enlist(writes)
 }
 
-// enlist adds writes to the ticket, all or none, if its store can commit
-// them and there is room.
+// enlist adds a tool's writes to the ticket, all or none, if its store
+// can commit them and there is room. A write under a reserved key
+// (Reserved) into the store's table is taken and refuses the call at
+// commit, so that the tool neither writes it itself nor has it written.
 func (t *ticket) enlist(writes []Write) bool {
+	table := ""
+	if ts, ok := t.g.store.(TableStore); ok {
+		table = ts.Table()
+	}
+	if err := reservedWrite(table, writes); err != nil {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.refused == nil {
+			t.refused = err
+		}
+		return true
+	}
+	return t.add(writes)
+}
+
+// refusal is why the call may not commit (a write under a reserved key),
+// or nil.
+func (t *ticket) refusal() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.refused
+}
+
+// add adds writes to the ticket, all or none, if its store can commit
+// them and there is room: the tool's (enlist), or this module's own
+// (enlistChanges), which may be under reserved keys.
+func (t *ticket) add(writes []Write) bool {
 	for _, w := range writes {
 		if !t.takes(w) {
 			return false
@@ -165,7 +198,7 @@ func (t *ticket) enlistChanges(c *stateless.Call) {
 		for i := range items {
 			ws[i] = Write{Item: &items[i]}
 		}
-		return t.enlist(ws)
+		return t.add(ws)
 	})
 	if deliver != nil {
 		t.mu.Lock()

@@ -229,6 +229,9 @@ type ticket struct {
 	joined *redemption // a single-use state spent with the call
 	after  []func()    // OnCommit's, run once the call's result is recorded
 	sealed bool        // finishing began: nothing more joins
+	// refused is why the call may not commit: a write it enlisted under
+	// a reserved key (Reserved).
+	refused error
 }
 
 // joinRedemption spends rd, a redemption of the same Guard, in the claim's

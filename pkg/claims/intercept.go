@@ -189,6 +189,11 @@ func (g *Guard) finish(ctx context.Context, e *stateless.Execution, t *ticket, r
 		g.settle(ctx, e, "releasing the idempotency claim", t.Release)
 		return a
 	}
+	if err := t.refusal(); err != nil {
+		// Nothing is written: the tool's error, the operator's to mend.
+		g.settle(ctx, e, "releasing the idempotency claim", t.Release)
+		return stateless.Refusal(mcperr.Wrap(mcperr.KindInternal, err))
+	}
 	t.enlistChanges(e.Call)
 	joined := *rd != nil && t.joinRedemption(*rd)
 	result := a.Result()

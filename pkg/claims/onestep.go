@@ -130,8 +130,15 @@ func (g *Guard) wrapTool(def *stateless.Tool, next stateless.ToolHandler) statel
 // retry runs the tool again.
 func (t *ticket) commitStep(ctx context.Context, call *stateless.Call, res *stateless.CallToolResult, herr error) (*stateless.CallToolResult, error) {
 	t.mu.Lock()
-	over := t.step.over
+	over, reserved := t.step.over, t.refused
 	t.mu.Unlock()
+	if reserved != nil && !over && herr == nil && (res == nil || !res.IsError) {
+		// Nothing is written: the tool's error, the operator's to mend.
+		t.mu.Lock()
+		t.sealed = true
+		t.mu.Unlock()
+		return nil, mcperr.Wrap(mcperr.KindInternal, reserved)
+	}
 	if !over && herr == nil && (res == nil || !res.IsError) {
 		t.enlistChanges(call)
 	}
