@@ -184,6 +184,7 @@ var _ claims.TableStore = (*lazyStore)(nil)
 
 // Table is the claims table (claims.TableStore).
 func (l *lazyStore) Table() string { return l.table }
+
 var _ claims.Transactor = (*lazyStore)(nil)
 
 func (l *lazyStore) store(ctx context.Context) (*claims.DynamoDB, error) {
