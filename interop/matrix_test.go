@@ -84,7 +84,16 @@ func authDoor(door string) authTarget {
 // notebookDoor starts the note book (functions/fixture, the production
 // composition) anonymous through door: the Node clients' cells, and the
 // features the interop fixture has no tool for (progress, tasks).
+//
+// Through the streaming door the function serves no listen streams: the
+// rig runs it on one instance, which a listen stream would hold for its
+// whole length, and a client that listens as it connects (the Inspector,
+// Claude Code) would wait behind it for its next call, where Lambda gives
+// each invocation an instance. The listen cells through that door run on
+// a pool of instances sharing the event log
+// (TestClientMatrixListenStreaming).
 func notebookDoor(t *testing.T, door string) *authEndpoint {
+	env := []string{"MCP_ALLOW_ANONYMOUS=true"}
 	var ep *authEndpoint
 	switch door {
 	case doorLocal:
@@ -93,8 +102,9 @@ func notebookDoor(t *testing.T, door string) *authEndpoint {
 		ep = reserveLambda(t)
 	default:
 		ep = reserveStreamNoAuthorizer(t)
+		env = append(env, "MCP_LISTEN=off")
 	}
-	ep.Start("MCP_ALLOW_ANONYMOUS=true")
+	ep.Start(env...)
 	return ep
 }
 
