@@ -561,6 +561,12 @@ itself: it answers 401 with its metadata, and the client walks it to the
 provider (docs/auth-providers.md has the callbacks Claude Code, VS Code
 and Claude Desktop sign in through, which a provider must allow). The versions with a token are for a token
 you hold (a service account's); keep it out of files you commit.
+Claude Code and the Inspector open a ` + "`subscriptions/listen`" + ` stream as
+they connect: through the streaming door each such stream holds one
+invocation of the function until it ends (` + "`MCP_LISTEN_MAX_DURATION`" + `,
+5 minutes by default, also after a one-shot Inspector CLI has exited;
+docs/listen.md and docs/operations.md say what that costs); the buffered
+HTTP API door advertises nothing to listen to, and none is opened.
 `)
 	for _, s := range clientconfig.For("notes", docsURL) {
 		lang := "json"
