@@ -1,3 +1,5 @@
+//go:build unix && !integration
+
 package interop
 
 import (
