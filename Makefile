@@ -306,7 +306,7 @@ unit: tools/node_modules/.installed $(RIE)
 	done
 
 vet:
-	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./...); done
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) vet -tags integration ./...); done
 	@# The library and its tests build on macOS too (README, What needs what).
 	@GOOS=darwin GOARCH=arm64 $(GO) vet ./...
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
