@@ -352,6 +352,48 @@ func TestObserve(t *testing.T) {
 	}
 }
 
+// TestRefusalCauses: a refusal for headers that do not agree with the
+// body, or for an identity source without an identity, records why in
+// its outcome (its request line's cause), naming the header, never what
+// was sent.
+func TestRefusalCauses(t *testing.T) {
+	var got []*stateless.Outcome
+	f := newFixture(t, &stateless.Options{Observe: func(ctx context.Context, o *stateless.Outcome) { got = append(got, o) }})
+	echo := req("1", "tools/call", withMeta(`"name":"echo","arguments":{"text":"x"}`))
+	without := func(name string) http.Header {
+		h := wire.ModernHeaders("tools/call", "echo")
+		h.Del(name)
+		return h
+	}
+	other := func(name, v string) http.Header {
+		h := wire.ModernHeaders("tools/call", "echo")
+		h.Set(name, v)
+		return h
+	}
+	for _, c := range []struct {
+		h    http.Header
+		want string
+	}{
+		{without("Mcp-Method"), "no Mcp-Method header"},
+		{other("Mcp-Method", "tools/list"), "the Mcp-Method header differs from the body's method"},
+		{without("Mcp-Name"), "no Mcp-Name header"},
+		{other("Mcp-Name", "secret-name"), "the Mcp-Name header differs from the body's target"},
+		{without("Mcp-Protocol-Version"), "no MCP-Protocol-Version header"},
+		{other("Mcp-Protocol-Version", "2025-11-25"), "the MCP-Protocol-Version header differs from params._meta's protocol version"},
+	} {
+		got = nil
+		wire.Call(t, f.srv, "POST", c.h, echo)
+		if len(got) != 1 || got[0].Code != -32020 || got[0].Err == nil || got[0].Err.Error() != c.want {
+			t.Errorf("want %q: %+v", c.want, got)
+		}
+	}
+	got = nil
+	f.srv.Handle(context.Background(), &stateless.Request{Method: "POST", Header: wire.ModernHeaders("tools/call", "echo"), Body: []byte(echo), Unidentified: true})
+	if len(got) != 1 || got[0].Status != 401 || got[0].Err == nil || !strings.Contains(got[0].Err.Error(), "without an identity") {
+		t.Errorf("unidentified: %+v", got)
+	}
+}
+
 // TestRegistrationPanics: what registration can check at once — the
 // name, a duplicate, a missing schema — panics there.
 func TestRegistrationPanics(t *testing.T) {

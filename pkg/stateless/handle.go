@@ -2,6 +2,7 @@ package stateless
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -9,6 +10,13 @@ import (
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 )
+
+// errUnidentified is the cause of the refusal of a request whose
+// transport saw an identity source but no identity in it (an authorizer
+// context without the members a principal is read from: an API Gateway
+// JWT authorizer's iss and sub claims, a Lambda authorizer's principalId),
+// which its request line logs.
+var errUnidentified = errors.New("an authorizer let the request through without an identity the endpoint reads (JWT claims iss and sub, a Lambda authorizer's principalId, an IAM userArn)")
 
 // Request is one HTTP request, as any transport delivers it: net/http in
 // local mode, an API Gateway or Function URL event on Lambda.
@@ -263,7 +271,7 @@ func (x *exchange) serve(ctx context.Context, live *liveStream) Answer {
 		x.call.live = live
 	}
 	if r.Unidentified {
-		return refused(mcperr.New(mcperr.KindUnauthorized))
+		return refused(mcperr.Wrap(mcperr.KindUnauthorized, errUnidentified))
 	}
 	decodeStart := time.Now()
 	d, e := decodeMessage(r.Body, x.reg)

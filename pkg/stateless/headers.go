@@ -3,6 +3,7 @@ package stateless
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -98,21 +99,49 @@ func decodeHeaderValue(raw string) (string, bool) {
 // Mcp-Name against the body: both required when required is set (a
 // 2026-07-28 request), else only checked when present. Params that did
 // not decode name no target; their refusal comes with the method's.
-func (x *exchange) headersAgree(required bool) bool {
+func (x *exchange) headersAgree(required bool) error {
 	hdr, d := x.r.Header, x.d
 	if m, present, ok := headerValue(hdr, headerMethod); (present || required) && (!ok || m != d.method) {
-		return false
+		switch {
+		case !present:
+			return errNoMethodHeader
+		case !ok:
+			return errBadMethodHeader
+		}
+		return errMethodHeaderDiffers
 	}
 	if m := d.row; m != nil && m.named {
 		n, present, ok := headerValue(hdr, headerName)
 		if !present && !required || d.paramsErr != nil {
-			return true
+			return nil
 		}
-		t := d.target()
-		return ok && t != nil && n == *t
+		switch t := d.target(); {
+		case !present:
+			return errNoNameHeader
+		case !ok:
+			return errBadNameHeader
+		case t == nil || n != *t:
+			return errNameHeaderDiffers
+		}
 	}
-	return true
+	return nil
 }
+
+// Why a request's headers do not agree with its body: the causes of its
+// refusal (-32020), which its request line logs. They name the header,
+// never what was sent.
+var (
+	errNoMethodHeader      = errors.New("no Mcp-Method header")
+	errBadMethodHeader     = errors.New("a malformed Mcp-Method header")
+	errMethodHeaderDiffers = errors.New("the Mcp-Method header differs from the body's method")
+	errNoNameHeader        = errors.New("no Mcp-Name header")
+	errBadNameHeader       = errors.New("a malformed Mcp-Name header")
+	errNameHeaderDiffers   = errors.New("the Mcp-Name header differs from the body's target")
+	errNoVersionHeader     = errors.New("no MCP-Protocol-Version header")
+	errBadVersionHeader    = errors.New("a malformed MCP-Protocol-Version header")
+	errVersionDiffers      = errors.New("the MCP-Protocol-Version header differs from params._meta's protocol version")
+	errParamHeader         = errors.New("an Mcp-Param-* header missing, malformed or differing from its argument")
+)
 
 // checkParamHeaders checks each Mcp-Param-* header a tool's x-mcp-header
 // annotations call for against the arguments. A header with no value in

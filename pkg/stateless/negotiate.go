@@ -32,8 +32,8 @@ func (x *exchange) request(ctx context.Context) Answer {
 	switch {
 	case d.method == "initialize":
 		x.legacy = true
-		if !x.headersAgree(false) {
-			return refused(mcperr.New(mcperr.KindHeaderMismatch))
+		if err := x.headersAgree(false); err != nil {
+			return refused(mcperr.Wrap(mcperr.KindHeaderMismatch, err))
 		}
 		return d.row.serve(x, ctx)
 	case hvPresent && hvOK && isModern(hv):
@@ -54,8 +54,8 @@ func (x *exchange) request(ctx context.Context) Answer {
 	// A legacy client need not send the MCP headers; when it does, they
 	// must agree with the body, as a gateway may route or authorize on
 	// them.
-	if !x.headersAgree(false) {
-		return refused(mcperr.New(mcperr.KindHeaderMismatch))
+	if err := x.headersAgree(false); err != nil {
+		return refused(mcperr.Wrap(mcperr.KindHeaderMismatch, err))
 	}
 	if meta != nil && meta.ProgressToken != nil {
 		x.call.progressToken = progressToken(json.RawMessage(meta.ProgressToken))
@@ -71,8 +71,19 @@ func (x *exchange) modern(ctx context.Context, hv string, hvOK bool) Answer {
 	if !ok || !isObject(meta.ClientCapabilities) {
 		return refused(mcperr.New(mcperr.KindMalformedMeta))
 	}
-	if !hvOK || hv != pv || !x.headersAgree(true) {
-		return refused(mcperr.New(mcperr.KindHeaderMismatch))
+	var mismatch error
+	switch {
+	case !hvOK && hv == "":
+		mismatch = errNoVersionHeader
+	case !hvOK:
+		mismatch = errBadVersionHeader
+	case hv != pv:
+		mismatch = errVersionDiffers
+	default:
+		mismatch = x.headersAgree(true)
+	}
+	if mismatch != nil {
+		return refused(mcperr.Wrap(mcperr.KindHeaderMismatch, mismatch))
 	}
 	switch {
 	case isModern(pv):

@@ -33,7 +33,7 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) Answer 
 		return refused(mcperr.Wrap(mcperr.KindInternal, err))
 	}
 	if !checkParamHeaders(x.r.Header, t.params, p.Arguments, !x.legacy) {
-		return refused(mcperr.New(mcperr.KindHeaderMismatch))
+		return refused(mcperr.Wrap(mcperr.KindHeaderMismatch, errParamHeader))
 	}
 	if e := x.checkScopes(t); e != nil {
 		return refused(e)
