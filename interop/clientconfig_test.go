@@ -27,33 +27,45 @@ func setupOf(t *testing.T, client, url string) clientconfig.Setup {
 	return clientconfig.Setup{}
 }
 
-// claudeCode runs a Claude Code command line as docs/clients.md gives
-// it, in a shell (so that $TOKEN is the shell's), the pinned CLI in
-// place of claude, in a project directory of its own with its own home.
-func claudeCode(t *testing.T, home, command string, env ...string) string {
+// asDocumented runs command, a command line as docs/clients.md gives it,
+// in a shell (so that $TOKEN is the shell's), with the tool pinned in
+// tools/ (bin, relative to tools/) in place of its documented prefix,
+// in dir, with env added; the test is skipped (failed under make) when
+// the tool is not installed.
+func asDocumented(t *testing.T, command, prefix, bin, dir string, env ...string) string {
 	t.Helper()
-	bin, err := filepath.Abs("../tools/node_modules/.bin/claude")
+	abs, err := filepath.Abs(filepath.Join("../tools", bin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(bin); err != nil {
-		need.Tool(t, "Claude Code (tools/node_modules)", err)
+	if _, err := os.Stat(abs); err != nil {
+		need.Tool(t, bin+" (make tools)", err)
 	}
-	rest, ok := strings.CutPrefix(command, "claude ")
+	rest, ok := strings.CutPrefix(command, prefix+" ")
 	if !ok {
-		t.Fatalf("not a claude command: %s", command)
+		t.Fatalf("not a %q command: %s", prefix, command)
 	}
-	cmd := exec.CommandContext(testContext(t), "sh", "-c", `"$CLAUDE" `+rest)
-	cmd.Dir = filepath.Join(home, "project")
-	if err := os.MkdirAll(cmd.Dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Env = append(inheritedEnv(), append(env, "CLAUDE="+bin, "HOME="+home, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1")...)
+	cmd := exec.CommandContext(testContext(t), "sh", "-c", `"$PINNED" `+rest)
+	cmd.Dir = dir
+	cmd.Env = append(inheritedEnv(), append(env, "PINNED="+abs)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s: %v\n%s", command, err, out)
 	}
 	return string(out)
+}
+
+// claudeCode runs a Claude Code command line as docs/clients.md gives
+// it, the pinned CLI in place of claude, in a project directory of its
+// own with its own home.
+func claudeCode(t *testing.T, home, command string, env ...string) string {
+	t.Helper()
+	dir := filepath.Join(home, "project")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return asDocumented(t, command, "claude", "node_modules/.bin/claude", dir,
+		append(env, "HOME="+home, "DISABLE_AUTOUPDATER=1", "DISABLE_TELEMETRY=1")...)
 }
 
 // TestClaudeCodeConfiguration: the Claude Code commands docs/clients.md
@@ -98,29 +110,12 @@ func TestClaudeCodeConfiguration(t *testing.T) {
 // gives list the endpoint's tools, the one with a token on a protected
 // endpoint.
 func TestInspectorConfiguration(t *testing.T) {
+	// The pinned Inspector, run by the Node 22 tools/ pins, where npx
+	// would fetch the latest.
 	inspector := func(t *testing.T, ep *authEndpoint, command string, env ...string) string {
 		t.Helper()
-		node, err := filepath.Abs("../tools/node_modules/.bin/node")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := os.Stat(node); err != nil {
-			need.Tool(t, "the npm test tools (tools/node_modules)", err)
-		}
-		rest, ok := strings.CutPrefix(command, "npx @modelcontextprotocol/inspector ")
-		if !ok {
-			t.Fatalf("not an Inspector command: %s", command)
-		}
-		// The pinned Inspector on the Node 22 tools/ pins, where npx would
-		// fetch the latest.
-		cmd := exec.CommandContext(testContext(t), "sh", "-c", `"$NODE" node_modules/.bin/mcp-inspector `+rest)
-		cmd.Dir = "../tools"
-		cmd.Env = append(inheritedEnv(), append(env, "NODE="+node, "MCP_INSPECTOR_SECRET_STORE=memory")...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", command, err, out)
-		}
-		return string(out)
+		return asDocumented(t, strings.Replace(command, "npx @modelcontextprotocol/inspector", "node node_modules/.bin/mcp-inspector", 1),
+			"node", "node_modules/.bin/node", "../tools", append(env, "MCP_INSPECTOR_SECRET_STORE=memory")...)
 	}
 	ep := notebookDoor(t, doorLocal)
 	if out := inspector(t, ep, setupOf(t, "MCP Inspector", ep.URL).Config); !strings.Contains(out, `"notes_add"`) {
