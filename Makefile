@@ -163,7 +163,7 @@ conformance: tools
 # Packages whose tests talk to DynamoDB Local (and local-kms): built
 # outside, run inside a network namespace that has only loopback, because
 # the emulators listen on every interface.
-INTEGRATION := pkg/claims pkg/reqstate pkg/tasks pkg/ratelimit pkg/events interop notebook functions/conformance e2e/streamrun
+INTEGRATION := pkg/claims pkg/items pkg/reqstate pkg/tasks pkg/ratelimit pkg/events interop notebook functions/conformance e2e/streamrun
 
 ## integration: the tests against the real emulators
 integration: tools

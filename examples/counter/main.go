@@ -11,10 +11,17 @@ package main
 
 import (
 	"context"
-	"sync"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/items"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
@@ -29,10 +36,10 @@ func newEndpoint(cfg *endpoint.Config, o endpoint.Options) (*endpoint.Endpoint, 
 	if err != nil {
 		return nil, err
 	}
-	c := &counter{}
-	stateless.AddTool(ep.Server, &stateless.Tool{Name: "count_add", Description: "Adds n to the count.",
-		Scopes: []string{"count:write"}, Annotations: &stateless.ToolAnnotations{DestructiveHint: ptr(false)}}, c.add)
-	stateless.AddTool(ep.Server, &stateless.Tool{Name: "count_get", Description: "The count.",
+	c := &counter{items: ep.Items}
+	stateless.AddTool(ep.Server, &stateless.Tool{Name: "count_add", Description: "Adds n to your count.",
+		Scopes: []string{"count:write"}, EnlistedEffectsOnly: true, Annotations: &stateless.ToolAnnotations{DestructiveHint: ptr(false)}}, c.add)
+	stateless.AddTool(ep.Server, &stateless.Tool{Name: "count_get", Description: "Your count.",
 		Scopes: []string{"count:read"}, Annotations: &stateless.ToolAnnotations{ReadOnlyHint: true}}, c.get)
 	// A call longer than a gateway waits runs as a task of the tasks
 	// extension: answered at once with a handle, run by a worker (on
@@ -44,32 +51,67 @@ func newEndpoint(cfg *endpoint.Config, o endpoint.Options) (*endpoint.Endpoint, 
 	return ep, nil
 }
 
-// counter is the tools' state: in memory here, where a real tool would
-// write DynamoDB (ep.Clients, ep.Claims to commit with the claim).
-type counter struct {
-	mu sync.Mutex
-	n  int
-}
+// counter keeps each caller's count as one item of ep.Items (package
+// items): in the claims table on DynamoDB, in memory locally. count_add
+// writes it through items.Table.Write, so a keyed call adds once
+// whatever fails: its write commits with its claim, in one DynamoDB
+// request (Tool.EnlistedEffectsOnly), and a retry replays the count.
+type counter struct{ items items.Table }
 
 type addIn struct {
-	N int `json:"n" jsonschema:"how much to add"`
+	N int64 `json:"n" jsonschema:"how much to add"`
 }
 
 type countOut struct {
-	Count int `json:"count"`
+	Count int64 `json:"count"`
 }
 
+// countKey is the caller's count: under a digest of its principal, so
+// that principals do not appear in keys, and under a prefix of the
+// counter's own (claims.Reserved lists the ones the library keeps).
+func countKey(principal string) items.Key {
+	d := sha256.Sum256([]byte(principal))
+	return items.Key{PK: "count#" + hex.EncodeToString(d[:]), SK: "#count"}
+}
+
+// add reads the count and writes the sum on the condition that the count
+// is still what it read: the answer is exact, and a call that met
+// another's change is answered state_changed, nothing written, for the
+// model to call again. The write is made after add returns when the call
+// is keyed, so add answers from what it read, never from the write.
 func (c *counter) add(ctx context.Context, req *stateless.ToolRequest, in addIn) (*stateless.CallToolResult, countOut, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.n += in.N
-	return nil, countOut{Count: c.n}, nil
+	k := countKey(req.Principal)
+	cur, err := c.read(ctx, k)
+	if err != nil {
+		return nil, countOut{}, err
+	}
+	unchanged := items.Absent()
+	if cur != 0 {
+		unchanged = items.Equal("n", items.Int(cur))
+	}
+	err = c.items.Write(ctx, items.Update(k).Add("n", in.N).If(unchanged).OrFail(mcperr.NewStateChanged("count")))
+	if err != nil {
+		return nil, countOut{}, err
+	}
+	return nil, countOut{Count: cur + in.N}, nil
 }
 
 func (c *counter) get(ctx context.Context, req *stateless.ToolRequest, _ struct{}) (*stateless.CallToolResult, countOut, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return nil, countOut{Count: c.n}, nil
+	n, err := c.read(ctx, countKey(req.Principal))
+	return nil, countOut{Count: n}, err
+}
+
+// read is the count under k, 0 when there is none.
+func (c *counter) read(ctx context.Context, k items.Key) (int64, error) {
+	it, ok, err := c.items.Get(ctx, k)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, _ := it["n"].(*types.AttributeValueMemberN)
+	if n == nil {
+		return 0, fmt.Errorf("the count item has no number n")
+	}
+	return strconv.ParseInt(n.Value, 10, 64)
 }
 
 // audit stands for a long job: it runs as a task.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
+	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
+	"github.com/serverless-mcp/mcp-lambda/pkg/items"
 	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
@@ -35,6 +38,45 @@ func TestCountsOnce(t *testing.T) {
 	if a := c.CallTool("count_add", map[string]any{"n": "five"}); !a.IsError() || a.Error != nil {
 		t.Errorf("an argument of the wrong type: %s", a.Raw)
 	}
+}
+
+// TestCountsPerCaller: each caller has a count of its own, written
+// through the endpoint's items, and a write that meets another's change
+// is answered state_changed with nothing written.
+func TestCountsPerCaller(t *testing.T) {
+	ep := localCounter(t, nil)
+	alice, bob := mcptest.New(t, ep.Server), mcptest.New(t, ep.Server)
+	alice.Principal, bob.Principal = "alice", "bob"
+	alice.CallTool("count_add", addIn{N: 2})
+	bob.CallTool("count_add", addIn{N: 40})
+	if a := alice.CallTool("count_get", nil); a.Structured()["count"] != float64(2) {
+		t.Fatalf("alice: %s", a.Raw)
+	}
+	if b := bob.CallTool("count_get", nil); b.Structured()["count"] != float64(40) {
+		t.Fatalf("bob: %s", b.Raw)
+	}
+	// Another write lands between add's read and its write.
+	c := &counter{items: ep.Items}
+	racing := &racingTable{Table: ep.Items}
+	c.items = racing
+	_, _, err := c.add(context.Background(), &stateless.ToolRequest{Call: &stateless.Call{Principal: "alice"}}, addIn{N: 1})
+	var te *mcperr.ToolError
+	if !errors.As(err, &te) || te.Kind() != mcperr.ToolKindStateChanged {
+		t.Fatalf("a write that met another: %v", err)
+	}
+	if a := alice.CallTool("count_get", nil); a.Structured()["count"] != float64(3) {
+		t.Fatalf("after the race, want only the other write's 1: %s", a.Raw)
+	}
+}
+
+// racingTable adds 1 to the count itself before each write it is given.
+type racingTable struct{ items.Table }
+
+func (r *racingTable) Write(ctx context.Context, ops ...items.Op) error {
+	if err := r.Table.Write(ctx, items.Update(ops[0].Key()).Add("n", 1)); err != nil {
+		return err
+	}
+	return r.Table.Write(ctx, ops...)
 }
 
 // TestProductionComposition: configured as template.yaml configures a

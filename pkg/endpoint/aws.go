@@ -128,7 +128,7 @@ func (c *cachedSecret) Get(ctx context.Context) (string, error) {
 }
 
 // lazyDynamo is the DynamoDB client of the task store, the rate limit's
-// counters and the event log, made on first use.
+// counters, the event log and the tools' items, made on first use.
 type lazyDynamo struct{ aws *Clients }
 
 func (l lazyDynamo) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
@@ -157,6 +157,20 @@ func (l lazyDynamo) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...
 		return nil, err
 	}
 	return l.aws.dynamo.Query(ctx, in, opts...)
+}
+
+func (l lazyDynamo) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.DeleteItem(ctx, in, opts...)
+}
+
+func (l lazyDynamo) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	if err := l.aws.load(ctx); err != nil {
+		return nil, err
+	}
+	return l.aws.dynamo.TransactWriteItems(ctx, in, opts...)
 }
 
 func (l lazyDynamo) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {

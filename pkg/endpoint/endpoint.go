@@ -45,6 +45,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/breaker"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/events"
+	"github.com/serverless-mcp/mcp-lambda/pkg/items"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/ratelimit"
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
@@ -109,7 +110,12 @@ type Endpoint struct {
 	Claims claims.Store
 	// Tasks is the tasks extension the server serves (package tasks):
 	// its store is the claims table's on DynamoDB, else memory.
-	Tasks    *tasks.Extension
+	Tasks *tasks.Extension
+	// Items is where the function's tools keep their own items (package
+	// items): the claims table on DynamoDB, so that a keyed call's writes
+	// commit with its claim, else memory. Write through it and a tool's
+	// effect is made once in every mode.
+	Items    items.Table
 	Observer *observe.Observer
 	Logger   *slog.Logger
 	stdout   io.Writer
@@ -150,9 +156,11 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		return nil, err
 	}
 	e.Claims = claims.NewMemory()
+	e.Items = items.NewMemory(items.MemoryOptions{})
 	var taskStore tasks.Store = tasks.NewMemory()
 	if cfg.ClaimsTable != "" {
 		e.Claims = &lazyStore{aws: e.Clients, table: cfg.ClaimsTable}
+		e.Items = items.NewDynamoDB(lazyDynamo{e.Clients}, cfg.ClaimsTable)
 		taskStore = &tasks.DynamoDB{Client: lazyDynamo{e.Clients}, Table: cfg.ClaimsTable, SortKey: TableSortKey}
 	} else if cfg.InLambda {
 		e.Logger.Warn("no " + EnvClaimsTable + ": idempotency claims and tasks are kept per instance")
