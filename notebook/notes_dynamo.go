@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
+	"github.com/serverless-mcp/mcp-lambda/pkg/items"
 )
 
 // notesAPI is the part of the DynamoDB client the note book uses. A
@@ -26,6 +26,65 @@ type notesAPI interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+}
+
+// writes is the note book's table as package items writes it: enlisted in
+// a keyed call's claim, else at once.
+func (d *dynamoNotes) writes() *items.DynamoDB {
+	return items.NewDynamoDB(lazyNotesAPI(d.client), d.table)
+}
+
+// lazyNotesAPI is the note book's client, made on its first use.
+type lazyNotesAPI func(ctx context.Context) (notesAPI, error)
+
+func (l lazyNotesAPI) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.PutItem(ctx, in, opts...)
+}
+
+func (l lazyNotesAPI) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.UpdateItem(ctx, in, opts...)
+}
+
+func (l lazyNotesAPI) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.DeleteItem(ctx, in, opts...)
+}
+
+func (l lazyNotesAPI) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, opts ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.TransactWriteItems(ctx, in, opts...)
+}
+
+func (l lazyNotesAPI) GetItem(ctx context.Context, in *dynamodb.GetItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.GetItem(ctx, in, opts...)
+}
+
+func (l lazyNotesAPI) Query(ctx context.Context, in *dynamodb.QueryInput, opts ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	c, err := l(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.Query(ctx, in, opts...)
 }
 
 // dynamoNotes keeps the notes in the claims table (partition key pk, sort
@@ -85,8 +144,13 @@ const counterSK = "#count"
 // notesPK is the partition key of an owner's notes: a digest, so that
 // principals do not appear in keys.
 func notesPK(owner string) types.AttributeValue {
+	return &types.AttributeValueMemberS{Value: notesPart(owner)}
+}
+
+// notesPart is notesPK's value.
+func notesPart(owner string) string {
 	d := sha256.Sum256([]byte(owner))
-	return &types.AttributeValueMemberS{Value: "notes#" + hex.EncodeToString(d[:])}
+	return "notes#" + hex.EncodeToString(d[:])
 }
 
 func notesKey(pk types.AttributeValue, sk string) map[string]types.AttributeValue {
@@ -100,9 +164,6 @@ func (d *dynamoNotes) perOwner() int {
 	return MaxNotesPerOwner
 }
 
-// counterNames name the counter's attribute in expressions.
-var counterNames = map[string]string{"#n": "notes"}
-
 // The sort keys of a note's deletion record and of an export's runs.
 func deletedSK(id string) string    { return "#deleted#" + id }
 func exportSK(taskID string) string { return "#export#" + taskID }
@@ -110,110 +171,31 @@ func exportSK(taskID string) string { return "#export#" + taskID }
 func expiresAt(now time.Time) types.AttributeValue { return num(now.Add(executionTTL).Unix()) }
 
 func (d *dynamoNotes) Add(ctx context.Context, owner, text string) (Note, error) {
-	pk := notesPK(owner)
+	pk := notesPart(owner)
 	limit := d.perOwner()
 	n := Note{Text: text, Created: time.Now().UTC().Truncate(time.Millisecond)}
-	n.ID = d.ids.next(n.Created)
 	// A keyed call: the writes commit with the call's claim and its
-	// stored result, after this returns, in one request. The book's room
-	// is the counter's condition, answered as a full book when it fails
-	// then; the id's, a refused commit the client retries.
-	counter, note := d.addWrites(pk, n, limit)
-	if claims.EnlistWrites(ctx,
-		claims.Write{Item: &counter, OnConditionFailed: (&NoteLimitError{Limit: limit, PerOwner: true}).failure()},
-		claims.Write{Item: &note}) {
-		return n, nil
-	}
-	c, err := d.client(ctx)
-	if err != nil {
-		return Note{}, err
-	}
+	// stored result, after this returns, in one request (items). The
+	// book's room is the counter's condition, answered as a full book
+	// when it fails then; the id's, a refused commit the client retries.
+	// Otherwise they are written now, and a taken id (one in a million)
+	// is drawn again.
+	full := &NoteLimitError{Limit: limit, PerOwner: true}
 	for attempt := 0; ; attempt++ {
-		counter, note := d.addWrites(pk, n, limit)
-		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{counter, note}})
-		switch failed := cancelled(err); {
+		n.ID = d.ids.next(n.Created)
+		err := d.writes().Write(ctx,
+			items.Update(items.Key{PK: pk, SK: counterSK}).Add("notes", 1).If(items.Less("notes", int64(limit))).OrFail(full.failure()),
+			items.Put(items.Key{PK: pk, SK: n.ID}, items.Item{"text": items.S(n.Text), "created": items.Int(n.Created.UnixMilli())}).If(items.Absent()))
+		var ce *items.ConditionError
+		switch {
 		case err == nil:
 			return n, nil
-		case failed[0] == "ConditionalCheckFailed":
-			return Note{}, &NoteLimitError{Limit: limit, PerOwner: true}
-		case failed[1] == "ConditionalCheckFailed" && attempt < 3:
-			// The id is taken (one in a million): draw again.
-			n.ID = d.ids.next(n.Created)
-		case conflicted(failed) && attempt < maxConflicts:
-			if err := backOff(ctx, attempt); err != nil {
-				return Note{}, fmt.Errorf("adding a note: %w", err)
-			}
+		case errors.As(err, &ce) && ce.Op == 0:
+			return Note{}, full
+		case errors.As(err, &ce) && attempt < 3:
 		default:
 			return Note{}, fmt.Errorf("adding a note: %w", err)
 		}
-	}
-}
-
-// addWrites are the two conditional writes that add n: the counter goes
-// up by one if under the limit, and the note is put if its id is new.
-func (d *dynamoNotes) addWrites(pk types.AttributeValue, n Note, limit int) (counter, note types.TransactWriteItem) {
-	item := notesKey(pk, n.ID)
-	item["text"] = &types.AttributeValueMemberS{Value: n.Text}
-	item["created"] = num(n.Created.UnixMilli())
-	return types.TransactWriteItem{Update: &types.Update{
-			TableName:                &d.table,
-			Key:                      notesKey(pk, counterSK),
-			UpdateExpression:         aws.String("SET #n = if_not_exists(#n, :zero) + :one"),
-			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n < :limit"),
-			ExpressionAttributeNames: counterNames,
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":zero": num(0), ":one": num(1), ":limit": num(int64(limit)),
-			},
-		}}, types.TransactWriteItem{Put: &types.Put{
-			TableName:           &d.table,
-			Item:                item,
-			ConditionExpression: aws.String("attribute_not_exists(pk)"),
-		}}
-}
-
-// maxConflicts is how many times a write that met another transaction on
-// the same counter is tried again.
-const maxConflicts = 8
-
-// cancelled returns the reasons a transaction of up to three writes was
-// cancelled for, one per write ("None" for a write that was not at
-// fault), or nothing when err is no cancellation.
-func cancelled(err error) [3]string {
-	var tce *types.TransactionCanceledException
-	var reasons [3]string
-	if errors.As(err, &tce) {
-		for i, r := range tce.CancellationReasons {
-			if i < len(reasons) && r.Code != nil {
-				reasons[i] = *r.Code
-			}
-		}
-	}
-	return reasons
-}
-
-// conflicted reports whether a transaction was cancelled because another
-// one wrote the same item at the same time (or DynamoDB was throttling):
-// worth trying again.
-func conflicted(reasons [3]string) bool {
-	for _, r := range reasons {
-		if r == "TransactionConflict" || r == "ThrottlingError" || r == "ProvisionedThroughputExceeded" {
-			return true
-		}
-	}
-	return false
-}
-
-// backOff waits a random while that grows with attempt: 5 ms, 10 ms, ...
-// at most 200 ms.
-func backOff(ctx context.Context, attempt int) error {
-	d := min(5*time.Millisecond<<attempt, 200*time.Millisecond)
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(d))) + time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -239,66 +221,32 @@ func (d *dynamoNotes) Delete(ctx context.Context, owner, id string) error {
 	if !validNoteID(id) {
 		return ErrNoNote // and never the counter
 	}
-	c, err := d.client(ctx)
-	if err != nil {
-		return err
-	}
-	pk := notesPK(owner)
+	pk := notesPart(owner)
 	if claims.Enlisting(ctx) {
-		// A keyed call: as in Add, read what the condition will check,
+		// A keyed call: read what the condition will check, so that a
+		// missing note is answered now rather than as a refused commit,
 		// then let the delete commit with the claim.
-		out, err := c.GetItem(ctx, &dynamodb.GetItemInput{TableName: &d.table, Key: notesKey(pk, id), ConsistentRead: aws.Bool(true),
-			ProjectionExpression: aws.String("pk")})
-		if err != nil {
-			return fmt.Errorf("reading a note: %w", err)
-		}
-		if out.Item == nil {
-			return ErrNoNote
-		}
-		if claims.Enlist(ctx, d.deleteWrites(pk, id)...) {
-			return nil
-		}
-	}
-	for attempt := 0; ; attempt++ {
-		_, err := c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: d.deleteWrites(pk, id)})
-		switch failed := cancelled(err); {
-		case err == nil:
-			return nil
-		case failed[0] == "ConditionalCheckFailed":
-			return ErrNoNote
-		case conflicted(failed) && attempt < maxConflicts:
-			if err := backOff(ctx, attempt); err != nil {
-				return fmt.Errorf("deleting a note: %w", err)
+		if _, ok, err := d.writes().Get(ctx, items.Key{PK: pk, SK: id}); err != nil || !ok {
+			if err != nil {
+				return fmt.Errorf("reading a note: %w", err)
 			}
-		default:
-			return fmt.Errorf("deleting a note: %w", err)
+			return ErrNoNote
 		}
 	}
-}
-
-// deleteWrites are the writes that delete a note: the note, if it exists,
-// the counter down by one, and the note's deletion record up by one.
-func (d *dynamoNotes) deleteWrites(pk types.AttributeValue, id string) []types.TransactWriteItem {
-	return []types.TransactWriteItem{
-		{Delete: &types.Delete{
-			TableName:           &d.table,
-			Key:                 notesKey(pk, id),
-			ConditionExpression: aws.String("attribute_exists(pk)"),
-		}},
-		{Update: &types.Update{
-			TableName:                 &d.table,
-			Key:                       notesKey(pk, counterSK),
-			UpdateExpression:          aws.String("SET #n = if_not_exists(#n, :one) - :one"),
-			ExpressionAttributeNames:  counterNames,
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1)},
-		}},
-		{Update: &types.Update{
-			TableName:                 &d.table,
-			Key:                       notesKey(pk, deletedSK(id)),
-			UpdateExpression:          aws.String("ADD #d :one SET #ex = :ex"),
-			ExpressionAttributeNames:  map[string]string{"#d": "deletes", "#ex": "expires_at"},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": num(1), ":ex": expiresAt(time.Now())},
-		}},
+	// The note, if it exists; the counter down by one; the note's
+	// deletion record up by one.
+	err := d.writes().Write(ctx,
+		items.Delete(items.Key{PK: pk, SK: id}).If(items.Exists()),
+		items.Update(items.Key{PK: pk, SK: counterSK}).Add("notes", -1),
+		items.Update(items.Key{PK: pk, SK: deletedSK(id)}).Add("deletes", 1).Set("expires_at", expiresAt(time.Now())))
+	var ce *items.ConditionError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ErrNoNote
+	default:
+		return fmt.Errorf("deleting a note: %w", err)
 	}
 }
 
