@@ -72,7 +72,7 @@ build-ConformanceFunction:
 ## (make event's) passes when answered without an error. Needs only the emulator
 ## and a Go build: no npm, no Java, no staticcheck.
 invoke: $(RIE) build/$(HOSTARCH)/bootstrap
-	@$(GO) build -o $(GOBIN)/mcp-invoke ./internal/testenv/rie/invoke
+	@$(GO) build -o $(GOBIN)/mcp-invoke ./cmd/mcp-invoke
 	@$(GOBIN)/mcp-invoke -rie $(RIE) -bootstrap build/$(HOSTARCH)/bootstrap $(if $(ENV),-env-file $(ENV)) $(EVENT)
 
 ## event: print an event for a tool of yours, in a door's shape, that make
@@ -263,7 +263,7 @@ smoke: export TOKEN := $(TOKEN)
 smoke: export STREAM_TOKEN := $(STREAM_TOKEN)
 smoke: $(if $(CONFORMANCE_URL),tools/node_modules/.installed)
 	@test -n "$(URL)" || { echo "usage: make smoke URL=https://<api>/mcp [TOKEN=...] [STREAM_URL=...] [STREAM_TOKEN=...] [ORIGIN=...]"; exit 2; }
-	@cd e2e && $(GO) build -o $(TOOLS)/smoke ./smoke
+	@$(GO) build -o $(TOOLS)/smoke ./cmd/mcp-smoke
 	@$(TOOLS)/smoke -url '$(URL)' $(if $(STREAM_URL),-stream-url '$(STREAM_URL)') $(if $(ORIGIN),-origin '$(ORIGIN)') \
 		$(if $(KEYED_TOOL),-keyed-tool '$(KEYED_TOOL)' -keyed-args '$(KEYED_ARGS)') $(if $(PROGRESS_TOOL),-progress-tool '$(PROGRESS_TOOL)' -progress-args '$(PROGRESS_ARGS)') \
 		$(if $(PROGRESS_GAP),-progress-gap '$(PROGRESS_GAP)') $(if $(CONFORMANCE_URL),-conformance-url '$(CONFORMANCE_URL)')

@@ -30,7 +30,7 @@ func buildFunction(t *testing.T, dir, pkg string) string {
 // saying how to install it.
 func rieFor(t *testing.T) string {
 	t.Helper()
-	riePath, err := filepath.Abs("../../../../.tools/bin/aws-lambda-rie")
+	riePath, err := filepath.Abs("../../.tools/bin/aws-lambda-rie")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func rieFor(t *testing.T) string {
 func TestMadeEvents(t *testing.T) {
 	riePath := rieFor(t)
 	mcpEvent := filepath.Join(t.TempDir(), "mcp-event")
-	if out, err := exec.Command("go", "build", "-o", mcpEvent, "../../../../cmd/mcp-event").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", mcpEvent, "../../cmd/mcp-event").CombinedOutput(); err != nil {
 		t.Fatalf("building mcp-event: %v\n%s", err, out)
 	}
 	env, err := environment("", "McpFunction")
@@ -75,8 +75,8 @@ func TestMadeEvents(t *testing.T) {
 	}{
 		// The note book as functions/fixture serves it, which a fork
 		// keeps when functions/mcp serves its own tools.
-		{"notes-add", "../../../..", "./functions/fixture", []string{"TOOL=notes_add", `ARGS={"text":"made"}`, "KEY=made-1"}},
-		{"count-add", "../../../../examples", "./counter", []string{"TOOL=count_add", `ARGS={"n":2}`}},
+		{"notes-add", "../..", "./functions/fixture", []string{"TOOL=notes_add", `ARGS={"text":"made"}`, "KEY=made-1"}},
+		{"count-add", "../../examples", "./counter", []string{"TOOL=count_add", `ARGS={"n":2}`}},
 	} {
 		o := &options{rie: riePath, bootstrap: buildFunction(t, f.dir, f.pkg), env: env}
 		for _, door := range []string{"http-api", "rest", "function-url"} {
@@ -103,12 +103,12 @@ func TestRunEvent(t *testing.T) {
 	// The function's own discover event against functions/mcp, whose
 	// expected answer it is; the replay against the harnesses' function,
 	// which serves the note book whose events they are.
-	bootstrap, fixture := buildFunction(t, "../../../..", "./functions/mcp"), buildFunction(t, "../../../..", "./functions/fixture")
+	bootstrap, fixture := buildFunction(t, "../..", "./functions/mcp"), buildFunction(t, "../..", "./functions/fixture")
 	// A copy of the events, so one expected file can be made wrong.
 	dir := t.TempDir()
 	for name, from := range map[string]string{"discover": "events", "notes-add-keyed": "notebook/events", "notes-add-keyed-replay": "notebook/events"} {
 		for _, suffix := range []string{".json", ".expected.json"} {
-			b, err := os.ReadFile("../../../../" + from + "/" + name + suffix)
+			b, err := os.ReadFile("../../" + from + "/" + name + suffix)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,6 @@
-// Command invoke is `make invoke`: it runs the function binary under the
+// Command mcp-invoke is `make invoke`, in this repository and in a module
+// of your own (the mcp.mk cmd/mcp-sam writes runs it there with go run):
+// it runs the function binary under the
 // Lambda Runtime Interface Emulator on loopback (what `sam local invoke`
 // runs inside its container, with no Docker and no AWS account), sends it
 // sample events, and for each prints the function's log lines as the
@@ -6,7 +8,11 @@
 // the event's expected response (events/X.expected.json), through the
 // same comparison as the events tests (internal/testenv/eventcheck). Each event
 // ends with one line, `PASS events/x.json` or `FAIL events/x.json: <first
-// difference>`; the exit status is 1 if any event failed.
+// difference>`; the exit status is 1 if any event failed. An event
+// without an expected response (one make event printed) passes when it is
+// answered without an error.
+//
+//	go run github.com/serverless-mcp/mcp-lambda/cmd/mcp-invoke -rie <aws-lambda-rie> -bootstrap <linux build of the function> [-events events] [events/x.json ...]
 //
 // Each event gets a fresh emulator process, as each `sam local invoke`
 // gets a fresh container. An event that replays another (X-replay.json

@@ -1,7 +1,10 @@
-// Command smoke checks a deployed endpoint after `sam deploy` (make
-// smoke URL=https://... [TOKEN=...] [STREAM_URL=...] [ORIGIN=...]): one
-// verdict line per check, and exit status 1 if any failed. See
-// docs/deploy.md, "After every deploy".
+// Command mcp-smoke checks a deployed endpoint after `sam deploy` (make
+// smoke URL=https://... [TOKEN=...] [STREAM_URL=...] [ORIGIN=...], in this
+// repository and in a module of your own, whose mcp.mk, written by
+// cmd/mcp-sam, runs it with go run): one verdict line per check, and exit
+// status 1 if any failed. See docs/deploy.md, "After every deploy".
+//
+//	TOKEN=... go run github.com/serverless-mcp/mcp-lambda/cmd/mcp-smoke -url https://<api>/mcp [-keyed-tool <tool> -keyed-args '<json>']
 package main
 
 import (
@@ -19,7 +22,7 @@ func main() {
 	flag.StringVar(&c.URL, "url", "", "the endpoint's URL (the stack's EndpointUrl output)")
 	flag.StringVar(&c.StreamURL, "stream-url", "", "the streaming door's URL (StreamingUrl), if deployed")
 	flag.StringVar(&c.ConformanceURL, "conformance-url", "", "the conformance fixture's URL (ConformanceUrl), if deployed: the suite's required scenarios are run against it")
-	flag.StringVar(&c.Tools, "tools", "tools", "the directory of the npm test tools (make tools installs them)")
+	flag.StringVar(&c.Tools, "tools", "tools", "the directory whose node_modules holds the MCP conformance suite, for -conformance-url (make tools installs it in tools/)")
 	flag.StringVar(&c.Origin, "origin", "", "a browser origin the stack allows (AllowedOrigins), to check the CORS preflight")
 	flag.StringVar(&c.KeyedTool, "keyed-tool", "", `the tool called twice with one idempotency key (default "notes_add")`)
 	flag.StringVar(&c.KeyedArgs, "keyed-args", "", "its arguments, JSON")
