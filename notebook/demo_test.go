@@ -362,9 +362,10 @@ func TestNoteLimit(t *testing.T) {
 	}
 }
 
-// TestNoteStoreFull: the memory store's total limit is a refusal too.
+// TestNoteStoreFull: the memory store's total limit is a refusal too:
+// five callers' notes and counters fill a store of ten items.
 func TestNoteStoreFull(t *testing.T) {
-	srv := newDemoWith(newMemoryNotesLimited(3, 5))
+	srv := newDemoWith(newMemoryNotesLimited(3, 10))
 	for i := range 5 {
 		c := &demoClient{t: t, srv: srv, principal: fmt.Sprint("p", i)}
 		if r := c.add("note"); structured(r)["id"] == nil {
@@ -372,7 +373,7 @@ func TestNoteStoreFull(t *testing.T) {
 		}
 	}
 	r := (&demoClient{t: t, srv: srv, principal: "late"}).add("note")
-	if f := toolFailure(t, r); f["type"] != "refused" || f["code"] != "note_store_full" || toJSON(f["details"]) != `{"limit":5}` || f["retryable"] != nil {
+	if f := toolFailure(t, r); f["type"] != "refused" || f["code"] != "note_store_full" || toJSON(f["details"]) != `{"limit":10}` || f["retryable"] != nil {
 		t.Errorf("%v", r)
 	}
 }

@@ -94,7 +94,7 @@ func TestExportRecordsItsRun(t *testing.T) {
 // flakyNotes fails its first few List and RecordExport calls, as a store
 // that is restarting does.
 type flakyNotes struct {
-	*memoryNotes
+	*tableNotes
 	mu                sync.Mutex
 	lists, records    int
 	failLists, failRe int
@@ -108,7 +108,7 @@ func (f *flakyNotes) List(ctx context.Context, owner, after string, limit int) (
 	if fail {
 		return nil, false, errOnFire
 	}
-	return f.memoryNotes.List(ctx, owner, after, limit)
+	return f.tableNotes.List(ctx, owner, after, limit)
 }
 
 func (f *flakyNotes) RecordExport(ctx context.Context, owner, taskID, run string) error {
@@ -119,19 +119,19 @@ func (f *flakyNotes) RecordExport(ctx context.Context, owner, taskID, run string
 	if fail {
 		// The write may have been applied, its answer lost: the run is
 		// recorded, then the call fails.
-		_ = f.memoryNotes.RecordExport(ctx, owner, taskID, run)
+		_ = f.tableNotes.RecordExport(ctx, owner, taskID, run)
 		return errOnFire
 	}
-	return f.memoryNotes.RecordExport(ctx, owner, taskID, run)
+	return f.tableNotes.RecordExport(ctx, owner, taskID, run)
 }
 
 // TestExportOutlastsAnOutage: a store that fails a few times while the
 // export runs is tried again; the task completes with the notes, and its
 // run is recorded once though its record was written three times.
 func TestExportOutlastsAnOutage(t *testing.T) {
-	notes := &flakyNotes{memoryNotes: newMemoryNotes(), failLists: 3, failRe: 2}
+	notes := &flakyNotes{tableNotes: newMemoryNotes(), failLists: 3, failRe: 2}
 	ctx := context.Background()
-	if _, err := notes.memoryNotes.Add(ctx, "alice", "alice's note"); err != nil {
+	if _, err := notes.tableNotes.Add(ctx, "alice", "alice's note"); err != nil {
 		t.Fatal(err)
 	}
 	alice := &demoClient{t: t, srv: newDemoWith(notes), principal: "alice", caps: `{"extensions":{"io.modelcontextprotocol/tasks":{}}}`}

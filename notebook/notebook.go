@@ -14,7 +14,6 @@
 package notebook
 
 import (
-	"context"
 	_ "embed"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
@@ -51,11 +50,6 @@ func New(cfg *endpoint.Config, o endpoint.Options, version string) (*endpoint.En
 	if err != nil {
 		return nil, err
 	}
-	var notes NoteStore = newMemoryNotes()
-	if cfg.ClaimsTable != "" {
-		clients := ep.Clients
-		notes = &dynamoNotes{client: func(ctx context.Context) (notesAPI, error) { return clients.DynamoDB(ctx) }, table: cfg.ClaimsTable}
-	}
-	(&demo{notes: notes}).register(ep.Server)
+	(&demo{notes: newTableNotes(ep.Items, 0)}).register(ep.Server)
 	return ep, nil
 }

@@ -119,7 +119,7 @@ func TestConfirmedDeleteSurvivesAFailure(t *testing.T) {
 			}
 			// The failed attempt left no trace, the retry deleted once:
 			// the deletion record, written with the delete, counts 1.
-			table := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: notesTable}
+			table := dynamoNotes(localDynamoDB(t).Client(), notesTable, 0)
 			if n, err := table.deletions(context.Background(), c.principal, id); err != nil || n != 1 {
 				t.Errorf("the deletion record counts %d (%v), want 1", n, err)
 			}
@@ -206,7 +206,7 @@ func TestKeyedAddAtTheLimit(t *testing.T) {
 	client := localDynamoDB(t).Client()
 	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: endpoint.TableSortKey}), nil)
 	srv := taskServer(stateless.Implementation{Name: "limit", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}})
-	(&demo{notes: &dynamoNotes{client: func(context.Context) (notesAPI, error) { return client, nil }, table: notesTable, limit: limit}}).register(srv)
+	(&demo{notes: dynamoNotes(client, notesTable, limit)}).register(srv)
 	c := &demoClient{t: t, srv: srv, principal: fmt.Sprint("limit-", time.Now().UnixNano()), timeout: 5 * time.Second}
 	for i := range limit - 1 {
 		if structured(c.add(fmt.Sprint("note ", i)))["id"] == nil {

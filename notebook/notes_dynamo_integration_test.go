@@ -19,9 +19,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/dynamolocal"
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/syncbuf"
+	"github.com/serverless-mcp/mcp-lambda/pkg/items"
 )
 
 // notesTable is the table of the note store's tests, shaped as
@@ -60,9 +62,14 @@ func localDynamoDB(t *testing.T) *dynamolocal.Server {
 	return ddbLocal.srv
 }
 
-func newDynamoNotes(t *testing.T, perOwner int) *dynamoNotes {
-	c := localDynamoDB(t).Client()
-	return &dynamoNotes{client: func(context.Context) (notesAPI, error) { return c, nil }, table: notesTable, limit: perOwner}
+func newDynamoNotes(t *testing.T, perOwner int) *tableNotes {
+	return dynamoNotes(localDynamoDB(t).Client(), notesTable, perOwner)
+}
+
+// dynamoNotes keeps notes in table on DynamoDB (Local), at most perOwner
+// each (0: MaxNotesPerOwner).
+func dynamoNotes(c items.DynamoAPI, table string, perOwner int) *tableNotes {
+	return newTableNotes(items.NewDynamoDB(c, table), perOwner)
 }
 
 func TestDynamoNoteStore(t *testing.T) {
@@ -238,4 +245,13 @@ func TestDynamoFailureLogged(t *testing.T) {
 	if ct, _ := line["cause_type"].(string); !strings.Contains(ct, "ResourceNotFoundException") {
 		t.Errorf("cause_type %q", ct)
 	}
+}
+
+// notesPK is notesPart as a DynamoDB attribute value.
+func notesPK(owner string) types.AttributeValue {
+	return &types.AttributeValueMemberS{Value: notesPart(owner)}
+}
+
+func notesKey(pk types.AttributeValue, sk string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": pk, "sk": &types.AttributeValueMemberS{Value: sk}}
 }

@@ -224,13 +224,17 @@ func TestMemoryNoteStore(t *testing.T) {
 	noteStoreContract(t, func(t *testing.T, perOwner int) NoteStore { return newMemoryNotesLimited(perOwner, 1_000) })
 }
 
-// TestMemoryNoteStoreTotal: the memory store holds at most its total,
-// whoever the notes belong to, and a delete frees a place.
+// TestMemoryNoteStoreTotal: the memory store holds at most its total of
+// items (notes, each owner's counter, execution records), whoever they
+// belong to: an add past it is refused as the store's limit, nothing
+// written, and a delete, which leaves a record of itself, frees no room
+// until that record expires.
 func TestMemoryNoteStoreTotal(t *testing.T) {
 	ctx := context.Background()
-	s := newMemoryNotesLimited(3, 7)
+	s := newMemoryNotesLimited(3, 8)
 	var last Note
-	for i := range 7 {
+	for i := range 5 {
+		// owner-0 twice, owner-1 twice, owner-2 once: 5 notes, 3 counters.
 		n, err := s.Add(ctx, fmt.Sprint("owner-", i%3), "note")
 		if err != nil {
 			t.Fatal(i, err)
@@ -238,17 +242,20 @@ func TestMemoryNoteStoreTotal(t *testing.T) {
 		last = n
 	}
 	var full *NoteLimitError
-	if _, err := s.Add(ctx, "owner-9", "note"); !errors.As(err, &full) || full.Limit != 7 || full.PerOwner {
-		t.Fatalf("eighth: %v", err)
+	if _, err := s.Add(ctx, "owner-0", "note"); !errors.As(err, &full) || full.Limit != 8 || full.PerOwner {
+		t.Fatalf("a ninth item: %v", err)
 	}
-	if err := s.Delete(ctx, "owner-0", last.ID); err != nil {
+	if notes, _, _ := s.List(ctx, "owner-0", "", 10); len(notes) != 2 {
+		t.Fatalf("owner-0 has %d notes", len(notes))
+	}
+	if err := s.Delete(ctx, "owner-1", last.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Add(ctx, "owner-9", "note"); err != nil {
-		t.Errorf("after a delete: %v", err)
+	if _, err := s.Add(ctx, "owner-0", "note"); !errors.As(err, &full) {
+		t.Fatalf("after a delete, whose record takes the note's place: %v", err)
 	}
-	if len(s.notes) != 4 {
-		t.Errorf("%d owners", len(s.notes))
+	if n, err := s.deletions(ctx, "owner-1", last.ID); err != nil || n != 1 {
+		t.Fatalf("the deletion's record: %d %v", n, err)
 	}
 }
 

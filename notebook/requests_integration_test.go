@@ -3,7 +3,6 @@
 package notebook
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"testing"
@@ -81,7 +80,7 @@ func TestKeyedEnlistedRequests(t *testing.T) {
 	client := local.Client(func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(proxyURL) })
 	g := claims.New(claims.NewDynamoDBWith(client, notesTable, claims.DynamoDBOptions{SortKey: endpoint.TableSortKey}), nil)
 	small := taskServer(stateless.Implementation{Name: "small", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Interceptors: []stateless.Interceptor{g.Interceptor()}})
-	(&demo{notes: &dynamoNotes{client: func(context.Context) (notesAPI, error) { return client, nil }, table: notesTable, limit: 1}}).register(small)
+	(&demo{notes: dynamoNotes(client, notesTable, 1)}).register(small)
 	c = &demoClient{t: t, srv: small, principal: fmt.Sprint("full-", time.Now().UnixNano()), timeout: 5 * time.Second}
 	if r := c.call("tools/call", "notes_add", `"name":"notes_add","arguments":{"text":"last"},"idempotencyKey":"last"`); structured(r)["id"] == nil {
 		t.Fatalf("the last note: %v", r)

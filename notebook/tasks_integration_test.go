@@ -236,7 +236,7 @@ func TestTaskSizesThroughLambda(t *testing.T) {
 	who := fmt.Sprint("sizes-", time.Now().UnixNano())
 	meta := `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	text := strings.Repeat("<", 2000) + strings.Repeat("&", 1000) + strings.Repeat("\u2028", 1000)
-	notes := &dynamoNotes{client: func(context.Context) (notesAPI, error) { return localDynamoDB(t).Client(), nil }, table: table}
+	notes := dynamoNotes(localDynamoDB(t).Client(), table, 0)
 	added := 0
 	for _, n := range []int{10, 30} {
 		for ; added < n; added++ {

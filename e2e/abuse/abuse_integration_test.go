@@ -298,7 +298,7 @@ func TestAbuse(t *testing.T) {
 }
 
 // notesPK is the note book's partition key of a principal
-// (notebook/notes_dynamo.go).
+// (notebook/notes_table.go).
 func notesPK(principal string) string {
 	d := sha256.Sum256([]byte(principal))
 	return "notes#" + hex.EncodeToString(d[:])

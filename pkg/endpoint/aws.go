@@ -186,6 +186,12 @@ func (l lazyDynamo) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteI
 // (the demo's note book) gives them values of its own.
 const TableSortKey = "sk"
 
+// TableTTL is the attribute the claims table's time to live reads
+// (template.yaml's): an item whose expires_at, in seconds since 1970, is
+// past is deleted by DynamoDB some time after. The endpoint's items in
+// memory honour it as DynamoDB does (items.MemoryOptions.TTL).
+const TableTTL = "expires_at"
+
 // lazyStore is a claims.Store whose DynamoDB client is made on the first
 // claim.
 type lazyStore struct {

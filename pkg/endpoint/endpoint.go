@@ -156,7 +156,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		return nil, err
 	}
 	e.Claims = claims.NewMemory()
-	e.Items = items.NewMemory(items.MemoryOptions{})
+	e.Items = items.NewMemory(items.MemoryOptions{TTL: TableTTL})
 	var taskStore tasks.Store = tasks.NewMemory()
 	if cfg.ClaimsTable != "" {
 		e.Claims = &lazyStore{aws: e.Clients, table: cfg.ClaimsTable}

@@ -238,7 +238,17 @@ func (d *DynamoDB) transactItem(o Op) types.TransactWriteItem {
 			n := e.name(a.name)
 			sets = append(sets, n+" = if_not_exists("+n+", "+e.value(Int(0))+") + "+e.value(Int(a.n)))
 		}
-		update := "SET " + strings.Join(sets, ", ")
+		var update string
+		if len(sets) > 0 {
+			update = "SET " + strings.Join(sets, ", ")
+		}
+		if len(o.incl) > 0 {
+			var adds []string
+			for _, a := range o.incl {
+				adds = append(adds, e.name(a.name)+" "+e.value(a.v))
+			}
+			update = strings.TrimSpace(update + " ADD " + strings.Join(adds, ", "))
+		}
 		c := cond()
 		return types.TransactWriteItem{Update: &types.Update{TableName: table, Key: key(o.key), UpdateExpression: &update,
 			ConditionExpression: c, ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values}}

@@ -111,6 +111,7 @@ type Op struct {
 	item  Item      // Put: the whole item but its key
 	sets  []setAttr // Update: attributes set
 	adds  []addAttr // Update: numbers added to
+	incl  []setAttr // Update: string sets added to (v is an SS of one)
 	conds []Cond
 	fail  *mcperr.ToolError
 }
@@ -146,6 +147,14 @@ func (o Op) Set(name string, v types.AttributeValue) Op {
 // absent one as 0.
 func (o Op) Add(name string, n int64) Op {
 	o.adds = append(o.adds[:len(o.adds):len(o.adds)], addAttr{name, n})
+	return o
+}
+
+// Include has an Update add member to the string set name, making the
+// set if it is absent: including a member twice leaves one, so a write
+// made again (an SDK's retry of one whose answer was lost) counts once.
+func (o Op) Include(name, member string) Op {
+	o.incl = append(o.incl[:len(o.incl):len(o.incl)], setAttr{name, &types.AttributeValueMemberSS{Value: []string{member}}})
 	return o
 }
 
@@ -258,7 +267,7 @@ func check(ops []Op) error {
 				}
 			}
 		case opUpdate:
-			if len(o.sets)+len(o.adds) == 0 {
+			if len(o.sets)+len(o.adds)+len(o.incl) == 0 {
 				return fmt.Errorf("%w: write %d updates nothing", ErrInvalid, i)
 			}
 			names := map[string]bool{}
@@ -270,6 +279,15 @@ func check(ops []Op) error {
 			}
 			for _, a := range o.adds {
 				if err := checkAttr(a.name, Int(a.n)); err != nil {
+					return fmt.Errorf("write %d: %w", i, err)
+				}
+				if names[a.name] {
+					return fmt.Errorf("%w: write %d changes an attribute twice", ErrInvalid, i)
+				}
+				names[a.name] = true
+			}
+			for _, a := range o.incl {
+				if err := checkAttr(a.name, a.v); err != nil {
 					return fmt.Errorf("write %d: %w", i, err)
 				}
 				if names[a.name] {

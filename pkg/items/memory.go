@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -38,6 +39,12 @@ type MemoryOptions struct {
 	// MaxItems is the most items it stores (DefaultMaxItems): a write that
 	// would store more is refused with ErrFull, nothing written.
 	MaxItems int
+	// TTL, if set, names the attribute that holds an item's expiry in
+	// seconds since 1970, as a DynamoDB table's time to live does. As
+	// DynamoDB deletes expired items some time after they expire (and
+	// until then reads return them), Memory deletes them when it needs
+	// the room: before refusing a write with ErrFull.
+	TTL string
 }
 
 // DefaultMaxItems bounds a Memory table: at DynamoDB's largest item,
@@ -133,6 +140,13 @@ func (m *Memory) plan(ops []Op) ([]change, error) {
 			for _, s := range o.sets {
 				item[s.name] = copyValue(s.v)
 			}
+			for _, a := range o.incl {
+				set, err := include(item[a.name], a.v.(*types.AttributeValueMemberSS).Value[0])
+				if err != nil {
+					return nil, fmt.Errorf("write %d: %w", i, err)
+				}
+				item[a.name] = set
+			}
 			for _, a := range o.adds {
 				sum, err := addInt(item[a.name], a.n)
 				if err != nil {
@@ -155,10 +169,33 @@ func (m *Memory) plan(ops []Op) ([]change, error) {
 		next[i] = change{o.key, item}
 	}
 	if n > m.opts.MaxItems && n > m.n {
+		if m.opts.TTL != "" && m.expire(time.Now()) > 0 {
+			return m.plan(ops)
+		}
 		return nil, fmt.Errorf("%w: at most %d items", ErrFull, m.opts.MaxItems)
 	}
 	return next, nil
 }
+
+// expire deletes the items whose TTL attribute is past at now and
+// reports how many.
+func (m *Memory) expire(now time.Time) int {
+	var gone []change
+	for pk, p := range m.parts {
+		for sk, it := range p.items {
+			if v, ok := it[m.opts.TTL].(*types.AttributeValueMemberN); ok {
+				if at, err := strconv.ParseInt(v.Value, 10, 64); err == nil && at < now.Unix() {
+					gone = append(gone, change{k: Key{PK: pk, SK: sk}})
+				}
+			}
+		}
+	}
+	m.apply(gone)
+	return len(gone)
+}
+
+// MaxItems is the most items m stores.
+func (m *Memory) MaxItems() int { return m.opts.MaxItems }
 
 // apply makes planned changes.
 func (m *Memory) apply(cs []change) {
@@ -297,6 +334,21 @@ func equal(a, b types.AttributeValue) bool {
 		return ok && a.Value == b.Value
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// include is the string set v (absent: empty) with member.
+func include(v types.AttributeValue, member string) (types.AttributeValue, error) {
+	if v == nil {
+		return &types.AttributeValueMemberSS{Value: []string{member}}, nil
+	}
+	ss, ok := v.(*types.AttributeValueMemberSS)
+	if !ok {
+		return nil, fmt.Errorf("%w: including a member in an attribute that is not a string set", ErrInvalid)
+	}
+	if slices.Contains(ss.Value, member) {
+		return ss, nil
+	}
+	return &types.AttributeValueMemberSS{Value: append(slices.Clone(ss.Value), member)}, nil
 }
 
 // addInt is v (absent: 0), an integer, plus n.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -111,6 +112,21 @@ func Run(t *testing.T, newPair func(t *testing.T) Pair) {
 		}
 		if it, _, _ := tb.Get(ctx, k); num(it["version"]) != "6" {
 			t.Fatalf("version %v", it)
+		}
+	})
+
+	t.Run("a string set holds a member once", func(t *testing.T) {
+		tb, k := newPair(t).Table, items.Key{PK: pk(), SK: "#runs"}
+		for _, run := range []string{"a", "b", "a"} {
+			mustWrite(t, tb, items.Update(k).Include("runs", run).Set("expires_at", items.Int(2_000_000_000)))
+		}
+		it, _, _ := tb.Get(ctx, k)
+		ss, _ := it["runs"].(*types.AttributeValueMemberSS)
+		if ss == nil || len(ss.Value) != 2 || !slices.Contains(ss.Value, "a") || !slices.Contains(ss.Value, "b") {
+			t.Fatalf("runs %#v", it["runs"])
+		}
+		if err := tb.Write(ctx, items.Update(k).Include("expires_at", "x")); !errors.Is(err, items.ErrInvalid) {
+			t.Fatalf("including a member in a number: %v", err)
 		}
 	})
 
