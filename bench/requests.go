@@ -43,6 +43,8 @@ type Case struct {
 	Body []byte
 	// Header holds the request's headers.
 	Header http.Header
+	// Arguments are the tool's arguments, for tools/call.
+	Arguments map[string]any
 	// Event is the same request as an API Gateway HTTP API (payload
 	// format 2.0) event, as Lambda hands it to a function.
 	Event []byte
@@ -94,12 +96,20 @@ func newCase(name, method, tool, version string, args map[string]any, check func
 	if tool != "" {
 		h.Set("Mcp-Name", tool)
 	}
-	c := &Case{Name: name, Method: method, Tool: tool, Version: version, Body: []byte(body), Header: h, check: check}
+	c := &Case{Name: name, Method: method, Tool: tool, Version: version, Arguments: args, Body: []byte(body), Header: h, check: check}
 	c.Event = lambdaEvent(c)
 	return c
 }
 
 var endpoint = &url.URL{Scheme: "http", Host: "localhost", Path: "/mcp"}
+
+// WithEvent is c with another Lambda event for the same request: as
+// another door delivers it.
+func (c *Case) WithEvent(ev []byte) *Case {
+	d := *c
+	d.Event = ev
+	return &d
+}
 
 // NewRequest returns a fresh POST of the case's bytes. Only the body
 // reader and the header map are new: the bytes are shared, never copied.

@@ -70,6 +70,10 @@ type Subject struct {
 	// Case is the invocation sent; Note says why, when it is not echo.
 	Case *bench.Case `json:"-"`
 	Note string
+	// Doors, if set, also times the case's request warm as each of the
+	// function's doors delivers it (the HTTP API's payload 2.0, the REST
+	// API's 1.0, a function URL's), made by cmd/mcp-event.
+	Doors bool
 }
 
 // Stats summarises samples in milliseconds.
@@ -77,6 +81,7 @@ type Stats struct {
 	N                int
 	Median, Min, Max float64
 	P90              float64 `json:",omitempty"`
+	P99              float64 `json:",omitempty"`
 }
 
 // Result is what one subject measured.
@@ -98,7 +103,18 @@ type Result struct {
 	// emulator; WarmFunc the emulator's INVOKE RTDONE duration of it
 	// (invocation handed over to response posted).
 	Warm, WarmFunc Stats
+	// Doors are the warm invocations by door (Subject.Doors).
+	Doors []DoorResult `json:",omitempty"`
 }
+
+// DoorResult is one door's warm invocations of a subject.
+type DoorResult struct {
+	Door           string
+	Warm, WarmFunc Stats
+}
+
+// The doors a function serves, as cmd/mcp-event names them.
+var doors = []string{"http-api", "rest", "function-url"}
 
 // Report is the program's JSON output.
 type Report struct {
@@ -190,7 +206,8 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 			// memory and no request needs the network. Neither AWS client
 			// is created: the request reaches neither.
 			Env:  []string{"MCP_STATE_KMS_KEY=alias/bench-never-called", "MCP_ALLOW_ANONYMOUS=true"},
-			Note: "no echo tool: tools/call notes_search {} (read-only); AWS clients linked, created lazily, never here"},
+			Note: "no echo tool: tools/call notes_search {} (read-only); AWS clients linked, created lazily, never here",
+			Doors: true},
 		{Name: "gosdk", Dir: benchDir, Pkg: "./cmd/gosdk", Case: bench.ToolsCallEcho},
 		{Name: "mcpgo", Dir: benchDir, Pkg: "./cmd/mcpgo", Case: bench.ToolsCallEcho},
 	}
@@ -269,8 +286,42 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
 		}
 		r.Warm, r.WarmFunc = stats(w), stats(wf)
+		if !s.Doors {
+			continue
+		}
+		for _, door := range doors {
+			ev, err := doorEvent(ctx, mainDir, s.Case, door)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", s.Name, err)
+			}
+			fmt.Fprintf(os.Stderr, "coldstart: %d warm invocations of %s through the %s door\n", warm, s.Name, door)
+			ds := *s
+			ds.Case = s.Case.WithEvent(ev)
+			w, wf, err := warmRun(ctx, riePath, &ds, bins[s.Name], warm)
+			if err != nil {
+				return nil, fmt.Errorf("%s, %s door: %w", s.Name, door, err)
+			}
+			r.Doors = append(r.Doors, DoorResult{Door: door, Warm: stats(w), WarmFunc: stats(wf)})
+		}
 	}
 	return rep, nil
+}
+
+// doorEvent is c's request as door delivers it, printed by the main
+// module's cmd/mcp-event (the command `make event` runs).
+func doorEvent(ctx context.Context, mainDir string, c *bench.Case, door string) ([]byte, error) {
+	args, err := json.Marshal(c.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "run", "./cmd/mcp-event", "-door", door, "-method", c.Method, "-tool", c.Tool, "-args", string(args))
+	cmd.Dir = mainDir
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("making the %s event: %w", door, err)
+	}
+	return out, nil
 }
 
 // moduleVersion returns the main module's version in a Go binary's build
@@ -454,6 +505,9 @@ func stats(v []float64) Stats {
 	}
 	if n >= 20 {
 		st.P90 = s[(n*9)/10]
+	}
+	if n >= 100 {
+		st.P99 = s[(n*99)/100]
 	}
 	return st
 }

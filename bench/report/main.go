@@ -253,6 +253,11 @@ type coldResult struct {
 	Size                         map[string]int64
 	Cold, Ready, First, Init     stats
 	Warm, WarmFunc               stats
+	// Doors are the warm invocations by door (coldstart's Subject.Doors).
+	Doors []struct {
+		Door           string
+		Warm, WarmFunc stats
+	}
 	// Paired differences over bare (see coldstart's Result); N is 0 in
 	// output saved before they were measured.
 	ColdOverBare, FirstOverBare, InitOverBare stats
@@ -269,8 +274,8 @@ func added(paired stats, mine, bare float64) float64 {
 }
 
 type stats struct {
-	N                     int
-	Median, Min, Max, P90 float64
+	N                          int
+	Median, Min, Max, P90, P99 float64
 }
 
 // runJSON runs one of the bench module's programs (go run args), its
@@ -823,6 +828,20 @@ func writeCold(w io.Writer, cs *coldReport) {
 	for _, r := range cs.Results {
 		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", r.Name,
 			r.Warm.Median, r.Warm.Min, r.Warm.Max, r.Warm.P90, r.WarmFunc.Median, r.WarmFunc.Min, r.WarmFunc.Max)
+	}
+	for _, r := range cs.Results {
+		if len(r.Doors) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n### Warm invocations by door\n\n`%s` (%s) answering the same request as each of its doors delivers it: "+
+			"the event `make event` prints for the door (cmd/mcp-event: an HTTP API payload 2.0 event, a REST API proxy event, "+
+			"a function URL event), %d sequential warm invocations each, every answer checked. Figures as above; p99 is the "+
+			"99th of the sorted round trips.\n\n", r.Name, r.Request, r.Doors[0].Warm.N)
+		fmt.Fprintf(w, "| door | round trip ms (p50) | p90 | p99 | in function ms (p50) | p90 | p99 |\n|---|---:|---:|---:|---:|---:|---:|\n")
+		for _, d := range r.Doors {
+			fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n", d.Door,
+				d.Warm.Median, d.Warm.P90, d.Warm.P99, d.WarmFunc.Median, d.WarmFunc.P90, d.WarmFunc.P99)
+		}
 	}
 }
 
