@@ -315,11 +315,15 @@ lint: tools
 	@set -e; for m in $(MODULES); do (cd $$m && staticcheck ./...); done
 
 ## template: template.yaml transformed and linted for every combination of
-## its parameters (deploy/lint_template.py: aws-sam-translator, cfn-lint)
+## its parameters (deploy/lint_template.py: aws-sam-translator, cfn-lint),
+## and the counter's copy (cmd/mcp-sam's), which the check finds to be
+## template.yaml but for comments and CodeUri: the same verdicts, and
+## cfn-lint's own run on it
+TEMPLATES := template.yaml examples/counter/template.yaml
 .PHONY: template
 template:
 	@if python3 -c 'import importlib.util as u, sys; sys.exit(not (u.find_spec("cfnlint") and u.find_spec("samtranslator")))' 2>/dev/null; then \
-		python3 deploy/lint_template.py; \
+		python3 deploy/lint_template.py $(TEMPLATES); \
 	else \
 		echo '*** SKIPPED template check: cfn-lint / aws-sam-translator not installed for python3 ***'; \
 	fi
@@ -331,13 +335,18 @@ fmt:
 ## tools: the note book's schemas (notebook/toolschemas.json), then the
 ## sample events' expected answers (events/*.expected.json, the function's;
 ## notebook/events/*.expected.json, the note book's), and docs/clients.md
-## from the client matrix; review the diff
+## from the client matrix; then examples/counter's deploy kit (its
+## template.yaml and mcp.mk, by cmd/mcp-sam, after template.yaml or the
+## Makefile changed), its events (make event) and their expected answers
+## (under the emulator); review the diff
 .PHONY: regen
-regen:
+regen: $(RIE)
 	$(GO) test ./notebook -count=1 -run '^TestToolSchemas$$' -update
 	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
 	$(GO) test ./notebook -count=1 -run '^TestEventsInProcess$$' -update
 	cd interop && $(GO) test -count=1 -run '^TestClientsDoc$$' -update .
+	$(MAKE) --no-print-directory -C examples/counter mcp-sam events
+	cd examples && $(GO) test ./counterkit -count=1 -run '^TestCounterEvents$$' -update
 
 ## fork-check: what a fork does, checked (CI runs it after make test): in
 ## a copy of the repository, functions/mcp serves a foreign tool instead of

@@ -4,9 +4,9 @@
 Each parameter has two sides: each parameter with AllowedValues at both
 ends, each other parameter at its default (empty for most Strings) and a
 set value. The grid is every combination of the sides of the parameters
-other than the authorization ones (COVERED, in GROUPS); those are combined
-by a covering selection rather than a product, which would multiply the
-grid by 131,072 (below). A parameter that only passes a value to the
+other than the authorization ones and ToolPolicyArn (COVERED, in
+GROUPS); those are combined by a covering selection rather than a
+product, which would multiply the grid by 262,144 (below). A parameter that only passes a value to the
 function (INERT: no Condition, Rule or Fn::If names it, which is checked)
 is at its default everywhere and set in one probe. For every combination:
 
@@ -23,10 +23,12 @@ is at its default everywhere and set in one probe. For every combination:
     is paid once. (cfn-lint's own --parameters are dropped after its SAM
     transform, which is why the transform is done here.)
 
-The groups. The seventeen COVERED parameters fall in two GROUPS, which
-share AuthIssuer, AuthAudience and AuthScopesSupported: the token
+The groups. The seventeen authorization parameters fall in two GROUPS,
+which share AuthIssuer, AuthAudience and AuthScopesSupported: the token
 settings (nine: 512 settings) and the registration facade with the
-authorization proxy (eleven: 2,048). Every Rule, every Condition, every
+authorization proxy (eleven: 2,048); ToolPolicyArn, which no Rule and
+no other parameter's Condition names, is a group of its own (grants: 2),
+so that it takes turns over the grid instead of doubling it. Every Rule, every Condition, every
 Fn::If (with the Condition of the resource or output it is in) and every
 reference from a resource or output with a Condition to a resource with a
 Condition (with both) names covered parameters of one group only, which is
@@ -63,7 +65,18 @@ AllowedPattern must refuse, and what the alarms must and must not see of
 the streaming door's authorizer (check_authorizer). Any error or warning
 fails the check; a circular dependency (E3004) is named as such.
 
-Usage: python3 deploy/lint_template.py [template.yaml]
+Several templates. Given more than one template, each is checked so,
+but a template whose checked form (everything but the functions' CodeUri,
+which the transform replaces before anything is linted) is one already
+checked: cmd/mcp-sam's copy of template.yaml in a module of one's own
+(examples/counter/template.yaml) differs from it in comments and code
+locations only. Every verdict above is a function of the checked form
+(the Rules, the constraints and the transforms read nothing else), so
+that check's verdicts are the copy's own: it gets cfn-lint's own run on
+the file, and the digests say why the grid is not run again. A copy that
+differed in anything else would get the whole check.
+
+Usage: python3 deploy/lint_template.py [template.yaml ...]
 """
 
 from __future__ import annotations
@@ -79,7 +92,6 @@ import re
 import sys
 import time
 
-STARTED = time.monotonic()
 REGION = "us-east-1"
 os.environ.setdefault("AWS_DEFAULT_REGION", REGION)
 
@@ -123,6 +135,7 @@ SET_VALUES = {
     "Quotas": "calls=120/1m,tasks=3,streams=off",
     "AuthProxyPreApprovedClients": "https://app.example.com/oauth/client-metadata.json,https://tools.example.org/.well-known/mcp-client",
     "AuthProxyClientSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp/proxy-client-secret-Ab12Cd",
+    "ToolPolicyArn": "arn:aws:iam::123456789012:policy/mcp/counter-tools",
 }
 
 # The authorization parameters, in groups (above): every setting of a
@@ -140,6 +153,11 @@ GROUPS = {
     # streaming door).
     "servers": ["AuthIssuer", "AuthAudience", "AuthScopesSupported", "AuthRegistrationClientId", "AuthAuthorizationEndpoint", "AuthTokenEndpoint",
                 "AuthRegistrationRedirectUris", "AuthProxy", "AuthProxyPreApprovedClients", "AuthProxyOmitResource", "AuthProxyClientSecretArn"],
+    # The tools' own policy on the MCP function's role: named by its own
+    # Condition alone (checked, as for every group), no Rule, so its two
+    # settings take turns over the grid and each meets every side of every
+    # other parameter (the covering's pairings), rather than doubling it.
+    "grants": ["ToolPolicyArn"],
 }
 COVERED = list(dict.fromkeys(n for names in GROUPS.values() for n in names))
 
@@ -230,6 +248,10 @@ INVALID = {
                                     "https://app.example.com/./b", "https://app.example.com/c#f", "https://a.example/c, https://b.example/c", ",", "https://a.example/c,",
                                     "https://app.example.com:443/c", 'https://app.example.com/"c', "https://app.example.com/c\\d"],
     "Quotas": ["calls=600", "calls=0/1m", "tasks=-1", "tasks=ten", "workers=3", "calls=600/1m, tasks=3", "on", ",", "tasks=10001"],
+    # An AWS managed policy (broad by design: the tools' grants are yours
+    # to scope), a role, a wildcard, a list, a short account.
+    "ToolPolicyArn": ["arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess", "arn:aws:iam::123456789012:role/tools", "arn:aws:iam::123456789012:policy/*",
+                      "arn:aws:iam::123456789012:policy/a,arn:aws:iam::123456789012:policy/b", "arn:aws:iam::1234:policy/tools", "tools"],
 }
 
 
@@ -624,14 +646,58 @@ def _lint_job(sets):
     return [(f"{len(sets)} combinations, failing for example {show(bad[0])}", rid, text) for rid, text in found]
 
 
+def checked_form(sam):
+    """What the check reads of a template: all of it but the functions'
+    CodeUri, which transform replaces (as sam build does) before anything
+    is linted, as a digest. Two templates with the same checked form get
+    the same verdict for every combination."""
+    src = copy.deepcopy(sam)
+    for res in src.get("Resources", {}).values():
+        if isinstance(res, dict) and res.get("Type") == "AWS::Serverless::Function":
+            res.get("Properties", {}).pop("CodeUri", None)
+    return digest(src)
+
+
 def main():
+    """Each template named (template.yaml when none is): the whole check
+    for the first of each checked form; for a template whose checked form
+    is one already checked (a generated copy of template.yaml, which
+    differs in comments and code locations only), that check's verdicts,
+    which are its own, and cfn-lint's own run on the file."""
+    global _RULES
+    paths = sys.argv[1:] or [os.path.join(os.path.dirname(__file__), "..", "template.yaml")]
+    checked = {}
+    status = 0
+    for path in paths:
+        started = time.monotonic()
+        decoded, errs = decode(path)
+        if errs:
+            for e in errs:
+                print(f"template: {path}: {e.rule.id} {e.message} (line {e.linenumber})")
+            status = 1
+            continue
+        form = checked_form(plain(decoded))
+        if form not in checked:
+            checked[form] = path
+            status |= check(path, decoded)
+            continue
+        if _RULES is None:
+            _RULES = Runner(ConfigMixIn(regions=[REGION])).rules
+        found = lint(decoded)
+        warnings = sum(rid.startswith("W") for rid, _ in found)
+        print(f"template: {path}: {checked[form]} but for comments and the functions' CodeUri (checked form sha256 {form[:12]}): "
+              f"that check's verdicts, above, are this template's; cfn-lint's own run on it: "
+              f"{len(found) - warnings} errors, {warnings} warnings in {time.monotonic() - started:.1f} s")
+        for _, text in found:
+            print(f"  {text}")
+        status |= 1 if found else 0
+    return status
+
+
+def check(path, decoded):
+    """The whole check of one template; 0 when it passes."""
     global _SAM, _DECODED, _RULES
-    path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "template.yaml")
-    decoded, errs = decode(path)
-    if errs:
-        for e in errs:
-            print(f"template: {e.rule.id} {e.message} (line {e.linenumber})")
-        return 1
+    started = time.monotonic()
     sam = plain(decoded)
     _SAM = sam
     problems = []
@@ -671,7 +737,7 @@ def main():
             problems.append(f"GROUPS: {where} names {sorted(covered)} together, which no group holds: add them to one")
     problems += check_authorizer(sam)
     if problems:
-        print("\n".join(f"template: {p}" for p in problems))
+        print("\n".join(f"template: {path}: {p}" for p in problems))
         return 1
 
     for name, spec in specs.items():
@@ -707,7 +773,7 @@ def main():
         if not a:
             problems.append(f"the Rules admit no setting of the group {g}: " + ", ".join(GROUPS[g]))
     if problems:
-        print("\n".join(f"template: {p}" for p in problems))
+        print("\n".join(f"template: {path}: {p}" for p in problems))
         return 1
 
     def agrees(s, fixed):
@@ -850,10 +916,10 @@ def main():
         problems.append(f"{what}: {text}" if what else text)
         warnings += rid.startswith("W")
 
-    seconds = time.monotonic() - STARTED
+    seconds = time.monotonic() - started
     errors = len(problems) - warnings
     print(
-        f"template: {len(combos)} combinations ({len(grid)} in the grid and {len(pairings)} for pairings, each with one admitted setting of each "
+        f"template: {path}: {len(combos)} combinations ({len(grid)} in the grid and {len(pairings)} for pairings, each with one admitted setting of each "
         f"group of the {len(COVERED)} covered parameters ("
         + ", ".join(f"{g}: {len(admitted[g])} of {len(settings[g])}" for g in GROUPS)
         + f"); the {len(alone)} settings of the groups alone; {len(PROBES)} probes): "

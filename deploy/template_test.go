@@ -1344,3 +1344,42 @@ func TestQuotasParameter(t *testing.T) {
 	}
 	want(t, env(t, r, "McpFunction")[endpoint.EnvQuotas], "!Ref Quotas", "McpFunction "+endpoint.EnvQuotas)
 }
+
+// TestToolPolicy: ToolPolicyArn, the tools' own grants, is a customer
+// managed policy attached to the MCP function's role (which runs the task
+// workers too) only when it is set, and to no other function's; its
+// pattern admits a customer managed policy's ARN of an account and
+// refuses an AWS managed one (broad by design), other ARNs, wildcards
+// and lists.
+func TestToolPolicy(t *testing.T) {
+	r := raw(t)
+	policies := at(t, r, "Resources", "McpFunction", "Properties", "Policies")
+	if len(policies.Content) != 2 {
+		t.Fatalf("McpFunction has %d Policies, want the statements and the tool policy", len(policies.Content))
+	}
+	want(t, policies.Content[1], "!If [HasToolPolicy, !Ref ToolPolicyArn, !Ref AWS::NoValue]", "McpFunction's tool policy")
+	want(t, at(t, r, "Conditions", "HasToolPolicy"), "!Not [!Equals [!Ref ToolPolicyArn, ]]", "HasToolPolicy")
+	res := at(t, r, "Resources")
+	for i := 0; i+1 < len(res.Content); i += 2 {
+		if name := res.Content[i].Value; name != "McpFunction" && strings.Contains(show(res.Content[i+1]), "ToolPolicyArn") {
+			t.Errorf("%s names ToolPolicyArn: the tools' grants are the MCP function's alone", name)
+		}
+	}
+	param := at(t, r, "Parameters", "ToolPolicyArn")
+	want(t, at(t, param, "Default"), "", "ToolPolicyArn Default")
+	pat := regexp.MustCompile(at(t, param, "AllowedPattern").Value)
+	for _, v := range []string{"", "arn:aws:iam::123456789012:policy/counter-tools", "arn:aws:iam::123456789012:policy/mcp/tools/counter+v2@x.y_z-1",
+		"arn:aws-us-gov:iam::123456789012:policy/counter-tools", "arn:aws-cn:iam::123456789012:policy/a"} {
+		if !pat.MatchString(v) {
+			t.Errorf("ToolPolicyArn=%q refused", v)
+		}
+	}
+	for _, v := range []string{"arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess", "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+		"arn:aws:iam::123456789012:role/tools", "arn:aws:iam::123456789012:policy/*", "arn:aws:iam::123456789012:policy/",
+		"arn:aws:iam::123456789012:policy/a,arn:aws:iam::123456789012:policy/b", "arn:aws:iam::1234:policy/a", "counter-tools",
+		" arn:aws:iam::123456789012:policy/a", "arn:aws:iam::123456789012:policy/a b"} {
+		if pat.MatchString(v) {
+			t.Errorf("ToolPolicyArn=%q admitted", v)
+		}
+	}
+}

@@ -2,7 +2,11 @@ module github.com/serverless-mcp/mcp-lambda/examples
 
 go 1.26
 
-require github.com/serverless-mcp/mcp-lambda v0.0.0-00010101000000-000000000000
+require (
+	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0
+	github.com/serverless-mcp/mcp-lambda v0.0.0-00010101000000-000000000000
+	gopkg.in/yaml.v3 v3.0.1
+)
 
 require (
 	github.com/aws/aws-lambda-go v1.55.1 // indirect
@@ -14,7 +18,6 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/configsources v1.5.12 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/endpoints/v2 v2.8.12 // indirect
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.12 // indirect
-	github.com/aws/aws-sdk-go-v2/service/dynamodb v1.74.0 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/endpoint-discovery v1.13.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.12 // indirect
