@@ -136,6 +136,7 @@ SET_VALUES = {
     "AuthProxyPreApprovedClients": "https://app.example.com/oauth/client-metadata.json,https://tools.example.org/.well-known/mcp-client",
     "AuthProxyClientSecretArn": "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp/proxy-client-secret-Ab12Cd",
     "ToolPolicyArn": "arn:aws:iam::123456789012:policy/mcp/counter-tools",
+    "ToolSettings": "table=counter-counts,bucket=counter-exports",
 }
 
 # The authorization parameters, in groups (above): every setting of a
@@ -166,7 +167,7 @@ COVERED = list(dict.fromkeys(n for names in GROUPS.values() for n in names))
 # shape or what the Rules admit. They are linted at their default
 # everywhere and once with their set value (a probe), not crossed with the
 # others, which would double the grid for nothing.
-INERT = ["Quotas"]
+INERT = ["Quotas", "ToolSettings"]
 
 
 # What each Rule is meant to refuse, said independently of the template.
@@ -202,6 +203,7 @@ INTENT = {
 PROBE_BASE = {"AuthIssuer": SET_VALUES["AuthIssuer"]}
 PROBES = [
     {"Quotas": SET_VALUES["Quotas"]},
+    {"ToolSettings": SET_VALUES["ToolSettings"]},
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "0"},
     {"ThrottlingBurstLimit": "0", "ThrottlingRateLimit": "50"},
     {"ThrottlingBurstLimit": "100", "ThrottlingRateLimit": "0"},
@@ -252,6 +254,8 @@ INVALID = {
     # to scope), a role, a wildcard, a list, a short account.
     "ToolPolicyArn": ["arn:aws:iam::aws:policy/AmazonDynamoDBFullAccess", "arn:aws:iam::123456789012:role/tools", "arn:aws:iam::123456789012:policy/*",
                       "arn:aws:iam::123456789012:policy/a,arn:aws:iam::123456789012:policy/b", "arn:aws:iam::1234:policy/tools", "tools"],
+    # A control character, a non-ASCII one, more than 1024.
+    "ToolSettings": ["table=a\nbucket=b", "table=caf\u00e9", "x" * 1025],
 }
 
 
@@ -352,6 +356,10 @@ def check_value(spec, value):
         return "not in AllowedValues"
     if "AllowedPattern" in spec and not re.fullmatch(spec["AllowedPattern"], value):
         return "does not match AllowedPattern"
+    if "MaxLength" in spec and len(value) > int(spec["MaxLength"]):
+        return "longer than MaxLength"
+    if "MinLength" in spec and len(value) < int(spec["MinLength"]):
+        return "shorter than MinLength"
     if spec.get("Type") == "Number":
         try:
             n = float(value)

@@ -1383,3 +1383,31 @@ func TestToolPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestToolSettings: ToolSettings reaches the MCP function, and only it,
+// as MCP_TOOL_SETTINGS, for its tools (the library reads no such
+// variable); printable ASCII, at most 1024 characters (Lambda's
+// variables share 4 KB).
+func TestToolSettings(t *testing.T) {
+	r := raw(t)
+	want(t, env(t, r, "McpFunction")["MCP_TOOL_SETTINGS"], "!Ref ToolSettings", "McpFunction MCP_TOOL_SETTINGS")
+	for _, fn := range resourcesOfType(t, r, "AWS::Serverless::Function") {
+		if v, ok := env(t, r, fn)["MCP_TOOL_SETTINGS"]; fn != "McpFunction" && ok {
+			t.Errorf("%s has MCP_TOOL_SETTINGS = %s: the tools run in the MCP function alone", fn, show(v))
+		}
+	}
+	param := at(t, r, "Parameters", "ToolSettings")
+	want(t, at(t, param, "Default"), "", "ToolSettings Default")
+	want(t, at(t, param, "MaxLength"), "1024", "ToolSettings MaxLength")
+	pat := regexp.MustCompile(at(t, param, "AllowedPattern").Value)
+	for _, v := range []string{"", "table=counter-counts,bucket=counter-exports", `{"table": "t"}`, "~ !"} {
+		if !pat.MatchString(v) {
+			t.Errorf("ToolSettings=%q refused", v)
+		}
+	}
+	for _, v := range []string{"a\nb", "a\tb", "caf\u00e9"} {
+		if pat.MatchString(v) {
+			t.Errorf("ToolSettings=%q admitted", v)
+		}
+	}
+}
