@@ -345,6 +345,7 @@ regen: $(RIE)
 	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
 	$(GO) test ./notebook -count=1 -run '^TestEventsInProcess$$' -update
 	cd interop && $(GO) test -count=1 -run '^TestClientsDoc$$' -update .
+	$(GO) test -tags integration -c -o $(TOOLS)/notebook.costs.test ./notebook && cd notebook && unshare -n -- sh -c 'ip link set lo up && exec "$$0" -test.count=1 -test.run=^TestCostTable$$ -update' $(TOOLS)/notebook.costs.test
 	$(MAKE) --no-print-directory -C examples/counter mcp-sam events
 	cd examples && $(GO) test ./counterkit -count=1 -run '^TestCounterEvents$$' -update
 

@@ -98,11 +98,22 @@ func Start(ctx context.Context, o Options) (*Emulator, error) {
 // Invoke sends one invocation payload and returns the function's
 // response payload.
 func (e *Emulator) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return e.InvokeWith(ctx, payload, nil)
+}
+
+// InvokeWith is Invoke with headers on the emulator's invoke request: the
+// emulator takes X-Amzn-RequestId as the invocation's request id and
+// X-Amzn-Trace-Id as the X-Ray trace header Lambda gives a traced
+// function.
+func (e *Emulator) InvokeWith(ctx context.Context, payload []byte, h http.Header) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(payload))
 	if err != nil {
 		return nil, err
+	}
+	for k, vs := range h {
+		req.Header[k] = vs
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
