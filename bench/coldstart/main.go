@@ -205,8 +205,8 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 			// the deployed template; no claims table, so that notes are in
 			// memory and no request needs the network. Neither AWS client
 			// is created: the request reaches neither.
-			Env:  []string{"MCP_STATE_KMS_KEY=alias/bench-never-called", "MCP_ALLOW_ANONYMOUS=true"},
-			Note: "no echo tool: tools/call notes_search {} (read-only); AWS clients linked, created lazily, never here",
+			Env:   []string{"MCP_STATE_KMS_KEY=alias/bench-never-called", "MCP_ALLOW_ANONYMOUS=true"},
+			Note:  "no echo tool: tools/call notes_search {} (read-only); AWS clients linked, created lazily, never here",
 			Doors: true},
 		{Name: "gosdk", Dir: benchDir, Pkg: "./cmd/gosdk", Case: bench.ToolsCallEcho},
 		{Name: "mcpgo", Dir: benchDir, Pkg: "./cmd/mcpgo", Case: bench.ToolsCallEcho},
