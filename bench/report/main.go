@@ -460,12 +460,14 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 		"1 write (the calls counter's UpdateItem), and to each of those on a stream (the streaming door) 2 more (its slot taken and given back); "+
 		"a task 2 writes (its slot):\n\n"+
 		"| request | DynamoDB | KMS |\n|---|---:|---:|\n"+
-		"| read-only tools/call (and discover, lists, reads) | 0 | 0 |\n"+
-		"| side-effecting keyed tools/call, first | 2 writes (PutItem, UpdateItem) | 0 |\n"+
+		"| read-only tools/call (and discover, lists, reads) | 0 (the tool's own reads aside) | 0 |\n"+
+		"| side-effecting keyed tools/call claimed first, first | 2 writes (the claim's PutItem; its completion's UpdateItem, or a TransactWriteItems of it and the items the tool enlisted) | 0 |\n"+
 		"| the same call again (replay, in progress or conflict) | 1 (PutItem, ALL_OLD) | 0 |\n"+
 		"| multi-round round, steady state | 0 | 0 |\n"+
 		"| multi-round round, state sealed on another instance, first time | 0 | 1 Decrypt |\n"+
-		"| first seal on an instance, or after rotation (1 h or 1,000,000 seals) | 0 | 1 GenerateDataKey |\n")
+		"| first seal on an instance, or after rotation (1 h or 1,000,000 seals) | 0 | 1 GenerateDataKey |\n\n"+
+		"The demo's calls, each DynamoDB request counted and billed as DynamoDB bills it (the tool's own reads and writes, the claims', the quotas'), "+
+		"are in docs/deploy.md, \"What it costs\", measured by notebook's TestCostTable.\n")
 	writeEnlisted(w, m.enlisted)
 
 	fmt.Fprintf(w, "\n## Findings (not measured)\n\nA wrong answer is no fair measure, so these benchmarks are skipped "+
