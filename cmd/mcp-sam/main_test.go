@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -65,6 +66,10 @@ func TestKit(t *testing.T) {
 		if !strings.Contains(mk, want) {
 			t.Errorf("mcp.mk lacks %q", want)
 		}
+	}
+	// make alone prints the usage: the first target is mcp-help.
+	if first := regexp.MustCompile(`(?m)^([A-Za-z-]+):`).FindStringSubmatch(mk); first == nil || first[1] != "mcp-help" {
+		t.Errorf("mcp.mk's first target is %v, want mcp-help", first)
 	}
 	for _, line := range strings.Split(mk, "\n") {
 		if strings.HasPrefix(line, "    ") || strings.HasPrefix(line, " \t") {

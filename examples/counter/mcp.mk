@@ -24,8 +24,9 @@
 #                   the deployed stack checked from outside (TOKEN, STREAM_TOKEN from the environment)
 #   make deploy     sam build && sam deploy --guided
 #   make mcp-sam    regenerate this file and template.yaml
-#   make mcp-check  fail when they are not what the library version the module requires writes
+#   make mcp-check  fail when they are not what the library version required writes
 
+MCP_MK := $(lastword $(MAKEFILE_LIST))
 MCP_LIBRARY := github.com/serverless-mcp/mcp-lambda
 MCP_FUNCTION := github.com/serverless-mcp/mcp-lambda/examples/counter
 GO ?= go
@@ -41,7 +42,11 @@ MCP_BUILD_FLAGS := -tags lambda.norpc -trimpath -ldflags='-s -w -X main.version=
 EVENTS ?= events
 CONFORMANCE_TOOLS ?= tools
 
-.PHONY: build-McpFunction build-StreamAuthorizerFunction build-ConformanceFunction run invoke event smoke deploy mcp-sam mcp-check
+.PHONY: mcp-help build-McpFunction build-StreamAuthorizerFunction build-ConformanceFunction run invoke event smoke deploy mcp-sam mcp-check
+
+# make alone: the targets above.
+mcp-help:
+	@sed -n '/^#   make run/,/^$$/s/^#   //p' $(MCP_MK)
 
 # What sam build runs (BuildMethod: makefile), into the ARTIFACTS_DIR it
 # sets; the kit is checked first.
