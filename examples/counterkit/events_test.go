@@ -76,7 +76,7 @@ func TestCounterEvents(t *testing.T) {
 
 	// make invoke: every event, each in a fresh emulator (the replay's
 	// predecessor first), each answer against its expected response.
-	out, err := makeCmd(t, counter, "invoke", "MCP_RIE="+rie).CombinedOutput()
+	out, err := makeCmd(t, counter, "invoke", "MCP_RIE="+rie, "MCP_DIR="+t.TempDir()).CombinedOutput()
 	text := string(out)
 	if err != nil {
 		t.Fatalf("make invoke: %v\n%s", err, text)
