@@ -5,8 +5,11 @@
 // KMS, tasks, the observer's log lines and metrics, bearer-token
 // authorization, a rate limit and a circuit breaker when configured, the
 // Lambda runner) configured from the environment as template.yaml
-// configures the demo. Build it as the demo is built (GOOS=linux
-// GOARCH=arm64 -tags lambda.norpc) and deploy it in the demo's place.
+// configures the demo. Its tools keep their state with the endpoint's
+// items (package items: the claims table on Lambda, memory locally), so a
+// keyed count_add adds once. It deploys through the kit cmd/mcp-sam wrote
+// beside it (template.yaml, mcp.mk: docs/deploy.md, "A function in your
+// own module").
 package main
 
 import (

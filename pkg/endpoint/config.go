@@ -149,7 +149,16 @@ type Config struct {
 	// as (AWS_LAMBDA_FUNCTION_NAME, set by Lambda; elsewhere the name
 	// given to Main, else "mcp").
 	FunctionName string
+	// ToolSettings is MCP_TOOL_SETTINGS, as it is set (template.yaml's
+	// ToolSettings parameter): for the function's own tools, to learn where
+	// their own resources are (a table's or a bucket's name). The library
+	// never interprets it. At most MaxToolSettings bytes.
+	ToolSettings string
 }
+
+// MaxToolSettings bounds MCP_TOOL_SETTINGS, as the template's parameter
+// does.
+const MaxToolSettings = 1024
 
 // envLambdaFunctionName is the function's name, as Lambda sets it.
 const envLambdaFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
@@ -197,6 +206,7 @@ const (
 	EnvListen            = "MCP_LISTEN"
 	EnvListenMaxDuration = "MCP_LISTEN_MAX_DURATION"
 	EnvListenPoll        = "MCP_LISTEN_POLL"
+	EnvToolSettings      = "MCP_TOOL_SETTINGS"
 )
 
 // LoadConfig reads the configuration through getenv (os.Getenv in
@@ -271,6 +281,11 @@ func LoadConfig(getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s=%q: want <failures>/<cooldown>, 1 to 1000 failures and a cooldown of 1s to 1h, such as 5/30s", EnvBreaker, v)
 		}
 		c.BreakerFailures, c.BreakerCooldown = int(n), d
+	}
+	if v := getenv(EnvToolSettings); len(v) > MaxToolSettings {
+		return nil, fmt.Errorf("%s is %d bytes: at most %d", EnvToolSettings, len(v), MaxToolSettings)
+	} else {
+		c.ToolSettings = v
 	}
 	if v := getenv(EnvClaimsTable); v != "" {
 		if !validTableName(v) {

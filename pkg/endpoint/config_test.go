@@ -148,3 +148,19 @@ func TestLoadAuthConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestToolSettings: MCP_TOOL_SETTINGS reaches Config.ToolSettings as it
+// is set, for the function's tools; longer than the template allows, the
+// endpoint refuses to start, naming the variable and not its value.
+func TestToolSettings(t *testing.T) {
+	v := "table=counter-counts,bucket=counter-exports"
+	cfg, err := LoadConfig(func(k string) string { return map[string]string{EnvToolSettings: v}[k] })
+	if err != nil || cfg.ToolSettings != v {
+		t.Fatalf("%q %v", cfg.ToolSettings, err)
+	}
+	long := strings.Repeat("x", MaxToolSettings+1)
+	_, err = LoadConfig(func(k string) string { return map[string]string{EnvToolSettings: long}[k] })
+	if err == nil || !strings.Contains(err.Error(), EnvToolSettings) || strings.Contains(err.Error(), "xxxx") {
+		t.Fatalf("too long: %v", err)
+	}
+}
