@@ -340,7 +340,7 @@ fmt:
 ## Makefile changed), its events (make event) and their expected answers
 ## (under the emulator); review the diff
 .PHONY: regen
-regen: $(RIE)
+regen: $(RIE) $(GOBIN)/local-kms tools/node_modules/.installed java
 	$(GO) test ./notebook -count=1 -run '^TestToolSchemas$$' -update
 	$(GO) test ./functions/mcp -count=1 -run '^TestEventsInProcess$$' -update
 	$(GO) test ./notebook -count=1 -run '^TestEventsInProcess$$' -update
