@@ -36,16 +36,23 @@ type Call struct {
 	inputResponses map[string]json.RawMessage
 	state          []byte
 	hasState       bool
+	legacy         bool
 	progressToken  json.RawMessage
 	logLevel       LoggingLevel
 	notes          []json.RawMessage // buffered notifications, in order
 	live           *liveStream       // sends notifications as they happen (HandleStream)
-	legacy         bool
-	telemetry      *telemetry // the request's, for Logger
-	metrics        []Metric   // Metric's, reported with the outcome
-	changes        []Event    // the Notify methods', published once the handler returned
-	target, method string     // the tool's, prompt's or resource's name and the method, for the changes' IDs
-	hub            *hub       // the server's, for CommitChanges' delivery
+	telemetry      *telemetry        // the request's, for Logger
+	metrics        []Metric          // Metric's, reported with the outcome
+	changes        []Event           // the Notify methods', published once the handler returned
+	origin         *callOrigin
+}
+
+// callOrigin is what a call's changes are recorded under: set once before
+// its handler runs, read only after, so that a handler's copy of the Call
+// shares it.
+type callOrigin struct {
+	target, method string // the tool's, prompt's or resource's name and the method, for the changes' IDs
+	hub            *hub   // the server's, for CommitChanges' delivery
 }
 
 // QuotaKey is who a per-principal quota charges for this call: the
@@ -303,11 +310,15 @@ func (c *Call) change(topic, owner, method string, params json.RawMessage) {
 // same events, random otherwise — and its time.
 func (c *Call) prepareChanges() {
 	now := time.Now()
+	var o callOrigin
+	if c.origin != nil {
+		o = *c.origin
+	}
 	for i := range c.changes {
 		e := &c.changes[i]
 		if e.ID == "" {
 			if c.IdempotencyKey != "" {
-				e.ID = DerivedEventID(c.Principal, c.method, c.target, c.IdempotencyKey, strconv.Itoa(i))
+				e.ID = DerivedEventID(c.Principal, o.method, o.target, c.IdempotencyKey, strconv.Itoa(i))
 			} else {
 				e.ID = NewEventID()
 			}
@@ -333,7 +344,7 @@ func (c *Call) prepareChanges() {
 // it did not, or the handler notified nothing, deliver is nil and the
 // server records the events after the call, as for any call.
 func (c *Call) CommitChanges(record func(events []Event) bool) (deliver func()) {
-	if len(c.changes) == 0 || c.hub == nil {
+	if len(c.changes) == 0 || c.origin == nil {
 		return nil
 	}
 	c.prepareChanges()
@@ -347,7 +358,7 @@ func (c *Call) CommitChanges(record func(events []Event) bool) (deliver func()) 
 		return nil
 	}
 	c.changes = nil
-	h := c.hub
+	h := c.origin.hub
 	return func() { h.deliver(evs) }
 }
 
@@ -360,8 +371,12 @@ func (s *Server) publishChanges(ctx context.Context, c *Call) {
 	}
 	c.prepareChanges()
 	if err := s.Publish(ctx, c.changes...); err != nil {
+		method := ""
+		if c.origin != nil {
+			method = c.origin.method
+		}
 		s.log.LogAttrs(ctx, slog.LevelWarn, "recording a call's change events failed; listen streams on other instances miss them",
-			slogString("method", c.method), slogString("error", err.Error()))
+			slogString("method", method), slogString("error", err.Error()))
 	}
 	c.changes = nil
 }

@@ -130,7 +130,9 @@ func (e *Execution) Result(obj json.RawMessage, resultType string) *Answer {
 // a handler of the server's adds its kind there). It is kept in the
 // exchange, so that a request that runs one allocates nothing for it.
 type executable struct {
-	method, target string
+	// callOrigin is its method and target (and the server's hub), which
+	// the Call's changes are recorded under (Call.origin points here).
+	callOrigin
 	// stateArgs are the arguments a request state of it is bound to.
 	stateArgs json.RawMessage
 	round     *roundTrip
@@ -192,7 +194,8 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 	if stop != nil {
 		return *stop
 	}
-	x.call.target, x.call.method, x.call.hub = ex.target, ex.method, &x.s.hub
+	ex.hub = &x.s.hub
+	x.call.origin = &ex.callOrigin
 	var a Answer
 	if !x.s.executes {
 		// No interceptor runs around executions: spare the request the

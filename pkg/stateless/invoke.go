@@ -74,7 +74,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 	}
 	o := inv.Outcome
 	call := &Call{Principal: inv.Principal, ProtocolVersion: inv.ProtocolVersion, IdempotencyKey: inv.IdempotencyKey,
-		target: inv.Tool, method: "tools/call", hub: &s.hub, capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
+		origin: &callOrigin{target: inv.Tool, method: "tools/call", hub: &s.hub}, capsRaw: inv.Capabilities, inputResponses: inv.InputResponses, state: inv.State, hasState: inv.HasState}
 	if l := s.opts.HandlerLogger; l != nil {
 		call.telemetry = &telemetry{ctx: ctx, base: l, method: MethodTaskRun, target: inv.Tool}
 	}

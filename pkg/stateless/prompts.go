@@ -35,7 +35,7 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) Answe
 			return refused(mcperr.Wrap(mcperr.KindMalformedParams, errors.New("missing a required prompt argument")))
 		}
 	}
-	x.exec = executable{method: "prompts/get", target: pr.def.Name, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
+	x.exec = executable{callOrigin: callOrigin{method: "prompts/get", target: pr.def.Name}, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
 		prompt: pr, promptArgs: args}
 	return x.execute(ctx, &x.exec)
 }

@@ -21,7 +21,7 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if h == nil {
 		return refused(mcperr.NewUnknownResource(uri))
 	}
-	x.exec = executable{method: "resources/read", target: uri, round: &p.roundTrip, resource: h, vars: vars}
+	x.exec = executable{callOrigin: callOrigin{method: "resources/read", target: uri}, round: &p.roundTrip, resource: h, vars: vars}
 	return x.execute(ctx, &x.exec)
 }
 

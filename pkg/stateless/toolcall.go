@@ -55,7 +55,7 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) Answer 
 		return refused(e)
 	}
 	x.call.IdempotencyKey = key
-	x.exec = executable{method: "tools/call", target: t.def.Name, stateArgs: args, round: &p.roundTrip,
+	x.exec = executable{callOrigin: callOrigin{method: "tools/call", target: t.def.Name}, stateArgs: args, round: &p.roundTrip,
 		tool: t, key: key, args: args, task: asTask}
 	return x.execute(ctx, &x.exec)
 }
