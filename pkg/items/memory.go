@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/ddbattr"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 )
 
@@ -54,8 +55,9 @@ const DefaultMaxItems = 10_000
 
 // MaxItemBytes is the largest item DynamoDB stores, counted as it counts
 // (attribute names and values, the key's included); Memory refuses a
-// larger one as DynamoDB does, with ErrInvalid.
-const MaxItemBytes = 400 * 1024
+// larger one as DynamoDB does, with ErrInvalid, counting a number as its
+// largest (21 bytes), so that what memory stores DynamoDB stores too.
+const MaxItemBytes = ddbattr.MaxItemBytes
 
 // ErrFull is a write to a Memory table that would store more than its
 // MaxItems: nothing is written. It is the store's bound, not the
@@ -371,59 +373,10 @@ func addInt(v types.AttributeValue, n int64) (int64, error) {
 	return sum, nil
 }
 
-// itemSize is an item's size as DynamoDB counts it: each attribute's
-// name and value, the key's included.
+// itemSize is an item's size as DynamoDB counts it (never less): each
+// attribute's name and value, the key's included.
 func itemSize(k Key, it Item) int {
-	size := len("pk") + len(k.PK) + len("sk") + len(k.SK)
-	for n, v := range it {
-		size += len(n) + valueSize(v)
-	}
-	return size
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		// About one byte per two significant digits, plus one.
-		return min(len(v.Value)/2+1, 21)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberL:
-		size := 3
-		for _, e := range v.Value {
-			size += 1 + valueSize(e)
-		}
-		return size
-	case *types.AttributeValueMemberM:
-		size := 3
-		for n, e := range v.Value {
-			size += 1 + len(n) + valueSize(e)
-		}
-		return size
-	case *types.AttributeValueMemberSS:
-		size := 0
-		for _, e := range v.Value {
-			size += len(e)
-		}
-		return size
-	case *types.AttributeValueMemberNS:
-		size := 0
-		for _, e := range v.Value {
-			size += min(len(e)/2+1, 21)
-		}
-		return size
-	case *types.AttributeValueMemberBS:
-		size := 0
-		for _, e := range v.Value {
-			size += len(e)
-		}
-		return size
-	}
-	return 0
+	return len("pk") + len(k.PK) + len("sk") + len(k.SK) + ddbattr.Size(it)
 }
 
 // copyItem copies it, so that what a caller holds and what is stored

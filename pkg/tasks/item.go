@@ -22,7 +22,7 @@ import (
 
 // MaxItemBytes is DynamoDB's item size limit: 400 KB, counting attribute
 // names and values.
-const MaxItemBytes = 400 << 10
+const MaxItemBytes = ddbattr.MaxItemBytes
 
 // The attributes of a task item besides its key.
 const (
@@ -239,49 +239,6 @@ func (d *itemReader) strs(name string) []string {
 }
 
 // ItemSize is the size DynamoDB counts for an item, by its documented
-// rules ("Item sizes and formats", DynamoDB developer guide): each
-// attribute's name in UTF-8 bytes plus its value — a string its UTF-8
-// bytes, a binary its raw bytes, a number up to 21 bytes (counted here
-// as 21 always), a Boolean or null one byte, a list or map 3 bytes plus
-// one byte per element plus its elements (a map's element names
-// included). It never counts less than DynamoDB does.
-func ItemSize(it map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range it {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch v := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(v.Value)
-	case *types.AttributeValueMemberB:
-		return len(v.Value)
-	case *types.AttributeValueMemberN:
-		return 21
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range v.Value {
-			n += len(k) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range v.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberSS:
-		n := 3
-		for _, e := range v.Value {
-			n += len(e) + 1
-		}
-		return n
-	}
-	// Sets of numbers and binaries are not used by task items.
-	return MaxItemBytes + 1
-}
+// rules ("Item sizes and formats", DynamoDB developer guide), never less
+// than DynamoDB does (internal/ddbattr.Size).
+func ItemSize(it map[string]types.AttributeValue) int { return ddbattr.Size(it) }
