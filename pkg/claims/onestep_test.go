@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"sync"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/mcptest"
@@ -312,6 +316,51 @@ func TestOneStepAbandoned(t *testing.T) {
 	time.Sleep(time.Second)
 	if sh.count() != 1 {
 		t.Errorf("%d items", sh.count())
+	}
+}
+
+// TestOneStepAbandonedOverHTTP: over net/http, where the handler runs on
+// the request's goroutine and a watchdog answers it at its deadline
+// (stateless.Ender), a handler that returns after that commits nothing,
+// though the interceptor learns of the abandonment only once it returns:
+// its commit ends at its deadline, before the watchdog answers; the
+// retry runs the tool and commits once.
+func TestOneStepAbandonedOverHTTP(t *testing.T) {
+	sh := &shelf{room: 5}
+	hs := httptest.NewServer(oneStepServer(t, claims.NewMemory(), sh, nil))
+	defer hs.Close()
+	call := func(args string) string {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put","arguments":` + args +
+			`,"idempotencyKey":"slow","_meta":` + wire.MetaJSON(`{}`) + `}}`
+		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = wire.ModernHeaders("tools/call", "put")
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if a := call(`{"item":"x","slow":"1500ms"}`); !strings.Contains(a, `"type":"timeout"`) {
+		t.Fatalf("abandoned: %s", a)
+	}
+	time.Sleep(time.Second) // the abandoned handler returns, and would commit
+	if sh.count() != 0 || sh.effects.Load() != 0 {
+		t.Fatalf("the abandoned handler committed: %d items, %d effects", sh.count(), sh.effects.Load())
+	}
+	if a := call(`{"item":"x"}`); strings.Contains(a, `"error"`) || strings.Contains(a, `"isError":true`) {
+		t.Fatalf("the retry: %s", a)
+	}
+	if sh.count() != 1 || sh.effects.Load() != 1 || sh.runs.Load() != 2 {
+		t.Errorf("%d items, %d effects, %d runs; want 1, 1, 2", sh.count(), sh.effects.Load(), sh.runs.Load())
 	}
 }
 

@@ -96,15 +96,26 @@ type streamed struct{ *io.PipeReader }
 func (*streamed) ContentType() string { return "application/vnd.awslambda.http-integration-response" }
 
 // preludeStream writes a stateless.Stream in the HTTP integration
-// response format.
+// response format. It is a stateless.Ender: closing the pipe ends the
+// invocation's stream (serveRuntime posts it whole and goes on to the next
+// invocation), while a handler left running holds only its goroutine.
 type preludeStream struct {
-	w io.Writer
+	w *io.PipeWriter
 }
 
 func (p *preludeStream) Start(status int, header http.Header) error {
+	if _, ok := header["Connection"]; ok {
+		// A connection's own header (an early answer asks net/http to
+		// close its connection): no part of a gateway's response.
+		header = header.Clone()
+		header.Del("Connection")
+	}
 	_, err := p.w.Write(apigw.AppendPrelude(make([]byte, 0, 256), status, header))
 	return err
 }
+
+// End closes the stream: the answer is complete.
+func (p *preludeStream) End() error { return p.w.Close() }
 
 func (p *preludeStream) Write(b []byte) error {
 	_, err := p.w.Write(b)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -71,5 +72,70 @@ func TestStreamInvoke(t *testing.T) {
 	}
 	if ct != "application/json" || json.Unmarshal(out, &whole) != nil || whole.StatusCode != 200 || !strings.Contains(whole.Body, `"tools":[`) {
 		t.Fatalf("HTTP API, buffered: %s %q", ct, out)
+	}
+}
+
+// TestStreamEndsAtAStubbornHandlersDeadline: a streamed invocation whose
+// tool ignores its context is answered at the tool's deadline and its
+// stream closed (the runtime posts it and goes on to the next
+// invocation), while the handler runs on; the prelude carries no
+// connection header.
+func TestStreamEndsAtAStubbornHandlersDeadline(t *testing.T) {
+	srv := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	release := make(chan struct{})
+	defer close(release)
+	srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 200 * time.Millisecond},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			<-release
+			return &stateless.CallToolResult{}, nil
+		})
+	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, StreamKinds: []apigw.Kind{apigw.KindREST}}
+	payload, err := os.ReadFile("../../events/rest-v1-tools-list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event map[string]any
+	if err := json.Unmarshal(payload, &event); err != nil {
+		t.Fatal(err)
+	}
+	headers := event["headers"].(map[string]any)
+	headers["Mcp-Method"], headers["Mcp-Name"] = "tools/call", "stubborn"
+	multi := event["multiValueHeaders"].(map[string]any)
+	multi["Mcp-Method"], multi["Mcp-Name"] = []string{"tools/call"}, []string{"stubborn"}
+	event["body"] = strings.Replace(event["body"].(string), `"method":"tools/list","params":{`, `"method":"tools/call","params":{"name":"stubborn",`, 1)
+	if payload, err = json.Marshal(event); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	r, err := h.streamInvoke(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan []byte, 1)
+	go func() {
+		out, _ := io.ReadAll(r)
+		read <- out
+	}()
+	var out []byte
+	select {
+	case out = <-read:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the stream did not end at the tool's 200ms deadline")
+	}
+	if took := time.Since(start); took < 200*time.Millisecond {
+		t.Errorf("the stream ended after %v, before the tool's deadline", took)
+	}
+	head, body, _ := bytes.Cut(out, make([]byte, 8))
+	var prelude struct {
+		StatusCode int               `json:"statusCode"`
+		Headers    map[string]string `json:"headers"`
+	}
+	if err := json.Unmarshal(head, &prelude); err != nil || prelude.StatusCode != 200 || !strings.Contains(string(body), `"type":"timeout"`) {
+		t.Fatalf("answer %q", out)
+	}
+	if _, ok := prelude.Headers["Connection"]; ok {
+		t.Errorf("the prelude carries a connection header: %v", prelude.Headers)
 	}
 }

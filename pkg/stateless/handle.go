@@ -90,13 +90,19 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, st Stream) *Resp
 	if st != nil {
 		live = &m.live
 		live.st = st
+		_, live.ends = st.(Ender)
 	}
 	ctx = s.observing(ctx, r.Header, o)
 	var resp *Response
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
-		resp = s.serveRequest(ctx, &m.exchange, r, o, deadline, live)
+		resp = s.serveRequest(ctx, &m.exchange, r, o, start, deadline, live)
+		if m.exchange.early != nil {
+			// Answered, reported and written by the watchdog
+			// (answerEarly) while the handler ran on.
+			return resp
+		}
 		allowCORS(s, r, resp)
 	}
 	s.reportSince(ctx, o, resp.Status, start)
@@ -209,6 +215,17 @@ type exchange struct {
 	intercepted InterceptedRequest
 	held        Answer
 
+	// start is when the request came; out is the stream its answer is
+	// written to (HandleStream), nil when Handle returns it.
+	start time.Time
+	out   *liveStream
+	// watch is the run of the request's tool handler: its state, and the
+	// watchdog of a handler run on the request's goroutine (runWatched);
+	// early is the answer the watchdog gave in the handler's place
+	// (answerEarly), nil until it does.
+	watch watchdog
+	early *Response
+
 	// deadline is the request's (see Handle); bound is the request's
 	// context with it, made once the request first waits on something,
 	// and stop cancels it when the request is answered.
@@ -234,16 +251,36 @@ func (x *exchange) bounded(ctx context.Context) context.Context {
 // serveRequest answers one request that is not a CORS preflight: its
 // answer (serve), rendered once, and the request's Outcome derived from
 // it once.
-func (s *Server) serveRequest(ctx context.Context, x *exchange, r *Request, o *Outcome, deadline time.Time, live *liveStream) *Response {
-	x.s, x.r, x.o, x.reg, x.deadline = s, r, o, s.reg.Load(), deadline
+func (s *Server) serveRequest(ctx context.Context, x *exchange, r *Request, o *Outcome, start, deadline time.Time, live *liveStream) *Response {
+	x.s, x.r, x.o, x.reg, x.start, x.deadline, x.out = s, r, o, s.reg.Load(), start, deadline, live
 	a := x.serveSafely(ctx, live)
 	if x.stop != nil {
 		x.stop()
+	}
+	if x.early != nil {
+		return x.early
 	}
 	resp := x.render(&a)
 	o.classify(&a)
 	o.Metrics = x.call.metrics
 	return resp
+}
+
+// answerEarly answers the request with a from the watchdog's goroutine,
+// while the request's own is held by its handler (runWatched): rendered,
+// reported and written as serveRequest and handleRequest would, onto the
+// request's stream, which it ends. The request interceptors and the
+// execution interceptors see the answer when the handler returns, as
+// they would see it at the deadline had the handler run apart; what they
+// make of it then is not sent.
+func (x *exchange) answerEarly(ctx context.Context, a Answer) {
+	resp := x.renderOf(&a)
+	allowCORS(x.s, x.r, resp)
+	x.o.classify(&a)
+	x.o.Metrics = x.call.metrics
+	x.s.reportSince(ctx, x.o, resp.Status, x.start)
+	x.out.finishEarly(resp)
+	x.early = resp
 }
 
 // serveSafely is serve, with a panic anywhere in the request's own

@@ -43,7 +43,27 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Body = body
 	}
+	if canFlush(w) {
+		s.HandleStream(r.Context(), req, &flushingHTTPStream{httpStream{w: w}})
+		return
+	}
 	s.HandleStream(r.Context(), req, &httpStream{w: w})
+}
+
+// canFlush reports whether w can send what was written before the
+// handler returns: net/http's own writer can, and so can a wrapper that
+// says so or unwraps to one (as http.ResponseController finds it).
+func canFlush(w http.ResponseWriter) bool {
+	for {
+		switch t := w.(type) {
+		case http.Flusher:
+			return true
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = t.Unwrap()
+		default:
+			return false
+		}
+	}
 }
 
 // peerAddress is the host of a connection's remote address (net/http's
@@ -82,6 +102,16 @@ func (h *httpStream) Write(p []byte) error {
 	}
 	return http.NewResponseController(h.w).Flush()
 }
+
+// flushingHTTPStream is an httpStream onto a writer that can flush
+// (canFlush): an Ender.
+type flushingHTTPStream struct{ httpStream }
+
+// End flushes the answer, which finishEarly has announced whole and with
+// the connection's close: net/http completes the response once ServeHTTP
+// returns, which a handler left running delays, but the client has read
+// it all.
+func (h *flushingHTTPStream) End() error { return http.NewResponseController(h.w).Flush() }
 
 // ServeHTTP serves s over net/http with every caller anonymous. Use
 // [HTTPHandler] to identify callers.

@@ -20,6 +20,22 @@ type Stream interface {
 	Write(p []byte) error
 }
 
+// Ender is a [Stream] whose transport can complete an answer before
+// [Server.HandleStream] returns: net/http's (the answer announced whole,
+// flushed, and the connection closed once the handler returns), a Lambda
+// response stream's (the stream closed, the invocation over). Onto such
+// a stream the server runs a tool's handler on the request's goroutine
+// and, should the handler still be running at its deadline, answers the
+// call from a timer and ends the stream, leaving the handler to return
+// when it will: the in-band answer a handler run apart gets, without the
+// hand-off to another goroutine that every call would pay for it.
+type Ender interface {
+	Stream
+	// End completes the answer written so far: nothing more is written
+	// to the stream, though HandleStream has not returned.
+	End() error
+}
+
 // HandleStream answers r as Handle does, onto st, with one difference: a
 // request whose client accepts an event stream gets its progress and log
 // notifications as server-sent events the moment the handler emits them,
@@ -41,6 +57,7 @@ func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
 type liveStream struct {
 	mu      sync.Mutex
 	st      Stream
+	ends    bool // st is an Ender
 	started bool
 	done    bool
 	failed  bool
@@ -139,6 +156,24 @@ func (l *liveStream) fail() { l.failed = true }
 func (l *liveStream) finish(resp *Response) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.finishLocked(resp, false)
+}
+
+// finishEarly writes the answer onto an Ender and ends it, while the
+// request's goroutine is still held by its handler (answerEarly): a
+// whole response is announced (Content-Length) and asks for the
+// connection to be closed, since the transport cannot read the next
+// request on it until the handler returns.
+func (l *liveStream) finishEarly(resp *Response) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.finishLocked(resp, true)
+	if !l.failed {
+		_ = l.st.(Ender).End()
+	}
+}
+
+func (l *liveStream) finishLocked(resp *Response, early bool) {
 	l.done = true
 	if l.timer != nil {
 		l.timer.Stop()
@@ -148,11 +183,16 @@ func (l *liveStream) finish(resp *Response) {
 	}
 	if !l.started {
 		h := resp.Header
-		if len(resp.Body) > 2048 {
+		if early || len(resp.Body) > 2048 {
 			// Announced, not chunked (net/http computes it itself for
-			// a shorter body it buffers whole).
-			h = h.Clone()
+			// a shorter body it buffers whole, when the handler returns).
+			if h = h.Clone(); h == nil {
+				h = http.Header{}
+			}
 			h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+			if early {
+				h.Set("Connection", "close")
+			}
 		}
 		if l.st.Start(resp.Status, h) == nil {
 			_ = l.st.Write(resp.Body)

@@ -100,7 +100,15 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, k stateKey, a
 		// the task's creation.
 		h = beforeTask(t)
 	}
-	r, returned := runTool(hctx, x.s, t, &x.call, args, h)
+	var r toolRun
+	var returned bool
+	if x.out != nil && x.out.ends && !t.def.Inline {
+		// The answer can leave without the request's goroutine: the
+		// handler runs on it, watched.
+		r, returned = x.runWatched(ctx, hctx, t, args, h, deadline, handlerStart)
+	} else {
+		r, returned = runTool(hctx, x.s, t, &x.call, args, h)
+	}
 	x.o.Steps.Handler = time.Since(handlerStart)
 	return r.overran(x.ranCall(ctx, hctx, t, k, deadline, asTask, &r, returned))
 }
@@ -109,17 +117,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, k stateKey, a
 // left running: !returned).
 func (x *exchange) ranCall(ctx, hctx context.Context, t *registeredTool, k stateKey, deadline time.Time, asTask bool, r *toolRun, returned bool) Answer {
 	if !returned {
-		var a Answer
-		if err := ctx.Err(); mcperr.CallerCancelled(err) {
-			// The caller went away and the handler did not stop: the
-			// caller's doing, not an overrun of the server's.
-			a = refused(mcperr.Wrap(mcperr.KindCancelled, err))
-		} else {
-			a = refused(tooLong(x.s, t, mcperr.NewRetryable(mcperr.KindTimeout, time.Second,
-				fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
-		}
-		a.abandoned = true
-		return a
+		return x.leftRunning(ctx, t, deadline)
 	}
 	if r.panic != nil {
 		return panicked(r.panic)
@@ -134,6 +132,23 @@ func (x *exchange) ranCall(ctx, hctx context.Context, t *registeredTool, k state
 		return Answer{startsTask: true}
 	}
 	return x.toolAnswer(ctx, t, k, res, err)
+}
+
+// leftRunning is the answer to a call whose handler was left running at
+// its deadline (the handler's): a retryable Timeout, or Cancelled when
+// the caller went away (ctx, the request's, says so).
+func (x *exchange) leftRunning(ctx context.Context, t *registeredTool, deadline time.Time) Answer {
+	var a Answer
+	if err := ctx.Err(); mcperr.CallerCancelled(err) {
+		// The caller went away and the handler did not stop: the
+		// caller's doing, not an overrun of the server's.
+		a = refused(mcperr.Wrap(mcperr.KindCancelled, err))
+	} else {
+		a = refused(tooLong(x.s, t, mcperr.NewRetryable(mcperr.KindTimeout, time.Second,
+			fmt.Errorf("tool %s did not return within %v of its deadline", t.def.Name, time.Since(deadline).Round(time.Millisecond)))))
+	}
+	a.abandoned = true
+	return a
 }
 
 // tooLong adds to a timeout refusal what a client can do about a tool

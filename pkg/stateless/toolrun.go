@@ -21,6 +21,15 @@ type toolRun struct {
 	late error
 }
 
+// The states of a handler's run: running until it returns or is
+// abandoned at its deadline, whichever comes first (a compare-and-swap
+// decides).
+const (
+	runRunning int32 = iota
+	runReturned
+	runAbandoned
+)
+
 // runTool runs h, t's handler or what stands for it, for call, in its own goroutine
 // (an Inline tool's on the calling one: runInline) and waits for it until
 // ctx, the handler's context, is done (and a short grace after). It
@@ -33,7 +42,6 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	if t.def.Inline {
 		return runInline(ctx, s, t, call, args, h), true
 	}
-	const running, returned, abandoned = 0, 1, 2
 	// One allocation holds the handler's copy of the Call and what it
 	// returns; done only signals. The exchange reads run after done, or
 	// never (abandoned).
@@ -45,16 +53,13 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	sh := &shared{run: toolRun{call: *call}, done: make(chan struct{}, 1)}
 	go func() {
 		defer func() {
-			if p := recover(); p != nil {
-				sh.run.panic = &Panic{Value: p, Stack: debug.Stack()}
-			}
-			if !sh.state.CompareAndSwap(running, returned) {
+			if !sh.state.CompareAndSwap(runRunning, runReturned) {
 				s.overdue.Add(-1)
 				return
 			}
 			sh.done <- struct{}{}
 		}()
-		sh.run.res, sh.run.err = h(ctx, &ToolRequest{Call: &sh.run.call, Name: t.def.Name, Arguments: args})
+		sh.run.runHandler(ctx, t, args, h)
 	}()
 	select {
 	case <-sh.done:
@@ -73,7 +78,7 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	case <-grace.C:
 	}
 	s.overdue.Add(1)
-	if sh.state.CompareAndSwap(running, abandoned) {
+	if sh.state.CompareAndSwap(runRunning, runAbandoned) {
 		return toolRun{}, false
 	}
 	// It returned at the deadline: its answer stands.
@@ -81,6 +86,79 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	<-sh.done
 	*call = sh.run.call
 	return sh.run, true
+}
+
+// runHandler runs h for r (on r.call, the handler's copy of the Call), a panic
+// recorded as r's.
+func (r *toolRun) runHandler(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.panic = &Panic{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	r.res, r.err = h(ctx, &ToolRequest{Call: &r.call, Name: t.def.Name, Arguments: args})
+}
+
+// watchdog answers a tools/call in its handler's place when the
+// handler, run on the request's goroutine (runWatched), is still running
+// a fifth of the margin after its deadline. It costs the call a timer
+// and no goroutine unless it fires.
+type watchdog struct {
+	// state is the run's (runRunning, runReturned, runAbandoned).
+	state atomic.Int32
+	// delivered is closed once the watchdog has answered: the request's
+	// goroutine, back from its handler, waits for it before it touches
+	// the exchange again.
+	delivered chan struct{}
+
+	x        *exchange
+	ctx      context.Context // the request's
+	t        *registeredTool
+	deadline time.Time // the handler's
+	start    time.Time // when the handler started
+}
+
+// runWatched runs h, t's handler or what stands for it, on the request's
+// goroutine, under hctx, the handler's context, ending at deadline, with
+// a watchdog that answers the call with a retryable Timeout onto the
+// request's stream (an Ender) should the handler still be running a fifth
+// of the margin after its deadline. It reports false when the watchdog
+// did: the handler's result is discarded, and the request's goroutine,
+// once the handler returns, goes on through the pipeline as for any
+// abandoned handler, but answers nothing more (answerEarly). The handler
+// works on a copy of the Call, written back when it returns in time.
+func (x *exchange) runWatched(ctx, hctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler, deadline, start time.Time) (toolRun, bool) {
+	w := &x.watch
+	w.x, w.ctx, w.t, w.deadline, w.start = x, ctx, t, deadline, start
+	timer := time.AfterFunc(time.Until(deadline)+x.s.opts.DeadlineMargin/5, w.fire)
+	run := &toolRun{call: x.call}
+	run.runHandler(hctx, t, args, h)
+	if timer.Stop() || w.state.CompareAndSwap(runRunning, runReturned) {
+		x.call = run.call
+		return *run, true
+	}
+	<-w.delivered
+	x.s.overdue.Add(-1)
+	// The request's Outcome was reported (Options.Observe may keep it):
+	// what the pipeline still records of the request, on its way back,
+	// goes to one of its own.
+	x.o = &Outcome{}
+	return toolRun{}, false
+}
+
+// fire is the watchdog's timer's: it abandons the handler, unless it has
+// returned, and answers the call.
+func (w *watchdog) fire() {
+	// Made before the compare-and-swap that publishes it.
+	w.delivered = make(chan struct{})
+	if !w.state.CompareAndSwap(runRunning, runAbandoned) {
+		return
+	}
+	x := w.x
+	x.s.overdue.Add(1)
+	x.o.Steps.Handler = time.Since(w.start)
+	x.answerEarly(w.ctx, x.leftRunning(w.ctx, w.t, w.deadline))
+	close(w.delivered)
 }
 
 // overran is a, the answer to r, marked a fault of the server's when r's
@@ -107,21 +185,16 @@ func (t *Tool) maxDuration() time.Duration {
 // goroutine (Tool.Inline). A handler that returns after its deadline (and
 // the fifth of the margin runTool waits) is answered as it returned, and
 // its run records the overrun (late), a fault.
-func runInline(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) (run toolRun) {
-	run.call = *call
-	defer func() {
-		if p := recover(); p != nil {
-			run.panic = &Panic{Value: p, Stack: debug.Stack()}
+func runInline(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) toolRun {
+	run := &toolRun{call: *call}
+	run.runHandler(ctx, t, args, h)
+	*call = run.call
+	if end, ok := ctx.Deadline(); ok {
+		if late := time.Since(end); late > s.opts.DeadlineMargin/5 {
+			run.late = fmt.Errorf("inline tool %s returned %v after its deadline", t.def.Name, late.Round(time.Millisecond))
 		}
-		*call = run.call
-		if end, ok := ctx.Deadline(); ok {
-			if late := time.Since(end); late > s.opts.DeadlineMargin/5 {
-				run.late = fmt.Errorf("inline tool %s returned %v after its deadline", t.def.Name, late.Round(time.Millisecond))
-			}
-		}
-	}()
-	run.res, run.err = h(ctx, &ToolRequest{Call: &run.call, Name: t.def.Name, Arguments: args})
-	return run
+	}
+	return *run
 }
 
 // maxFinish bounds the time spent recording a call's outcome.
