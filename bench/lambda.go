@@ -35,12 +35,25 @@ type LambdaImpl struct {
 // behind the same minimal net/http adapter (bench/impl/lambdahttp), which
 // is what a peer's user would have to write.
 var LambdaImpls = []LambdaImpl{
-	{"ours", func() LambdaHandler { return &apigw.Handler{Server: ours.NewServer()} }},
-	{"ours-inline", func() LambdaHandler { return &apigw.Handler{Server: ours.NewInlineServer()} }},
+	{"ours", func() LambdaHandler { return earlyHandler{&apigw.Handler{Server: ours.NewServer()}} }},
+	{"ours-inline", func() LambdaHandler { return earlyHandler{&apigw.Handler{Server: ours.NewInlineServer()}} }},
 	{"ours-nethttp", func() LambdaHandler { return lambdahttp.New(ours.New()) }},
 	{"gosdk", func() LambdaHandler { return lambdahttp.New(gosdk.New()) }},
 	{"mcpgo", func() LambdaHandler { return lambdahttp.New(mcpgo.New()) }},
 }
+
+// earlyHandler calls an apigw.Handler as the project's Lambda runtime
+// does (pkg/runner): through InvokeEarly, the tool handlers on the
+// invocation's goroutine, an overrun answered through a callback, which
+// no case here makes.
+type earlyHandler struct{ h *apigw.Handler }
+
+func (e earlyHandler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return e.h.InvokeEarly(ctx, payload, overran)
+}
+
+// overran is the bench's early answer: none is expected.
+func overran([]byte, error) { panic("bench: a call answered at its deadline") }
 
 // v2Event is an API Gateway HTTP API (payload format 2.0) event with the
 // members a real one carries, so that decoding it costs what it would.

@@ -622,6 +622,24 @@ func (h *Handler) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // Respond answers an event Decode has read (its request and error), as
 // Invoke does: for a caller that looked at the request first.
 func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, error) {
+	return h.RespondEarly(ctx, r, err, nil)
+}
+
+// InvokeEarly answers an event as Invoke does, but runs a tool's handler
+// on the calling goroutine, and should the handler still be running at
+// its deadline, answers the call then, in-band, by calling early with
+// the response payload (and Encode's error), from another goroutine, and
+// returns nil and no error once the handler returns
+// ([stateless.Server.HandleEarly]). Package runner's Lambda runtime calls
+// it: it posts an early answer and goes on to the next invocation.
+func (h *Handler) InvokeEarly(ctx context.Context, payload []byte, early func([]byte, error)) ([]byte, error) {
+	r, err := Decode(payload)
+	return h.RespondEarly(ctx, r, err, early)
+}
+
+// RespondEarly answers an event Decode has read as InvokeEarly does; with
+// early nil, as Respond does.
+func (h *Handler) RespondEarly(ctx context.Context, r *Request, err error, early func([]byte, error)) ([]byte, error) {
 	if err != nil {
 		if errors.Is(err, ErrNotHTTP) || r == nil {
 			return nil, err
@@ -637,7 +655,14 @@ func (h *Handler) Respond(ctx context.Context, r *Request, err error) ([]byte, e
 	if h.Endpoint != "" {
 		r.Endpoint = h.Endpoint
 	}
-	return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
+	if early == nil {
+		return Encode(r.Kind, h.Server.Handle(ctx, r.Request))
+	}
+	resp := h.Server.HandleEarly(ctx, r.Request, func(resp *stateless.Response) { early(Encode(r.Kind, resp)) })
+	if resp == nil {
+		return nil, nil
+	}
+	return Encode(r.Kind, resp)
 }
 
 // document answers r when it asks for one of the endpoint's OAuth

@@ -19,8 +19,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-lambda-go/lambda"
-
 	"github.com/serverless-mcp/mcp-lambda/internal/clientconfig"
 	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
@@ -120,14 +118,11 @@ func Run(ctx context.Context, srv *stateless.Server, o Options) error {
 	if o.InLambda {
 		h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv, Endpoint: o.Endpoint, Documents: o.Documents},
 			RequestTimeout: o.RequestTimeout, StreamKinds: o.StreamKinds, Events: o.Events}
-		if len(h.StreamKinds) > 0 {
-			// aws-lambda-go would post a stream without the response
-			// mode header Lambda's streaming contract requires: this
-			// runtime keeps it (runtime.go).
-			return serveRuntime(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), h.streamInvoke, o.Logger)
-		}
-		lambda.StartWithOptions(h, lambda.WithContext(ctx))
-		return nil
+		// The runtime of our own (runtime.go): it answers an overrun
+		// tool's call while the handler runs on, and it streams with the
+		// response mode header Lambda's streaming contract requires
+		// (aws-lambda-go would post a stream without it).
+		return serveRuntime(ctx, os.Getenv("AWS_LAMBDA_RUNTIME_API"), h.invokeEarly, o.Logger)
 	}
 	ln, err := net.Listen("tcp", o.Addr)
 	if err != nil {
@@ -233,4 +228,55 @@ func (h *Invocations) respond(ctx context.Context, r *apigw.Request, err error) 
 		defer cancel()
 	}
 	return h.Gateway.Respond(ctx, r, err)
+}
+
+// invokeEarly is the runtime's invokeFunc: it answers a payload as
+// Invoke does, except that a gateway's event of a kind in StreamKinds is
+// answered as a response stream, in the HTTP integration response format
+// Lambda streams (a JSON prelude with the status and headers, eight NUL
+// bytes, then the body as it is written: each notification the moment
+// it is emitted), and any other gateway event's tool handler runs on
+// this goroutine, its overrun answered through early
+// (apigw.Handler.RespondEarly).
+func (h *Invocations) invokeEarly(ctx context.Context, payload []byte, early func(io.Reader, error)) (io.Reader, error) {
+	for _, handle := range h.Events {
+		if handled, reply, err := handle(ctx, payload); handled {
+			return whole(reply, err)
+		}
+	}
+	if apigw.IsAuthorizerEvent(payload) {
+		// An authorizer's answer is a policy, never streamed.
+		return whole(h.Invoke(ctx, payload))
+	}
+	// The event is read once: its kind decides the answer's form.
+	r, derr := apigw.Decode(payload)
+	if r == nil || !h.streams(r.Kind) {
+		if h.RequestTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
+			defer cancel()
+		}
+		var answer func([]byte, error)
+		if early != nil {
+			answer = func(b []byte, err error) { early(whole(b, err)) }
+		}
+		b, err := h.Gateway.RespondEarly(ctx, r, derr, answer)
+		if b == nil && err == nil {
+			return nil, nil // answered early
+		}
+		return whole(b, err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(h.Gateway.RespondStream(ctx, r, derr, &preludeStream{w: pw}))
+	}()
+	return &streamed{pr}, nil
+}
+
+// whole is a whole answer, or its error.
+func whole(b []byte, err error) (io.Reader, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &buffered{bytes.NewReader(b)}, nil
 }

@@ -160,7 +160,7 @@ func TestEventsRegistered(t *testing.T) {
 		t.Errorf("a worker's event: %s %v, reported %+v", reply, err, reported)
 	}
 	reported = nil
-	r, err := h.streamInvoke(context.Background(), worker)
+	r, err := h.invokeEarly(context.Background(), worker, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

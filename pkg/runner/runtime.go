@@ -1,7 +1,12 @@
 package runner
 
-// A Lambda runtime of our own for functions that stream some answers.
-// AWS's contract for a streamed response ("Implementing response
+// A Lambda runtime of our own. It answers a call whose tool's handler
+// overruns its deadline in-band without running every handler on a
+// goroutine of its own: the handler runs on the invocation's goroutine
+// (apigw.Handler.InvokeEarly), and should it overrun, a timer answers the
+// call; the runtime posts that answer and goes on to the next invocation
+// on a new goroutine, the old one left to the handler (serve's early).
+// And it streams: AWS's contract for a streamed response ("Implementing response
 // streaming in a custom runtime", Lambda developer guide): the runtime
 // posts it to invocation/{id}/response with the header
 // Lambda-Runtime-Function-Response-Mode: streaming, as a chunked body,
@@ -63,6 +68,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
@@ -88,8 +94,11 @@ const (
 const postGrace = time.Second
 
 // invokeFunc answers one invocation's payload: a *streamed answer is a
-// response stream, anything else is posted whole.
-type invokeFunc func(ctx context.Context, payload []byte) (io.Reader, error)
+// response stream, anything else is posted whole. It may instead answer
+// through early, from another goroutine, before it returns (an overrun
+// tool's call answered at its deadline): it returns nil and no error
+// then, once the handler it waited on returns.
+type invokeFunc func(ctx context.Context, payload []byte, early func(io.Reader, error)) (io.Reader, error)
 
 // serveRuntime serves the invocations of the Runtime API at api (the
 // host:port of AWS_LAMBDA_RUNTIME_API) with invoke, one at a time, logging
@@ -100,22 +109,44 @@ func serveRuntime(ctx context.Context, api string, invoke invokeFunc, logger *sl
 	if logger == nil {
 		logger = slog.Default()
 	}
-	rt := &runtimeClient{base: "http://" + api + "/2018-06-01/runtime/invocation/", http: &http.Client{}, logger: logger}
-	for {
-		inv, err := rt.next(ctx) // unbounded (3)
-		if err != nil {
-			return err
-		}
-		if err := rt.serve(ctx, inv, invoke); err != nil {
-			return err
-		}
-	}
+	rt := &runtimeClient{base: "http://" + api + "/2018-06-01/runtime/invocation/", http: &http.Client{}, logger: logger,
+		invoke: invoke, ended: make(chan error, 1)}
+	go rt.loop(ctx)
+	return <-rt.ended
 }
 
 type runtimeClient struct {
 	base   string
 	http   *http.Client
 	logger *slog.Logger
+	invoke invokeFunc
+	// ended takes why the runtime ends, from whichever goroutine serves
+	// the invocations then.
+	ended chan error
+}
+
+// loop serves invocations one at a time, until the runtime must end
+// (rt.ended is told why) or an invocation is answered early: the loop then
+// goes on on another goroutine (serve's early), and this one returns
+// once the handler that held it does.
+func (rt *runtimeClient) loop(ctx context.Context) {
+	for {
+		inv, err := rt.next(ctx) // unbounded (3)
+		if err == nil {
+			var handedOver bool
+			handedOver, err = rt.serve(ctx, inv)
+			if handedOver {
+				return
+			}
+		}
+		if err != nil {
+			select {
+			case rt.ended <- err:
+			default: // the runtime is ending already
+			}
+			return
+		}
+	}
 }
 
 // invocation is one event from invocation/next.
@@ -170,24 +201,50 @@ func (inv *invocation) deadline() (time.Time, error) {
 // serve runs one invocation and posts its answer, following the numbered
 // points above. It returns an error only when the runtime must end: the
 // handler panicked, or the Runtime API answered a post with a status
-// other than 202.
-func (rt *runtimeClient) serve(ctx context.Context, inv *invocation, invoke invokeFunc) error {
+// other than 202. It reports handedOver when the invocation was answered
+// early, from another goroutine, which went on serving the invocations
+// after it: its caller stops.
+func (rt *runtimeClient) serve(ctx context.Context, inv *invocation) (handedOver bool, err error) {
 	deadline, err := inv.deadline()
 	if err != nil { // 1
 		pctx, cancel := postContext(ctx, time.Time{})
 		defer cancel()
-		return rt.fail(pctx, inv.id, err)
+		return false, rt.fail(pctx, inv.id, err)
 	}
 	ictx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	ictx = lambdacontext.NewContext(ictx, &lambdacontext.LambdaContext{AwsRequestID: inv.id, InvokedFunctionArn: inv.arn})
 	//lint:ignore SA1029 the key aws-lambda-go uses, which package observe reads
 	ictx = context.WithValue(ictx, observe.LambdaTraceKey, inv.trace)
-	answer, panicked, err := call(ictx, invoke, inv.payload)
+	var early atomic.Bool
+	answer, panicked, err := call(ictx, rt.invoke, inv.payload, func(answer io.Reader, err error) {
+		// The watchdog's goroutine, while the handler holds this one:
+		// the answer is posted, and the next invocations are served on
+		// a goroutine of their own.
+		early.Store(true)
+		pctx, pcancel := postContext(ctx, deadline) // 3
+		defer pcancel()
+		if fatal := rt.answer(pctx, inv.id, answer, err, false); fatal != nil {
+			select {
+			case rt.ended <- fatal:
+			default:
+			}
+			return
+		}
+		go rt.loop(ctx)
+	})
+	if early.Load() {
+		return true, nil
+	}
 	pctx, pcancel := postContext(ctx, deadline) // 3
 	defer pcancel()
+	return false, rt.answer(pctx, inv.id, answer, err, panicked)
+}
+
+// answer posts an invocation's answer, or its error (2).
+func (rt *runtimeClient) answer(ctx context.Context, id string, answer io.Reader, err error, panicked bool) error {
 	if err != nil { // 2
-		fatal := rt.fail(pctx, inv.id, err)
+		fatal := rt.fail(ctx, id, err)
 		if panicked {
 			return fmt.Errorf("runner: the handler panicked: %w", err)
 		}
@@ -197,9 +254,9 @@ func (rt *runtimeClient) serve(ctx context.Context, inv *invocation, invoke invo
 		defer c.Close()
 	}
 	if s, ok := answer.(*streamed); ok {
-		return rt.stream(pctx, inv.id, s)
+		return rt.stream(ctx, id, s)
 	}
-	return rt.post(pctx, inv.id, answer)
+	return rt.post(ctx, id, answer)
 }
 
 // postContext bounds an invocation's posts: its deadline and postGrace,
@@ -213,13 +270,13 @@ func postContext(ctx context.Context, deadline time.Time) (context.Context, cont
 }
 
 // call runs invoke, turning a panic into an error.
-func call(ctx context.Context, invoke invokeFunc, payload []byte) (answer io.Reader, panicked bool, err error) {
+func call(ctx context.Context, invoke invokeFunc, payload []byte, early func(io.Reader, error)) (answer io.Reader, panicked bool, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			answer, panicked, err = nil, true, &panicError{value: v, stack: debug.Stack()}
 		}
 	}()
-	answer, err = invoke(ctx, payload)
+	answer, err = invoke(ctx, payload, early)
 	return answer, false, err
 }
 

@@ -137,7 +137,7 @@ func errorDoc(t *testing.T, err error) (errorType, message string) {
 	return doc.Type, doc.Message
 }
 
-func answerWhole(ctx context.Context, payload []byte) (io.Reader, error) {
+func answerWhole(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) {
 	switch string(payload) {
 	case "fails":
 		return nil, errors.New("no such task")
@@ -155,9 +155,9 @@ func answerWhole(ctx context.Context, payload []byte) (io.Reader, error) {
 // the error document nor the log line repeats the header's value.
 func TestRuntimeInvalidDeadline(t *testing.T) {
 	var called []string
-	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte) (io.Reader, error) {
+	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) {
 		called = append(called, string(payload))
-		return answerWhole(ctx, payload)
+		return answerWhole(ctx, payload, nil)
 	})
 	const bad = `12:00 "<tomorrow>"`
 	for _, f := range []runtimeapi.Fault{{NoDeadline: true}, {Deadline: bad}} {
@@ -189,11 +189,11 @@ func TestRuntimeInvalidDeadline(t *testing.T) {
 // that panics is reported and logged as Runtime.Panic, and the runtime
 // then returns, as aws-lambda-go does.
 func TestRuntimeLogsFailures(t *testing.T) {
-	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte) (io.Reader, error) {
+	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) {
 		if string(payload) == "panics" {
 			panic("boom")
 		}
-		return answerWhole(ctx, payload)
+		return answerWhole(ctx, payload, nil)
 	})
 	_, err := r.whole("fails", runtimeapi.Fault{})
 	if typ, msg := errorDoc(t, err); typ != "errorString" || msg != "no such task" {
@@ -272,9 +272,9 @@ func TestRuntimeStalledAPI(t *testing.T) {
 // middle fails that invocation, not the runtime: the failure is posted to
 // the invocation's error path, logged, and the runtime serves the next.
 func TestRuntimeCutStream(t *testing.T) {
-	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte) (io.Reader, error) {
+	r := newFaultRig(t, 30*time.Second, func(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) {
 		if string(payload) != "stream" {
-			return answerWhole(ctx, payload)
+			return answerWhole(ctx, payload, nil)
 		}
 		pr, pw := io.Pipe()
 		go func() {

@@ -10,16 +10,22 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda/messages"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/serverless-mcp/mcp-lambda/pkg/apigw"
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
+	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
+	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // posted is what the recording Runtime API received for one invocation.
@@ -119,7 +125,7 @@ func runEvents(t *testing.T, invoke invokeFunc, events ...string) ([]posted, err
 // its request id, function ARN, deadline and trace header.
 func TestRuntimeStreamsAsDocumented(t *testing.T) {
 	var seen []string
-	invoke := func(ctx context.Context, payload []byte) (io.Reader, error) {
+	invoke := func(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) {
 		lc, _ := lambdacontext.FromContext(ctx)
 		d, _ := ctx.Deadline()
 		seen = append(seen, lc.AwsRequestID+" "+lc.InvokedFunctionArn+" "+ctx.Value(observe.LambdaTraceKey).(string)+" "+strconv.FormatBool(time.Until(d) > 50*time.Second))
@@ -186,11 +192,96 @@ func TestRuntimeStreamsAsDocumented(t *testing.T) {
 // Runtime.Panic, and the runtime returns, so that Lambda ends the
 // instance.
 func TestRuntimePanic(t *testing.T) {
-	posts, err := runEvents(t, func(ctx context.Context, payload []byte) (io.Reader, error) { panic("boom") }, "x", "never")
+	posts, err := runEvents(t, func(ctx context.Context, payload []byte, _ func(io.Reader, error)) (io.Reader, error) { panic("boom") }, "x", "never")
 	if err == nil || !strings.Contains(err.Error(), "panicked") {
 		t.Fatalf("serveRuntime: %v", err)
 	}
 	if len(posts) != 1 || posts[0].path != "/2018-06-01/runtime/invocation/req-0/error" || posts[0].header.Get("Lambda-Runtime-Function-Error-Type") != "Runtime.Panic" {
 		t.Fatalf("posts: %+v", posts)
 	}
+}
+
+// TestRuntimeAnswersAnOverrunAndGoesOn: a buffered gateway event whose
+// tool ignores its context is answered at the tool's deadline, its
+// answer posted while the handler runs on; the runtime then serves the
+// next invocation, on another goroutine, before the handler returns.
+func TestRuntimeAnswersAnOverrunAndGoesOn(t *testing.T) {
+	srv := stateless.NewServer(stateless.Implementation{Name: "s", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}})
+	release := make(chan struct{})
+	defer close(release)
+	var returned atomic.Bool
+	var invoked, handled atomic.Value // goroutines
+	srv.AddTool(&stateless.Tool{Name: "stubborn", InputSchema: json.RawMessage(`{"type":"object"}`), MaxDuration: 200 * time.Millisecond},
+		func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			handled.Store(goroutine())
+			<-release
+			returned.Store(true)
+			return &stateless.CallToolResult{}, nil
+		})
+	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}}
+	list, err := os.ReadFile("../../events/tools-list.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event map[string]any
+	if err := json.Unmarshal(list, &event); err != nil {
+		t.Fatal(err)
+	}
+	headers := event["headers"].(map[string]any)
+	headers["mcp-method"], headers["mcp-name"] = "tools/call", "stubborn"
+	event["body"] = strings.Replace(event["body"].(string), `"method":"tools/list","params":{`, `"method":"tools/call","params":{"name":"stubborn",`, 1)
+	call, err := json.Marshal(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		posts []posted
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		posts, err := runEvents(t, func(ctx context.Context, payload []byte, early func(io.Reader, error)) (io.Reader, error) {
+			if invoked.Load() == nil {
+				invoked.Store(goroutine())
+			}
+			return h.invokeEarly(ctx, payload, early)
+		}, string(call), string(list))
+		done <- result{posts, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runtime did not go on to the next invocation while the overrun handler ran")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if returned.Load() {
+		t.Fatal("the stubborn handler returned: nothing was shown")
+	}
+	if len(r.posts) != 2 {
+		t.Fatalf("%d posts, want 2", len(r.posts))
+	}
+	if invoked.Load() != handled.Load() {
+		t.Errorf("the handler ran on goroutine %v, the invocation on %v", handled.Load(), invoked.Load())
+	}
+	var first, second struct {
+		StatusCode int    `json:"statusCode"`
+		Body       string `json:"body"`
+	}
+	if r.posts[0].path != "/2018-06-01/runtime/invocation/req-0/response" || json.Unmarshal(r.posts[0].body, &first) != nil ||
+		first.StatusCode != 200 || !strings.Contains(first.Body, `"type":"timeout"`) {
+		t.Errorf("the overrun call: %s %s", r.posts[0].path, r.posts[0].body)
+	}
+	if r.posts[1].path != "/2018-06-01/runtime/invocation/req-1/response" || json.Unmarshal(r.posts[1].body, &second) != nil ||
+		second.StatusCode != 200 || !strings.Contains(second.Body, `"name":"stubborn"`) {
+		t.Errorf("the next invocation: %s %s", r.posts[1].path, r.posts[1].body)
+	}
+}
+
+// goroutine is the calling goroutine's number, as runtime.Stack names it.
+func goroutine() string {
+	b := make([]byte, 64)
+	return strings.Fields(string(b[:runtime.Stack(b, false)]))[1]
 }

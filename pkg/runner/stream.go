@@ -2,7 +2,6 @@ package runner
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -36,43 +35,6 @@ func StreamEvents(getenv func(string) string) ([]apigw.Kind, error) {
 		}
 	}
 	return kinds, nil
-}
-
-// streamInvoke serves a function some of whose invocations are response
-// streams: events of a kind in StreamKinds are answered with the HTTP
-// integration response format Lambda streams (a JSON prelude with the
-// status and headers, eight NUL bytes, then the body as it is written:
-// each notification the moment it is emitted); everything else as
-// Invoke answers it.
-func (h *Invocations) streamInvoke(ctx context.Context, payload []byte) (io.Reader, error) {
-	if apigw.IsAuthorizerEvent(payload) {
-		// An authorizer's answer is a policy, never streamed.
-		b, err := h.Invoke(ctx, payload)
-		if err != nil {
-			return nil, err
-		}
-		return &buffered{bytes.NewReader(b)}, nil
-	}
-	// The event is read once: its kind decides the answer's form.
-	r, derr := apigw.Decode(payload)
-	if r == nil || !h.streams(r.Kind) {
-		var b []byte
-		var err error
-		if r == nil {
-			b, err = h.Invoke(ctx, payload) // a worker's event is no gateway's
-		} else {
-			b, err = h.respond(ctx, r, derr)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return &buffered{bytes.NewReader(b)}, nil
-	}
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(h.Gateway.RespondStream(ctx, r, derr, &preludeStream{w: pw}))
-	}()
-	return &streamed{pr}, nil
 }
 
 func (h *Invocations) streams(k apigw.Kind) bool {

@@ -45,7 +45,7 @@ func TestStreamInvoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := h.streamInvoke(context.Background(), payload)
+		r, err := h.invokeEarly(context.Background(), payload, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,7 +109,7 @@ func TestStreamEndsAtAStubbornHandlersDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
-	r, err := h.streamInvoke(ctx, payload)
+	r, err := h.invokeEarly(ctx, payload, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,12 +66,27 @@ const Anonymous = "anonymous"
 // Handle answers one request. It never panics and never returns nil: every
 // failure, including a panicking handler, is a response.
 func (s *Server) Handle(ctx context.Context, r *Request) *Response {
-	return s.handleRequest(ctx, r, nil)
+	return s.handleRequest(ctx, r, nil, nil)
+}
+
+// HandleEarly answers r as Handle does, with one difference: a tool's
+// handler runs on the calling goroutine, and should it still be running
+// at its deadline (and a fifth of the margin after), the call is answered
+// then, in-band, from a timer's goroutine, by a call of early with the
+// response; HandleEarly returns nil once the handler returns. A door that
+// can deliver an answer from any goroutine uses it to spare every call
+// the hand-off of its handler to a goroutine of its own, which Handle
+// makes: package runner's Lambda runtime posts an early answer and goes
+// on to the next invocation on another goroutine.
+func (s *Server) HandleEarly(ctx context.Context, r *Request, early func(*Response)) *Response {
+	return s.handleRequest(ctx, r, nil, early)
 }
 
 // handleRequest answers r; st, when set, takes its notifications as
-// they happen (HandleStream), and its answer is written to it.
-func (s *Server) handleRequest(ctx context.Context, r *Request, st Stream) *Response {
+// they happen (HandleStream), and its answer is written to it. early,
+// when set, takes the answer a watchdog gives (HandleEarly). It returns
+// nil when the watchdog answered.
+func (s *Server) handleRequest(ctx context.Context, r *Request, st Stream, early func(*Response)) *Response {
 	start := time.Now()
 	if !s.answering.Load() {
 		s.answering.Store(true)
@@ -97,11 +112,12 @@ func (s *Server) handleRequest(ctx context.Context, r *Request, st Stream) *Resp
 	if isPreflight(r) {
 		resp = preflight(s, r, o)
 	} else {
+		m.exchange.deliverEarly = early
 		resp = s.serveRequest(ctx, &m.exchange, r, o, start, deadline, live)
 		if m.exchange.early != nil {
-			// Answered, reported and written by the watchdog
+			// Answered, reported and delivered by the watchdog
 			// (answerEarly) while the handler ran on.
-			return resp
+			return nil
 		}
 		allowCORS(s, r, resp)
 	}
@@ -216,9 +232,11 @@ type exchange struct {
 	held        Answer
 
 	// start is when the request came; out is the stream its answer is
-	// written to (HandleStream), nil when Handle returns it.
-	start time.Time
-	out   *liveStream
+	// written to (HandleStream), nil when it is returned; deliverEarly
+	// takes an answer the watchdog gives (HandleEarly).
+	start        time.Time
+	out          *liveStream
+	deliverEarly func(*Response)
 	// watch is the run of the request's tool handler: its state, and the
 	// watchdog of a handler run on the request's goroutine (runWatched);
 	// early is the answer the watchdog gave in the handler's place
@@ -269,7 +287,7 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange, r *Request, o *O
 // answerEarly answers the request with a from the watchdog's goroutine,
 // while the request's own is held by its handler (runWatched): rendered,
 // reported and written as serveRequest and handleRequest would, onto the
-// request's stream, which it ends. The request interceptors and the
+// request's stream, which it ends, or handed to HandleEarly's early. The request interceptors and the
 // execution interceptors see the answer when the handler returns, as
 // they would see it at the deadline had the handler run apart; what they
 // make of it then is not sent.
@@ -279,7 +297,11 @@ func (x *exchange) answerEarly(ctx context.Context, a Answer) {
 	x.o.classify(&a)
 	x.o.Metrics = x.call.metrics
 	x.s.reportSince(ctx, x.o, resp.Status, x.start)
-	x.out.finishEarly(resp)
+	if x.out != nil {
+		x.out.finishEarly(resp)
+	} else {
+		x.deliverEarly(resp)
+	}
 	x.early = resp
 }
 

@@ -47,7 +47,7 @@ type Ender interface {
 // failure, so a retry with the same key neither runs beside it nor runs
 // twice.
 func (s *Server) HandleStream(ctx context.Context, r *Request, st Stream) {
-	s.handleRequest(ctx, r, st)
+	s.handleRequest(ctx, r, st, nil)
 }
 
 // liveStream sends one request's notifications as they happen. It is

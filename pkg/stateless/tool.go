@@ -63,17 +63,18 @@ type Tool struct {
 	MaxDuration time.Duration `json:"-"`
 
 	// Inline runs the handler on the request's goroutine wherever it is
-	// answered. By default it runs there only when the answer goes onto a
-	// stream that can be ended before the handler returns ([Ender]:
-	// net/http's, a Lambda response stream's), a timer standing ready to
-	// answer it in-band at its deadline; through [Server.Handle], which
-	// must return the answer (the buffered Lambda door), it runs apart, so
+	// answered. By default it runs there only when the answer can leave
+	// before the handler returns — onto a stream that can be ended early
+	// ([Ender]: net/http's, a Lambda response stream's), or through
+	// [Server.HandleEarly] (package runner's Lambda runtime) — a timer
+	// standing ready to answer it in-band at its deadline. Through
+	// [Server.Handle], which must return the answer, it runs apart, so
 	// that one ignoring its context can be abandoned at the deadline and
-	// the call answered in-band, and the hand-off costs a few
-	// microseconds (waking an idle processor), much of a call without
-	// I/O. Set it for a handler that returns once its context is done, as
-	// AWS SDK, net/http and database/sql calls do: one that returns after
-	// its deadline is answered then, the overrun logged as a fault.
+	// the call answered in-band; the hand-off costs a few microseconds
+	// (waking an idle processor), much of a call without I/O. Set it for
+	// a handler that returns once its context is done, as AWS SDK,
+	// net/http and database/sql calls do: one that returns after its
+	// deadline is answered then, the overrun logged as a fault.
 	Inline bool `json:"-"`
 
 	// TaskSupport says whether the tool's calls run as tasks of the tasks

@@ -102,7 +102,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, k stateKey, a
 	}
 	var r toolRun
 	var returned bool
-	if x.out != nil && x.out.ends && !t.def.Inline {
+	if (x.out != nil && x.out.ends || x.deliverEarly != nil) && !t.def.Inline {
 		// The answer can leave without the request's goroutine: the
 		// handler runs on it, watched.
 		r, returned = x.runWatched(ctx, hctx, t, args, h, deadline, handlerStart)

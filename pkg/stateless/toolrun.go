@@ -120,9 +120,9 @@ type watchdog struct {
 
 // runWatched runs h, t's handler or what stands for it, on the request's
 // goroutine, under hctx, the handler's context, ending at deadline, with
-// a watchdog that answers the call with a retryable Timeout onto the
-// request's stream (an Ender) should the handler still be running a fifth
-// of the margin after its deadline. It reports false when the watchdog
+// a watchdog that answers the call with a retryable Timeout — onto the
+// request's stream (an Ender), or through HandleEarly's early — should
+// the handler still be running a fifth of the margin after its deadline. It reports false when the watchdog
 // did: the handler's result is discarded, and the request's goroutine,
 // once the handler returns, goes on through the pipeline as for any
 // abandoned handler, but answers nothing more (answerEarly). The handler
