@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync/atomic"
 	"time"
@@ -155,10 +156,19 @@ func (w *watchdog) fire() {
 		return
 	}
 	x := w.x
+	defer func() {
+		// No request's goroutine is below this one to recover a panic:
+		// it is logged, and the request's, once its handler returns,
+		// answers what is left to answer.
+		if p := recover(); p != nil {
+			x.s.log.LogAttrs(w.ctx, slog.LevelError, "stateless: answering an overrun tool's call panicked",
+				slogString("panic_type", fmt.Sprintf("%T", p)), slogString("stack", string(debug.Stack())))
+		}
+		close(w.delivered)
+	}()
 	x.s.overdue.Add(1)
 	x.o.Steps.Handler = time.Since(w.start)
 	x.answerEarly(w.ctx, x.leftRunning(w.ctx, w.t, w.deadline))
-	close(w.delivered)
 }
 
 // overran is a, the answer to r, marked a fault of the server's when r's
