@@ -203,6 +203,7 @@ type exchange struct {
 	// exec is the handler of the server's the request runs, if any
 	// (execute), kept here so that it costs no allocation of its own.
 	exec       executable
+	execution  Execution // what the execution interceptors see of exec
 	call       Call
 	acceptsSSE bool
 	// streams says the request is answered onto a Stream (HandleStream):
