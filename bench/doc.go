@@ -16,10 +16,12 @@
 // same requests as API Gateway HTTP API (payload 2.0) events: ours through
 // pkg/apigw.Handler, our production path, and ours and the peers through
 // one minimal net/http adapter (impl/lambdahttp). Ours is measured twice:
-// as by default, each tool handler in a goroutine of its own (abandoned at
-// the deadline if it ignores its context), and as ours-inline, its tools
-// declared stateless.Tool.Inline, handlers on the request's goroutine as
-// the peers run theirs. The answers are verified
+// as by default, each tool handler on the request's goroutine with a timer
+// ready to answer it in-band at its deadline should it ignore its context
+// (the recorder and the Lambda runtime's early answer let the answer leave
+// before the handler returns), and as ours-inline, its tools declared
+// stateless.Tool.Inline, which answers an overrun when the handler
+// returns, as the peers do. The answers are verified
 // by the TestAnswers* and TestLambda* tests, and again before each
 // benchmark is timed; an answer that a peer gets wrong is recorded as a
 // finding (see findings.go) and its benchmark is skipped.

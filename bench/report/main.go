@@ -684,11 +684,11 @@ func verdictOf(measured, met bool) string {
 // implementation through its http.Handler.
 func writeInProcess(w io.Writer, med medians) {
 	fmt.Fprintf(w, "\n## In process (http.Handler)\n\nEach implementation's http.Handler with a fresh *http.Request and "+
-		"httptest.ResponseRecorder per call (bench/bench_test.go). `ours` runs each tool handler apart from the request, "+
-		"as by default, so that one ignoring its context can be abandoned at the deadline and the call still answered; "+
-		"`ours-inline` is the same server with its tools declared Inline (stateless.Tool.Inline), handlers on the request's "+
-		"goroutine, as the peers run theirs. The difference is the hand-off to another goroutine and back, which wakes an idle "+
-		"processor.\n\n")
+		"httptest.ResponseRecorder per call (bench/bench_test.go). `ours` runs its tools as by default: each handler on the "+
+		"request's goroutine, a timer standing ready to answer in-band at the deadline one that ignores its context "+
+		"(the recorder can flush: a stateless.Ender); "+
+		"`ours-inline` is the same server with its tools declared Inline (stateless.Tool.Inline), which has no timer and "+
+		"answers an overrun when the handler returns, as the peers do.\n\n")
 	names := make([]string, len(bench.Impls))
 	for i, im := range bench.Impls {
 		names[i] = im.Name
@@ -713,7 +713,7 @@ func writeInProcess(w io.Writer, med medians) {
 func writeLambda(w io.Writer, med medians) {
 	fmt.Fprintf(w, "\n## Lambda events\n\nThe same requests as API Gateway HTTP API (payload 2.0) events, from the event "+
 		"payload to the response payload, as the Lambda runtime hands them over (no emulator, no network). `ours` is our "+
-		"production path, pkg/apigw.Handler, with no net/http; `ours-nethttp` and the peers go through one minimal adapter "+
+		"production path, pkg/apigw.Handler.InvokeEarly as pkg/runner's runtime calls it, with no net/http; `ours-nethttp` and the peers go through one minimal adapter "+
 		"(bench/impl/lambdahttp: decode the event, build an *http.Request, serve it into an httptest.ResponseRecorder, "+
 		"encode the response), what a peer's user would write. `ours-inline` is ours with its tools declared Inline, as in process.\n\n")
 	names := make([]string, len(bench.LambdaImpls))
