@@ -65,7 +65,7 @@ const (
 )
 
 func main() {
-	count := flag.Int("count", 6, "go test -count")
+	count := flag.Int("count", 6, "rounds of go test -count=1, each implementation measured once a round")
 	pattern := flag.String("bench", ".", "go test -bench")
 	benchtime := flag.String("benchtime", "500ms", "go test -benchtime (\"\" for go test's default of 1s)")
 	in := flag.String("in", "", "parse this saved go test output instead of running the benchmarks")
@@ -96,11 +96,11 @@ func main() {
 	}
 
 	var out []byte
-	args := testArgs(*pattern, *count, *benchtime)
+	args := testArgs(*pattern, *benchtime)
 	if *in != "" {
 		out, err = os.ReadFile(*in)
 	} else {
-		out, err = runTests(benchDir, args)
+		out, err = runTests(benchDir, args, *count)
 	}
 	if err != nil {
 		log.Fatal(err)
@@ -217,25 +217,32 @@ func modVersions(dir string, paths ...string) []string {
 	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
-func testArgs(pattern string, count int, benchtime string) []string {
-	args := []string{"test", "-run=^$", "-bench=" + pattern, "-benchmem", "-count=" + strconv.Itoa(count)}
+func testArgs(pattern string, benchtime string) []string {
+	args := []string{"test", "-run=^$", "-bench=" + pattern, "-benchmem", "-count=1"}
 	if benchtime != "" {
 		args = append(args, "-benchtime="+benchtime)
 	}
 	return args
 }
 
-// runTests runs the benchmarks in the bench module's directory, echoing
-// the output to stderr as it comes, and returns it.
-func runTests(dir string, args []string) ([]byte, error) {
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
+// runTests runs the benchmarks rounds times in the bench module's
+// directory, echoing the output to stderr as it comes, and returns it
+// all. Each round measures every implementation once, one after the
+// other (go test -count=1), rather than one implementation rounds times
+// and then the next (-count=rounds): on a shared machine a slow minute
+// then weighs on every implementation of a round alike, not on whichever
+// was measured in it.
+func runTests(dir string, args []string, rounds int) ([]byte, error) {
 	var buf bytes.Buffer
-	cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
-	cmd.Stderr = os.Stderr
-	fmt.Fprintf(os.Stderr, "running go %s in %s\n", strings.Join(args, " "), dir)
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("go test: %v", err)
+	for i := range rounds {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Stdout = io.MultiWriter(&buf, os.Stderr)
+		cmd.Stderr = os.Stderr
+		fmt.Fprintf(os.Stderr, "round %d of %d: go %s in %s\n", i+1, rounds, strings.Join(args, " "), dir)
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("go test: %v", err)
+		}
 	}
 	return buf.Bytes(), nil
 }
@@ -441,7 +448,7 @@ func write(w io.Writer, res *results, cs *coldReport, m *meta) {
 		fmt.Fprintf(w, "- emulator: aws-lambda-rie (%s); functions built with `GOOS=linux CGO_ENABLED=0 go build %s`\n",
 			orDash(cs.RIEVersion), cs.BuildFlags)
 	}
-	fmt.Fprintf(w, "- in-process and Lambda-event benchmarks: median of %d runs (`%s`)\n", runs, m.testCmd)
+	fmt.Fprintf(w, "- in-process and Lambda-event benchmarks: median of %d rounds of `%s`, each measuring every implementation once\n", runs, m.testCmd)
 
 	writeTargets(w, med, cs)
 	writeInProcess(w, med)

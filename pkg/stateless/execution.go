@@ -217,10 +217,7 @@ func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
 // runIntercepted runs ex's handler inside the execution interceptors, the
 // first outermost.
 func (x *exchange) runIntercepted(ctx context.Context, ex *executable, k stateKey, deadline time.Time) Answer {
-	// Kept in the exchange, as the executable is: no allocation of its
-	// own.
-	e := &x.execution
-	*e = Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call,
+	e := &Execution{Method: ex.method, Target: ex.target, Principal: x.call.Principal, Call: &x.call,
 		Key: ex.key, Arguments: ex.args, Task: ex.task, Deadline: deadline, SingleUse: x.redeemID, x: x}
 	if ex.tool != nil {
 		e.Tool = &ex.tool.def

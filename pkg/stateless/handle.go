@@ -203,7 +203,6 @@ type exchange struct {
 	// exec is the handler of the server's the request runs, if any
 	// (execute), kept here so that it costs no allocation of its own.
 	exec       executable
-	execution  Execution // what the execution interceptors see of exec
 	call       Call
 	acceptsSSE bool
 	// streams says the request is answered onto a Stream (HandleStream):
@@ -288,10 +287,10 @@ func (s *Server) serveRequest(ctx context.Context, x *exchange, r *Request, o *O
 // answerEarly answers the request with a from the watchdog's goroutine,
 // while the request's own is held by its handler (runWatched): rendered,
 // reported and written as serveRequest and handleRequest would, onto the
-// request's stream, which it ends, or handed to HandleEarly's early. The request interceptors and the
-// execution interceptors see the answer when the handler returns, as
-// they would see it at the deadline had the handler run apart; what they
-// make of it then is not sent.
+// request's stream, which it ends, or handed to HandleEarly's early. The
+// request interceptors and the execution interceptors see the answer
+// when the handler returns, as they would see it at the deadline had the
+// handler run apart; what they make of it then is not sent.
 func (x *exchange) answerEarly(ctx context.Context, a Answer) {
 	resp := x.renderOf(&a)
 	allowCORS(x.s, x.r, resp)
