@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -333,20 +331,7 @@ func TestOneStepAbandonedOverHTTP(t *testing.T) {
 		t.Helper()
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"put","arguments":` + args +
 			`,"idempotencyKey":"slow","_meta":` + wire.MetaJSON(`{}`) + `}}`
-		req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header = wire.ModernHeaders("tools/call", "put")
-		resp, err := hs.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, b := wire.Post(t, hs.Client(), hs.URL, wire.ModernHeaders("tools/call", "put"), body)
 		return string(b)
 	}
 	if a := call(`{"item":"x","slow":"1500ms"}`); !strings.Contains(a, `"type":"timeout"`) {

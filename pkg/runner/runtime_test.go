@@ -223,17 +223,7 @@ func TestRuntimeAnswersAnOverrunAndGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var event map[string]any
-	if err := json.Unmarshal(list, &event); err != nil {
-		t.Fatal(err)
-	}
-	headers := event["headers"].(map[string]any)
-	headers["mcp-method"], headers["mcp-name"] = "tools/call", "stubborn"
-	event["body"] = strings.Replace(event["body"].(string), `"method":"tools/list","params":{`, `"method":"tools/call","params":{"name":"stubborn",`, 1)
-	call, err := json.Marshal(event)
-	if err != nil {
-		t.Fatal(err)
-	}
+	call := stubbornCall(t, "tools-list.json")
 	type result struct {
 		posts []posted
 		err   error

@@ -90,22 +90,7 @@ func TestStreamEndsAtAStubbornHandlersDeadline(t *testing.T) {
 			return &stateless.CallToolResult{}, nil
 		})
 	h := &Invocations{Server: srv, Gateway: &apigw.Handler{Server: srv}, StreamKinds: []apigw.Kind{apigw.KindREST}}
-	payload, err := os.ReadFile("../../events/rest-v1-tools-list.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var event map[string]any
-	if err := json.Unmarshal(payload, &event); err != nil {
-		t.Fatal(err)
-	}
-	headers := event["headers"].(map[string]any)
-	headers["Mcp-Method"], headers["Mcp-Name"] = "tools/call", "stubborn"
-	multi := event["multiValueHeaders"].(map[string]any)
-	multi["Mcp-Method"], multi["Mcp-Name"] = []string{"tools/call"}, []string{"stubborn"}
-	event["body"] = strings.Replace(event["body"].(string), `"method":"tools/list","params":{`, `"method":"tools/call","params":{"name":"stubborn",`, 1)
-	if payload, err = json.Marshal(event); err != nil {
-		t.Fatal(err)
-	}
+	payload := stubbornCall(t, "rest-v1-tools-list.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -138,4 +123,42 @@ func TestStreamEndsAtAStubbornHandlersDeadline(t *testing.T) {
 	if _, ok := prelude.Headers["Connection"]; ok {
 		t.Errorf("the prelude carries a connection header: %v", prelude.Headers)
 	}
+}
+
+// stubbornCall is the event in events/file, a tools/list, made a
+// tools/call of the tool "stubborn": its body, and its Mcp-Method and
+// Mcp-Name headers in each header member the event has, as it spells
+// them.
+func stubbornCall(t *testing.T, file string) []byte {
+	t.Helper()
+	payload, err := os.ReadFile("../../events/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event map[string]any
+	if err := json.Unmarshal(payload, &event); err != nil {
+		t.Fatal(err)
+	}
+	for _, member := range []string{"headers", "multiValueHeaders"} {
+		h, _ := event[member].(map[string]any)
+		for k := range h {
+			if !strings.EqualFold(k, "mcp-method") {
+				continue
+			}
+			name := k[:len("mcp-")] + "name"
+			if k[len("mcp-")] == 'M' {
+				name = k[:len("mcp-")] + "Name"
+			}
+			if member == "headers" {
+				h[k], h[name] = "tools/call", "stubborn"
+			} else {
+				h[k], h[name] = []string{"tools/call"}, []string{"stubborn"}
+			}
+		}
+	}
+	event["body"] = strings.Replace(event["body"].(string), `"method":"tools/list","params":{`, `"method":"tools/call","params":{"name":"stubborn",`, 1)
+	if payload, err = json.Marshal(event); err != nil {
+		t.Fatal(err)
+	}
+	return payload
 }

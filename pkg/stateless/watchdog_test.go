@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -92,21 +91,8 @@ func (w *watched) call(t *testing.T, key string) (*http.Response, []byte, time.D
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stubborn","arguments":{},"idempotencyKey":"` + key +
 		`","_meta":` + wire.MetaJSON(`{}`) + `}}`
-	req, err := http.NewRequest(http.MethodPost, w.http.URL, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header = wire.ModernHeaders("tools/call", "stubborn")
 	start := time.Now()
-	resp, err := w.client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp, b := wire.Post(t, w.client, w.http.URL, wire.ModernHeaders("tools/call", "stubborn"), body)
 	return resp, b, time.Since(start)
 }
 

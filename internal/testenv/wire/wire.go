@@ -43,6 +43,27 @@ func Call(t testing.TB, s *stateless.Server, method string, h http.Header, body 
 	return s.Handle(context.Background(), &stateless.Request{Method: method, Header: h, Body: []byte(body), Host: "api.example.com"})
 }
 
+// Post sends one request over HTTP with c, and returns the response and
+// its body, read whole.
+func Post(t testing.TB, c *http.Client, url string, h http.Header, body string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = h
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
 // RPC is a decoded JSON-RPC response.
 type RPC struct {
 	JSONRPC string          `json:"jsonrpc"`
