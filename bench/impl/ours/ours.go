@@ -22,7 +22,9 @@ import (
 
 // NewServer returns the server itself, for the Lambda path
 // (apigw.Handler), which does not go through net/http. Its handlers run
-// apart from the request, as by default (see stateless.Tool.Inline).
+// as by default (see stateless.Tool.Inline): on the request's goroutine,
+// watched, where the answer can leave without it (net/http,
+// apigw.Handler.InvokeEarly), apart through apigw.Handler.Invoke.
 func NewServer() *stateless.Server { return build(false, nil) }
 
 // NewInlineServer is NewServer with both tools declared Inline: their
