@@ -1,7 +1,9 @@
 // Package runner serves a stateless.Server the way the project's functions
 // run: inside AWS Lambda (AWS_LAMBDA_RUNTIME_API set) through the API
-// Gateway adapter, anywhere else as an HTTP server at /mcp that stops
-// gracefully on SIGINT or SIGTERM.
+// Gateway adapter, on a Lambda runtime of its own (runtime.go: it streams
+// as AWS's contract asks, and posts an overrun tool's answer at its
+// deadline while the handler runs on), anywhere else as an HTTP server at
+// /mcp that stops gracefully on SIGINT or SIGTERM.
 package runner
 
 import (
