@@ -262,3 +262,45 @@ func TestEnderIsEndedAtTheDeadline(t *testing.T) {
 		t.Errorf("written after the end: %q", st.body.String()[len(body):])
 	}
 }
+
+// plainWriter is a ResponseWriter that cannot flush, as a middleware's
+// buffering wrapper may be.
+type plainWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (p *plainWriter) Header() http.Header         { return p.header }
+func (p *plainWriter) Write(b []byte) (int, error) { return p.body.Write(b) }
+func (p *plainWriter) WriteHeader(status int)      { p.status = status }
+
+// TestUnflushableWriterRunsHandlersApart: onto a writer that cannot send
+// an answer before ServeHTTP returns, a tool's handler runs apart, as
+// through Handle, so that ServeHTTP itself returns at the deadline with
+// the in-band Timeout while the handler runs on.
+func TestUnflushableWriterRunsHandlersApart(t *testing.T) {
+	w := newWatched(t, 200*time.Millisecond)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stubborn","arguments":{},"_meta":` + wire.MetaJSON(`{}`) + `}}`
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+	req.Header = wire.ModernHeaders("tools/call", "stubborn")
+	rw := &plainWriter{header: http.Header{}}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		w.srv.ServeHTTP(rw, req)
+	}()
+	// ServeHTTP returning while the handler still runs is the proof
+	// that the handler ran on a goroutine of its own.
+	select {
+	case <-returned:
+	case <-time.After(5 * time.Second):
+		t.Fatal("ServeHTTP did not return at the deadline")
+	}
+	if w.late.Load() != 0 {
+		t.Fatal("the handler returned: nothing was shown")
+	}
+	if rw.status != 200 || !strings.Contains(rw.body.String(), `"type":"timeout"`) {
+		t.Errorf("%d %s", rw.status, rw.body.String())
+	}
+}
