@@ -31,14 +31,14 @@ const (
 	runAbandoned
 )
 
-// runTool runs h, t's handler or what stands for it, for call, in its own goroutine
-// (an Inline tool's on the calling one: runInline) and waits for it until
-// ctx, the handler's context, is done (and a short grace after). It
-// reports false when the handler has not returned by then: the handler is abandoned, its eventual result
-// discarded, and it is counted in the server's overdue handlers until it
-// returns. The handler works on a copy of call, written back when it
-// returns in time, so that one left running cannot touch the answered
-// request.
+// runTool runs h, t's handler or what stands for it, for call, in its
+// own goroutine (an Inline tool's on the calling one: runInline) and
+// waits for it until ctx, the handler's context, is done (and a short
+// grace after). It reports false when the handler has not returned by
+// then: the handler is abandoned, its eventual result discarded, and it
+// is counted in the server's overdue handlers until it returns. The
+// handler works on a copy of call, written back when it returns in time,
+// so that one left running cannot touch the answered request.
 func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) (toolRun, bool) {
 	if t.def.Inline {
 		return runInline(ctx, s, t, call, args, h), true
@@ -89,8 +89,8 @@ func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args
 	return sh.run, true
 }
 
-// runHandler runs h for r (on r.call, the handler's copy of the Call), a panic
-// recorded as r's.
+// runHandler runs h for r (on r.call, the handler's copy of the Call), a
+// panic recorded as r's.
 func (r *toolRun) runHandler(ctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -123,11 +123,12 @@ type watchdog struct {
 // goroutine, under hctx, the handler's context, ending at deadline, with
 // a watchdog that answers the call with a retryable Timeout — onto the
 // request's stream (an Ender), or through HandleEarly's early — should
-// the handler still be running a fifth of the margin after its deadline. It reports false when the watchdog
-// did: the handler's result is discarded, and the request's goroutine,
-// once the handler returns, goes on through the pipeline as for any
-// abandoned handler, but answers nothing more (answerEarly). The handler
-// works on a copy of the Call, written back when it returns in time.
+// the handler still be running a fifth of the margin after its deadline.
+// It reports false when the watchdog did: the handler's result is
+// discarded, and the request's goroutine, once the handler returns, goes
+// on through the pipeline as for any abandoned handler, but answers
+// nothing more (answerEarly). The handler works on a copy of the Call,
+// written back when it returns in time.
 func (x *exchange) runWatched(ctx, hctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler, deadline, start time.Time) (toolRun, bool) {
 	w := &x.watch
 	w.x, w.ctx, w.t, w.deadline, w.start = x, ctx, t, deadline, start
