@@ -6,9 +6,9 @@ package runner
 // (apigw.Handler.InvokeEarly), and should it overrun, a timer answers the
 // call; the runtime posts that answer and goes on to the next invocation
 // on a new goroutine, the old one left to the handler (serve's early).
-// And it streams: AWS's contract for a streamed response ("Implementing response
-// streaming in a custom runtime", Lambda developer guide): the runtime
-// posts it to invocation/{id}/response with the header
+// And it streams: AWS's contract for a streamed response ("Implementing
+// response streaming in a custom runtime", Lambda developer guide): the
+// runtime posts it to invocation/{id}/response with the header
 // Lambda-Runtime-Function-Response-Mode: streaming, as a chunked body,
 // and reports a failure in the middle of it in the trailers
 // Lambda-Runtime-Function-Error-Type and Lambda-Runtime-Function-Error-Body.
