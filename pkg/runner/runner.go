@@ -211,25 +211,10 @@ func (h *Invocations) Invoke(ctx context.Context, payload []byte) ([]byte, error
 		}
 	}
 	if apigw.IsAuthorizerEvent(payload) {
-		if h.RequestTimeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
-			defer cancel()
-		}
-		return h.Gateway.Authorize(ctx, payload)
+		return h.authorize(ctx, payload)
 	}
 	r, err := apigw.Decode(payload)
-	return h.respond(ctx, r, err)
-}
-
-// respond answers a gateway event Decode has read, within RequestTimeout.
-func (h *Invocations) respond(ctx context.Context, r *apigw.Request, err error) ([]byte, error) {
-	if h.RequestTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
-		defer cancel()
-	}
-	return h.Gateway.Respond(ctx, r, err)
+	return h.respond(ctx, r, err, nil)
 }
 
 // invokeEarly is the runtime's invokeFunc: it answers a payload as
@@ -248,21 +233,16 @@ func (h *Invocations) invokeEarly(ctx context.Context, payload []byte, early fun
 	}
 	if apigw.IsAuthorizerEvent(payload) {
 		// An authorizer's answer is a policy, never streamed.
-		return whole(h.Invoke(ctx, payload))
+		return whole(h.authorize(ctx, payload))
 	}
 	// The event is read once: its kind decides the answer's form.
 	r, derr := apigw.Decode(payload)
 	if r == nil || !h.streams(r.Kind) {
-		if h.RequestTimeout > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, h.RequestTimeout)
-			defer cancel()
-		}
 		var answer func([]byte, error)
 		if early != nil {
 			answer = func(b []byte, err error) { early(whole(b, err)) }
 		}
-		b, err := h.Gateway.RespondEarly(ctx, r, derr, answer)
+		b, err := h.respond(ctx, r, derr, answer)
 		if b == nil && err == nil {
 			return nil, nil // answered early
 		}
@@ -273,6 +253,31 @@ func (h *Invocations) invokeEarly(ctx context.Context, payload []byte, early fun
 		pw.CloseWithError(h.Gateway.RespondStream(ctx, r, derr, &preludeStream{w: pw}))
 	}()
 	return &streamed{pr}, nil
+}
+
+// authorize answers a REST API Lambda authorizer's event, within
+// RequestTimeout.
+func (h *Invocations) authorize(ctx context.Context, payload []byte) ([]byte, error) {
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
+	return h.Gateway.Authorize(ctx, payload)
+}
+
+// respond answers a gateway event Decode has read, within RequestTimeout,
+// through early when it is set (apigw.Handler.RespondEarly: nil and no
+// error when the answer went there).
+func (h *Invocations) respond(ctx context.Context, r *apigw.Request, err error, early func([]byte, error)) ([]byte, error) {
+	ctx, cancel := h.bounded(ctx)
+	defer cancel()
+	return h.Gateway.RespondEarly(ctx, r, err, early)
+}
+
+// bounded is ctx within RequestTimeout, when it is set.
+func (h *Invocations) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.RequestTimeout > 0 {
+		return context.WithTimeout(ctx, h.RequestTimeout)
+	}
+	return ctx, func() {}
 }
 
 // whole is a whole answer, or its error.
