@@ -202,7 +202,7 @@ func TestToolsAnswerTheirContextsEnd(t *testing.T) {
 					defer cancel()
 					notes.hangUp, want = cancel, mcperr.KindCancelled
 				}
-				srv := taskServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{})
+				srv := taskServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{SchemaEngine: schemaEngine})
 				(&demo{notes: notes}).register(srv)
 				inv := *inv
 				inv.Principal, inv.ProtocolVersion, inv.Outcome = "alice", stateless.Version20260728, &stateless.Outcome{}

@@ -45,25 +45,29 @@
 //
 // # Tool schemas
 //
-// The server validates flat schemas itself: an object of string, number,
-// integer and boolean properties, optionally nullable, with required
-// members, a string enum and perhaps no additional properties. It does
-// so on the JSON bytes, without decoding them. Inferring a schema from Go
-// types, and validating any other schema, takes a [SchemaEngine]; with
-// [Options.SchemaEngine] nil it is package toolschema's, on
-// google/jsonschema-go, so that a typed tool works with no options. This
-// package imports package toolschema for that default, so every function
-// built on it links google/jsonschema-go and runs its package
-// initialization at every cold start, whatever its options say:
-// docs/performance.md measures that link alone (its bare-jsonschema
-// subject: 0.36 ms of runtime init under the emulator and 256 KiB of
-// linux/arm64 binary over a bare function, in its run). What a
-// function's options decide is whether the engine is called: typed tools
-// whose schemas are generated ahead of time ([GenerateToolSchemas],
-// embedded as [Options.ToolSchemas], kept true by a test calling
-// [CheckToolSchemas]) infer nothing at run time, and flat schemas are
-// compiled and validated without it. Schemas are compiled on a tool's
-// first use; [Server.Verify] compiles them all for tests.
+// The server infers and validates flat schemas itself: an object of
+// string, number, integer and boolean properties, optionally nullable,
+// with required members, a string enum, and no other properties or only
+// such scalars (a map). It validates them on the JSON bytes, without
+// decoding them, and infers them from flat Go types (structs of string,
+// int, int64, float and bool fields, perhaps pointers, and maps of such
+// values) byte for byte as package toolschema's engine would. So a typed
+// tool whose types are flat, as most are, works with no options, and
+// this package links no schema library: a function pays no schema
+// library's package initialization at its cold start unless it sets one
+// (docs/performance.md measures that link alone: the bare-jsonschema
+// subject).
+//
+// Anything else, inferring the schema of a nested type (a list in a
+// result, say) or validating a schema given by hand that goes beyond
+// flat ones, takes [Options.SchemaEngine]: package toolschema has one,
+// on google/jsonschema-go. A typed tool whose type needs an engine that
+// the server has not is refused when it is registered, naming the
+// fixes. Typed tools whose schemas are generated ahead of time
+// ([GenerateToolSchemas], embedded as [Options.ToolSchemas], kept true
+// by a test calling [CheckToolSchemas]) infer nothing at run time.
+// Schemas are compiled on a tool's first use; [Server.Verify] compiles
+// them all for tests.
 //
 // # The path of one request
 //

@@ -14,21 +14,22 @@ import (
 )
 
 // flatSchema validates the common shape of tool schemas — an object of
-// primitive, optionally nullable properties, with required members and
-// perhaps no additional properties — directly on the JSON bytes, without
-// decoding them into Go values. Every tool call validates its arguments
-// and most validate a structured result, and a general validator that
-// walks decoded maps costs several times the whole rest of the call.
+// primitive, optionally nullable properties, with required members, and
+// no additional properties or only primitive ones (a map of scalars) —
+// directly on the JSON bytes, without decoding them into Go values.
+// Every tool call validates its arguments and most validate a structured
+// result, and a general validator that walks decoded maps costs several
+// times the whole rest of the call.
 //
 // It decides every value on its own, so a call whose schemas are flat
-// runs no schema engine (the engine is linked all the same: see
-// [SchemaEngine]). A schema that uses anything else needs
+// needs no schema engine at all. A schema that uses anything else needs
 // Options.SchemaEngine; flatSchema and google/jsonschema-go agree on
 // every schema flatSchema accepts (see the differential fuzz test).
 type flatSchema struct {
 	props      map[string]flatProp // at most 64, each with its index
 	required   []string
-	closed     bool // additionalProperties: false
+	closed     bool      // additionalProperties: false
+	extra      *flatProp // additionalProperties: a flat property's schema (a map's values)
 	nRequired  int
 	requiredIx map[string]int
 }
@@ -64,10 +65,15 @@ func compileFlat(raw []byte) *flatSchema {
 				return nil
 			}
 		case "additionalProperties":
-			if string(v) != "false" {
+			if string(v) == "false" {
+				f.closed = true
+				break
+			}
+			p, ok := compileFlatProp(v)
+			if !ok {
 				return nil
 			}
-			f.closed = true
+			f.extra = &p
 		case "properties":
 			var props map[string]json.RawMessage
 			if jsonv2.Unmarshal(v, &props) != nil {
@@ -185,6 +191,11 @@ func (f *flatSchema) validate(data []byte) error {
 		} else if f.closed {
 			err = errors.New("unexpected property " + strconv.Quote(string(key)))
 			return false
+		} else if f.extra != nil {
+			if e := f.extra.check(value); e != nil {
+				err = errors.New("property " + strconv.Quote(string(key)) + ": " + e.Error())
+				return false
+			}
 		}
 		if ix, ok := f.requiredIx[string(key)]; ok {
 			seen |= 1 << ix

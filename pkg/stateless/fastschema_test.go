@@ -15,6 +15,10 @@ var flatTestSchemas = []string{
 	`{"type":"object","properties":{"mode":{"type":"string","enum":["fast","slow"]},"region":{"type":"string","x-mcp-header":"Region"}},"additionalProperties":false}`,
 	`{"type":"object"}`,
 	`{"type":"object","required":["x"]}`,
+	`{"type":"object","additionalProperties":{"type":"string"}}`,
+	`{"type":"object","additionalProperties":{"type":["null","integer"]}}`,
+	`{"type":"object","properties":{"text":{"type":"string"}},"additionalProperties":{"type":"boolean"}}`,
+	`{"type":"object","additionalProperties":{"type":"string","enum":["a","b"]}}`,
 }
 
 func resolveForTest(t testing.TB, schema string) (*flatSchema, *jsonschema.Resolved) {
@@ -76,7 +80,9 @@ func TestNotFlat(t *testing.T) {
 		`{"type":"object","properties":{"f":{"type":"string","format":"email"}}}`,
 		`{"type":"object","properties":{"u":{}}}`,
 		`{"type":"object","anyOf":[{"required":["a"]}]}`,
-		`{"type":"object","additionalProperties":{"type":"string"}}`,
+		`{"type":"object","additionalProperties":{"type":"object"}}`,
+		`{"type":"object","additionalProperties":{"type":"integer","minimum":0}}`,
+		`{"type":"object","additionalProperties":true}`,
 		`{"type":"object","$defs":{"a":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/a"}}}`,
 	} {
 		var s jsonschema.Schema

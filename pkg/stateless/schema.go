@@ -15,24 +15,20 @@ import (
 )
 
 // A SchemaEngine infers JSON Schemas from Go types and compiles the
-// schemas the server's own validator does not take. The server validates
-// the flat schemas most tools have — an object of string, number, integer
-// and boolean properties, optionally nullable, with required members, a
-// string enum and perhaps no additional properties — by itself, on the
-// JSON bytes. Anything else, and inferring a schema from a Go type at run
-// time, needs an engine: package toolschema has one built on
+// schemas the server's own validator does not take. The server infers
+// and validates the flat schemas most tools have by itself — an object
+// of string, number, integer and boolean properties, optionally
+// nullable, with required members, a string enum, and no other
+// properties or only such scalars — on the JSON bytes. Anything else
+// needs an engine: package toolschema has one built on
 // google/jsonschema-go.
 //
-// [Options.SchemaEngine] picks the engine; nil is package toolschema's.
-// This package imports package toolschema for that default, so every
-// function built on it links google/jsonschema-go and pays its package
-// initialization at every cold start, whichever engine it sets:
-// docs/performance.md measures that link alone (bare-jsonschema: 0.36 ms
-// of runtime init under the emulator and 256 KiB of linux/arm64 binary
-// over a bare function, in its run). Schemas generated ahead of time
-// into [Options.ToolSchemas] spare the inference at run time, and flat
-// schemas the engine's compilation and validation; neither spares the
-// link.
+// [Options.SchemaEngine] sets it; there is none by default, so that a
+// function whose schemas are flat links no schema library and pays no
+// schema library's package initialization at its cold start
+// (docs/performance.md measures that link alone: bare-jsonschema).
+// Schemas generated ahead of time into [Options.ToolSchemas] spare the
+// inference at run time; flat ones need no engine at all.
 type SchemaEngine interface {
 	// Infer returns the JSON Schema of the JSON encoding of values of
 	// type t.

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/serverless-mcp/mcp-lambda/pkg/reqstate"
-	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
 )
 
 // Options configure a Server. The zero value is usable: every field has a
@@ -116,12 +115,11 @@ type Options struct {
 
 	// SchemaEngine infers the schemas of typed tools that give none and
 	// are not in ToolSchemas, and validates schemas beyond the flat ones
-	// the server validates itself (see [SchemaEngine]). Default:
-	// package toolschema's (google/jsonschema-go), so that a typed tool
-	// works with no options. It is linked whatever this is set to, and
-	// its initialization costs each cold start (docs/performance.md,
-	// bare-jsonschema); generated ToolSchemas spare the inference, not
-	// the link.
+	// the server infers and validates itself (see [SchemaEngine]);
+	// package toolschema has one, on google/jsonschema-go. Default:
+	// none, so that a function whose schemas are flat links no schema
+	// library; a typed tool whose type is not flat is then refused at
+	// registration, naming the fixes.
 	SchemaEngine SchemaEngine
 
 	// Events carries the change events that listen streams
@@ -200,9 +198,6 @@ func NewServer(info Implementation, opts *Options) *Server {
 	}
 	if s.opts.RequestTimeout <= 0 {
 		s.opts.RequestTimeout = 30 * time.Second
-	}
-	if s.opts.SchemaEngine == nil {
-		s.opts.SchemaEngine = toolschema.Engine{}
 	}
 	if s.opts.StreamKeepAlive == 0 {
 		s.opts.StreamKeepAlive = 60 * time.Second

@@ -185,10 +185,13 @@ func addTool(s *Server, rt *registeredTool) {
 
 // AddTool registers a typed tool on s. Unless t gives them, the input
 // schema is In's and the output schema Out's (none when Out is any), taken
-// from Options.ToolSchemas or else inferred by Options.SchemaEngine, on
-// the tool's first use (or Server.Verify, which tests call): a schema
-// that cannot be had then refuses the tool's calls as an internal error,
-// and Verify reports it. Arguments are validated against the input
+// from Options.ToolSchemas or else inferred by Options.SchemaEngine, or,
+// with no engine, by the server itself when the type is flat (see
+// [SchemaEngine]); a type that is not flat, with neither a generated
+// schema nor an engine, panics here, naming the fixes. Schemas are
+// found and compiled on the tool's first use (or Server.Verify, which
+// tests call): a schema that cannot be had then refuses the tool's calls
+// as an internal error, and Verify reports it. Arguments are validated against the input
 // schema before h runs; a failure is an isError result the model can
 // correct. The structured result is validated against the output schema.
 func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
@@ -232,11 +235,33 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	if rt.inType != nil || rt.outType != nil {
 		// A generated file that does not read is a mistake to name now,
 		// not at the first call.
-		if _, err := s.schemas.has(t.Name); err != nil {
+		generated, err := s.schemas.has(t.Name)
+		if err != nil {
 			panic(fmt.Sprintf("stateless: tool %q: %v", t.Name, err))
+		}
+		if !generated && s.opts.SchemaEngine == nil {
+			// So is a type whose schema no one can infer: with no
+			// engine, a type must be flat, which is cheap to check.
+			mustInferFlat(t.Name, "input", rt.inType)
+			mustInferFlat(t.Name, "output", rt.outType)
 		}
 	}
 	addTool(s, rt)
+}
+
+// mustInferFlat panics, saying why, unless typ is nil or its schema
+// can be inferred with no engine (inferFlat).
+func mustInferFlat(tool, which string, typ reflect.Type) {
+	if typ == nil {
+		return
+	}
+	_, ok, err := inferFlat(typ)
+	if err == nil && !ok {
+		err = errNeedsEngine(typ)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("stateless: tool %q: %s schema: %v", tool, which, err))
+	}
 }
 
 // objectType reports whether values of t encode as a JSON object: a

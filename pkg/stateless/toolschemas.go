@@ -15,7 +15,8 @@ import (
 
 // toolSchema returns the JSON of one of a tool's schemas: as the tool
 // gives it; else, for a typed tool, as Options.ToolSchemas has it, or as
-// the engine infers it from typ.
+// Options.SchemaEngine infers it from typ, or, with no engine, as
+// inferFlat does.
 func toolSchema(s *Server, name string, given any, typ reflect.Type, output bool) ([]byte, error) {
 	if given != nil {
 		return schemaJSON(given)
@@ -33,10 +34,23 @@ func toolSchema(s *Server, name string, given any, typ reflect.Type, output bool
 			return v, nil
 		}
 	}
-	if s.opts.SchemaEngine == nil {
-		return nil, fmt.Errorf("%s has no schema in Options.ToolSchemas and no Options.SchemaEngine infers it", typ)
+	if s.opts.SchemaEngine != nil {
+		return s.opts.SchemaEngine.Infer(typ)
 	}
-	return s.opts.SchemaEngine.Infer(typ)
+	raw, ok, err := inferFlat(typ)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errNeedsEngine(typ)
+	}
+	return raw, nil
+}
+
+// errNeedsEngine says why a type's schema cannot be had without an
+// engine, and the three ways to have it.
+func errNeedsEngine(typ reflect.Type) error {
+	return fmt.Errorf("%s is not a flat object (a struct of string, int, int64, float and bool fields, perhaps pointers, or a map of such values), so inferring its schema needs Options.SchemaEngine (package toolschema has one); or give the tool its schema, or generate it into Options.ToolSchemas", typ)
 }
 
 // Verify prepares every registered tool now — finds, compiles and checks

@@ -136,21 +136,43 @@ func mustMember(t *testing.T, file []byte, name string) json.RawMessage {
 	return m[name]
 }
 
-// TestTypedToolsNeedNoOptions: a typed tool registered with no options
-// infers its schemas (the default engine) and answers, a non-flat output
-// schema validated; a generated file that does not read, and an input or
-// output type that is not an object, are refused at registration, naming
-// the fix, so that the function fails to start rather than a user's
-// first call.
+// TestTypedToolsNeedNoOptions: typed tools whose types are flat, as most
+// are, are registered with no options at all: their schemas are inferred
+// with no engine and they answer. A type that is not flat needs an
+// engine, which the registration says, naming the fixes, so that the
+// function fails to start rather than a user's first call; with the
+// engine, its non-flat output schema is validated. A generated file that
+// does not read, and an input or output type that is not an object, are
+// refused at registration as well.
 func TestTypedToolsNeedNoOptions(t *testing.T) {
-	plain := schemaServer(nil, true)
+	plain := schemaServer(nil, false)
 	if err := plain.Verify(); err != nil {
 		t.Fatalf("Verify with no options: %v", err)
 	}
-	body := req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
-	r := wire.DecodeRPC(t, wire.Call(t, plain, "POST", wire.ModernHeaders("tools/call", "list"), body).Body)
+	body := req("1", "tools/call", withMeta(`"name":"add","arguments":{"a":2,"b":3}`))
+	r := wire.DecodeRPC(t, wire.Call(t, plain, "POST", wire.ModernHeaders("tools/call", "add"), body).Body)
+	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"sum":5}` {
+		t.Errorf("add with no options: %+v", r)
+	}
+	func() {
+		defer func() {
+			p, _ := recover().(string)
+			for _, want := range []string{`tool "list": output schema:`, "is not a flat object", "needs Options.SchemaEngine", "Options.ToolSchemas"} {
+				if !strings.Contains(p, want) {
+					t.Errorf("a non-flat output type with no engine: %q lacks %q", p, want)
+				}
+			}
+		}()
+		schemaServer(nil, true)
+	}()
+	engine := schemaServer(&stateless.Options{SchemaEngine: toolschema.Engine{}}, true)
+	if err := engine.Verify(); err != nil {
+		t.Fatalf("Verify with the engine: %v", err)
+	}
+	body = req("1", "tools/call", withMeta(`"name":"list","arguments":{"text":"a b"}`))
+	r = wire.DecodeRPC(t, wire.Call(t, engine, "POST", wire.ModernHeaders("tools/call", "list"), body).Body)
 	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
-		t.Errorf("list with no options: %+v", r)
+		t.Errorf("list with the engine: %+v", r)
 	}
 	for _, bad := range []string{`[]`, `{"echo":{}`, `{"echo":{}}]`, `{"echo":`} {
 		func() {
@@ -183,9 +205,14 @@ func TestTypedToolsNeedNoOptions(t *testing.T) {
 			register(stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil))
 		}()
 	}
-	// Generated schemas stand in for inference, and validate as well.
-	withFile := schemaServer(&stateless.Options{ToolSchemas: generate(t, true)}, true)
+	// Generated schemas stand in for inference; a non-flat one still
+	// needs the engine to validate, which the function's test finds.
+	withFile := schemaServer(&stateless.Options{ToolSchemas: generate(t, true), SchemaEngine: toolschema.Engine{}}, true)
 	if err := stateless.CheckToolSchemas(withFile, toolschema.Engine{}); err != nil {
 		t.Fatal(err)
+	}
+	noEngine := schemaServer(&stateless.Options{ToolSchemas: generate(t, true)}, true)
+	if err := stateless.CheckToolSchemas(noEngine, toolschema.Engine{}); err == nil || !strings.Contains(err.Error(), `tool "list"`) || !strings.Contains(err.Error(), "needs Options.SchemaEngine") {
+		t.Errorf("a generated non-flat schema with no engine: %v", err)
 	}
 }

@@ -2,13 +2,16 @@
 // google/jsonschema-go: it infers a tool's schemas from its Go types and
 // validates the schemas beyond the server's own flat validator.
 //
-// It is package stateless's default engine, which imports it, so every
-// function on that package links it and pays its initialization at each
-// cold start (docs/performance.md measures it: the bare-jsonschema
+// A function sets it (stateless.Options.SchemaEngine) when a tool's
+// schema goes beyond the flat ones the server infers and validates
+// itself: a list in a result, say. Package stateless does not import it,
+// so a function that does not set it links no schema library and pays no
+// schema library's package initialization at its cold start
+// (docs/performance.md measures that link alone: the bare-jsonschema
 // subject). A function's tests also use it to generate and check the
 // schemas its typed tools embed ([stateless.GenerateToolSchemas],
-// [stateless.CheckToolSchemas]), which spare the inference at run time,
-// not the link.
+// [stateless.CheckToolSchemas]), which spare the inference at run time:
+// when those schemas are flat, only the tests link this package.
 package toolschema
 
 import (

@@ -4,6 +4,6 @@ package main
 
 // The bare-jsonschema subject of bench/coldstart links github.com/google/jsonschema-go/jsonschema
 // too, using nothing of it: what that package's initialization alone adds
-// to a cold start (every function on pkg/stateless links it: the core's
-// default engine, pkg/toolschema, is built on it).
+// to a cold start (what a function on pkg/stateless pays when it sets
+// pkg/toolschema's engine, built on it, for schemas beyond flat ones).
 import _ "github.com/google/jsonschema-go/jsonschema"

@@ -4,11 +4,10 @@
 //
 // The tools' schemas are generated from their Go types into
 // toolschemas.json (TestToolSchemas keeps it true) and embedded, and both
-// are flat, so the server infers no schema and never calls its schema
-// engine: that is how a function with flat tools is built to start fast.
-// The binary links google/jsonschema-go all the same, as every function
-// on pkg/stateless does (its default engine, package toolschema's), and
-// runs that package's initialization at each cold start.
+// are flat, so the server infers no schema and needs no schema engine:
+// that is how a function with flat tools is built to start fast. The
+// binary links no schema library (pkg/stateless imports none; a function
+// links package toolschema's only when it sets it).
 package ours
 
 import (
