@@ -228,12 +228,21 @@ func (x *exchange) runIntercepted(ctx context.Context, ex *executable, k stateKe
 		x.held = x.run(ctx, ex, k, deadline)
 		return &x.held
 	}
+	// Built inside out; the outermost interceptor is called here rather
+	// than wrapped, which spares each call one closure.
 	ics := x.s.interceptors
+	var outer func(context.Context, *Execution, func(context.Context) *Answer) *Answer
 	for i := len(ics) - 1; i >= 0; i-- {
 		if ic := ics[i].Execute; ic != nil {
-			inner := next
-			next = func(ctx context.Context) *Answer { return ic(ctx, e, inner) }
+			if outer != nil {
+				wrapped, inner := outer, next
+				next = func(ctx context.Context) *Answer { return wrapped(ctx, e, inner) }
+			}
+			outer = ic
 		}
 	}
-	return *next(ctx)
+	if outer == nil {
+		return *next(ctx)
+	}
+	return *outer(ctx, e, next)
 }

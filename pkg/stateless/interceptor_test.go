@@ -2,7 +2,9 @@ package stateless_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,53 @@ func TestInterceptors(t *testing.T) {
 	want := []string{"tools/call echo alice", "tools/call echo alice", "tools/call bump alice", "tools/call bump alice", "tools/call echo mallory", "tools/list  mallory", "tools/list  alice", "server/discover  alice"}
 	if strings.Join(seen, "|") != strings.Join(want, "|") {
 		t.Errorf("seen %q, want %q", seen, want)
+	}
+}
+
+// TestInterceptorsNest: request and execution interceptors nest, the
+// first outermost, however many there are and whichever hooks each has;
+// the outermost is called directly and the others through next, so
+// every level must still see its inner ones' answer.
+func TestInterceptorsNest(t *testing.T) {
+	var trail []string
+	level := func(name string, request, execute bool) stateless.Interceptor {
+		var ic stateless.Interceptor
+		if request {
+			ic.Request = func(ctx context.Context, r *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
+				trail = append(trail, "request "+name)
+				a := next(ctx)
+				trail = append(trail, "request "+name+" saw "+fmt.Sprint(a.Result() != nil))
+				return a
+			}
+		}
+		if execute {
+			ic.Execute = func(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
+				trail = append(trail, "execute "+name)
+				a := next(ctx)
+				trail = append(trail, "execute "+name+" saw "+fmt.Sprint(a.Result() != nil))
+				return a
+			}
+		}
+		return ic
+	}
+	for _, c := range []struct {
+		levels []stateless.Interceptor
+		want   string
+	}{
+		{[]stateless.Interceptor{level("a", true, true)},
+			"request a, execute a, tool, execute a saw true, request a saw true"},
+		{[]stateless.Interceptor{level("a", true, true), level("b", false, false), level("c", true, false), level("d", true, true)},
+			"request a, request c, request d, execute a, execute d, tool, execute d saw true, execute a saw true, request d saw true, request c saw true, request a saw true"},
+	} {
+		trail = nil
+		srv := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{Interceptors: c.levels})
+		srv.AddTool(&stateless.Tool{Name: "t", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *stateless.ToolRequest) (*stateless.CallToolResult, error) {
+			trail = append(trail, "tool")
+			return &stateless.CallToolResult{}, nil
+		})
+		mcptest.New(t, srv).CallTool("t", nil)
+		if got := strings.Join(trail, ", "); got != c.want {
+			t.Errorf("%d levels:\n got  %s\n want %s", len(c.levels), got, c.want)
+		}
 	}
 }
