@@ -11,17 +11,18 @@ import (
 // inferFlat infers, with no engine, the schema of a Go type whose JSON
 // is a flat object — a struct of string, integer (int, int64), number
 // (float32, float64) and boolean fields, each perhaps behind pointers,
-// or a map of such values by string keys — which is what most tools take
-// and return, and what [flatSchema] validates. Its output is byte for byte what package toolschema's
-// engine infers for the same type (the differential tests and fuzz
-// target hold it to that), so a schema does not change when a function
-// sets an engine, and a file generated with the engine agrees with a
-// function that has none.
+// or a map of such values by string keys — which is what most tools
+// take and return, and what [flatSchema] validates. Its output is byte
+// for byte what package toolschema's engine infers for the same type
+// (the differential tests and fuzz target hold it to that), so a schema
+// does not change when a function sets an engine, and a file generated
+// with the engine agrees with a function that has none.
 //
 // It answers ok false for any other type: an engine must infer that
 // one. The engine is not linked by default because its package
-// initialization alone costs each cold start more than the whole rest
-// of this package does (docs/performance.md, bare-jsonschema).
+// initialization alone costs each cold start about as much as the whole
+// rest of this package does (docs/performance.md: bare-jsonschema
+// against ours).
 //
 // err is the engine's own refusal of a jsonschema tag, so that a
 // function without an engine is told what it would be told with one.
