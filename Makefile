@@ -142,8 +142,12 @@ $(GOBIN)/local-kms:
 
 ## test: vet, lint, build for both architectures, run the conformance
 ## suite on both paths, the short chaos run, and test every module (go
-## test's summary last)
-test: tools vet lint api template build conformance integration chaos-short abuse-short journeys matrix unit
+## test's summary last). The template check (one Python process) runs
+## beside the conformance suite (which mostly waits on its clients), each
+## one's output printed whole when it ends.
+test: tools vet lint api build
+	@$(MAKE) --no-print-directory -j2 --output-sync=target template conformance
+	@$(MAKE) --no-print-directory integration chaos-short abuse-short journeys matrix unit
 
 ## fork-suite: make test without the four targets whose every input a
 ## fork leaves as it is (forkcheck verifies that the fork changed only

@@ -128,6 +128,11 @@ type registeredTool struct {
 	srv     *Server      // whose options say where schemas come from
 	inType  reflect.Type // a typed tool's In, when its input schema is not given
 	outType reflect.Type // a typed tool's Out, when its output schema is not given
+	// inferred are the typed tool's input and output schemas when the
+	// server has no engine and no generated schema for it: inferred
+	// (inferFlat) at registration, which must refuse a type that is not
+	// flat, and kept for prepare rather than inferred twice.
+	inferred [2][]byte
 
 	// What the schemas make — found, compiled and encoded on first use
 	// (prepare), not at registration: a cold start pays for none of it.
@@ -184,16 +189,17 @@ func addTool(s *Server, rt *registeredTool) {
 }
 
 // AddTool registers a typed tool on s. Unless t gives them, the input
-// schema is In's and the output schema Out's (none when Out is any), taken
-// from Options.ToolSchemas or else inferred by Options.SchemaEngine, or,
-// with no engine, by the server itself when the type is flat (see
-// [SchemaEngine]); a type that is not flat, with neither a generated
-// schema nor an engine, panics here, naming the fixes. Schemas are
-// found and compiled on the tool's first use (or Server.Verify, which
-// tests call): a schema that cannot be had then refuses the tool's calls
-// as an internal error, and Verify reports it. Arguments are validated against the input
-// schema before h runs; a failure is an isError result the model can
-// correct. The structured result is validated against the output schema.
+// schema is In's and the output schema Out's (none when Out is any),
+// taken from Options.ToolSchemas or else inferred by
+// Options.SchemaEngine, or, with no engine, by the server itself when the
+// type is flat (see [SchemaEngine]); a type that is not flat, with
+// neither a generated schema nor an engine, panics here, naming the
+// fixes. Schemas are compiled on the tool's first use (or Server.Verify,
+// which tests call): a schema that cannot be compiled then refuses the
+// tool's calls as an internal error, and Verify reports it. Arguments are
+// validated against the input schema before h runs; a failure is an
+// isError result the model can correct. The structured result is
+// validated against the output schema.
 func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 	var rt *registeredTool
 	handler := func(ctx context.Context, req *ToolRequest) (*CallToolResult, error) {
@@ -242,26 +248,27 @@ func AddTool[In, Out any](s *Server, t *Tool, h TypedToolHandler[In, Out]) {
 		if !generated && s.opts.SchemaEngine == nil {
 			// So is a type whose schema no one can infer: with no
 			// engine, a type must be flat, which is cheap to check.
-			mustInferFlat(t.Name, "input", rt.inType)
-			mustInferFlat(t.Name, "output", rt.outType)
+			rt.inferred[0] = mustInferFlat(t.Name, "input", rt.inType)
+			rt.inferred[1] = mustInferFlat(t.Name, "output", rt.outType)
 		}
 	}
 	addTool(s, rt)
 }
 
-// mustInferFlat panics, saying why, unless typ is nil or its schema
-// can be inferred with no engine (inferFlat).
-func mustInferFlat(tool, which string, typ reflect.Type) {
+// mustInferFlat returns typ's schema as inferFlat infers it, nil for no
+// type, or panics, saying why, when it cannot be inferred with no engine.
+func mustInferFlat(tool, which string, typ reflect.Type) []byte {
 	if typ == nil {
-		return
+		return nil
 	}
-	_, ok, err := inferFlat(typ)
+	raw, ok, err := inferFlat(typ)
 	if err == nil && !ok {
 		err = errNeedsEngine(typ)
 	}
 	if err != nil {
 		panic(fmt.Sprintf("stateless: tool %q: %s schema: %v", tool, which, err))
 	}
+	return raw
 }
 
 // objectType reports whether values of t encode as a JSON object: a
@@ -289,7 +296,7 @@ func newRegisteredTool(s *Server, t *Tool, h ToolHandler) (*registeredTool, erro
 // tool as it is listed.
 func (rt *registeredTool) compile() error {
 	s, t := rt.srv, &rt.def
-	raw, err := toolSchema(s, t.Name, t.InputSchema, rt.inType, false)
+	raw, err := toolSchema(s, t.Name, t.InputSchema, rt.inType, rt.inferred[0], false)
 	if err != nil {
 		return fmt.Errorf("input schema: %w", err)
 	}
@@ -301,7 +308,7 @@ func (rt *registeredTool) compile() error {
 	}
 	t.InputSchema = json.RawMessage(raw)
 	if t.OutputSchema != nil || rt.outType != nil {
-		raw, err := toolSchema(s, t.Name, t.OutputSchema, rt.outType, true)
+		raw, err := toolSchema(s, t.Name, t.OutputSchema, rt.outType, rt.inferred[1], true)
 		if err != nil {
 			return fmt.Errorf("output schema: %w", err)
 		}

@@ -16,8 +16,8 @@ import (
 // toolSchema returns the JSON of one of a tool's schemas: as the tool
 // gives it; else, for a typed tool, as Options.ToolSchemas has it, or as
 // Options.SchemaEngine infers it from typ, or, with no engine, as
-// inferFlat does.
-func toolSchema(s *Server, name string, given any, typ reflect.Type, output bool) ([]byte, error) {
+// registration inferred it (inferred) or inferFlat does now.
+func toolSchema(s *Server, name string, given any, typ reflect.Type, inferred []byte, output bool) ([]byte, error) {
 	if given != nil {
 		return schemaJSON(given)
 	}
@@ -36,6 +36,9 @@ func toolSchema(s *Server, name string, given any, typ reflect.Type, output bool
 	}
 	if s.opts.SchemaEngine != nil {
 		return s.opts.SchemaEngine.Infer(typ)
+	}
+	if inferred != nil {
+		return inferred, nil
 	}
 	raw, ok, err := inferFlat(typ)
 	if err != nil {
