@@ -139,22 +139,23 @@ func TestInterceptors(t *testing.T) {
 // every level must still see its inner ones' answer.
 func TestInterceptorsNest(t *testing.T) {
 	var trail []string
+	// around records entering a level and the answer it saw leaving.
+	around := func(ctx context.Context, at string, next func(context.Context) *stateless.Answer) *stateless.Answer {
+		trail = append(trail, at)
+		a := next(ctx)
+		trail = append(trail, at+" saw "+fmt.Sprint(a.Result() != nil))
+		return a
+	}
 	level := func(name string, request, execute bool) stateless.Interceptor {
 		var ic stateless.Interceptor
 		if request {
-			ic.Request = func(ctx context.Context, r *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
-				trail = append(trail, "request "+name)
-				a := next(ctx)
-				trail = append(trail, "request "+name+" saw "+fmt.Sprint(a.Result() != nil))
-				return a
+			ic.Request = func(ctx context.Context, _ *stateless.InterceptedRequest, next func(context.Context) *stateless.Answer) *stateless.Answer {
+				return around(ctx, "request "+name, next)
 			}
 		}
 		if execute {
-			ic.Execute = func(ctx context.Context, e *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
-				trail = append(trail, "execute "+name)
-				a := next(ctx)
-				trail = append(trail, "execute "+name+" saw "+fmt.Sprint(a.Result() != nil))
-				return a
+			ic.Execute = func(ctx context.Context, _ *stateless.Execution, next func(context.Context) *stateless.Answer) *stateless.Answer {
+				return around(ctx, "execute "+name, next)
 			}
 		}
 		return ic
