@@ -263,18 +263,6 @@ func TestEnderIsEndedAtTheDeadline(t *testing.T) {
 	}
 }
 
-// plainWriter is a ResponseWriter that cannot flush, as a middleware's
-// buffering wrapper may be.
-type plainWriter struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (p *plainWriter) Header() http.Header         { return p.header }
-func (p *plainWriter) Write(b []byte) (int, error) { return p.body.Write(b) }
-func (p *plainWriter) WriteHeader(status int)      { p.status = status }
-
 // TestUnflushableWriterRunsHandlersApart: onto a writer that cannot send
 // an answer before ServeHTTP returns, a tool's handler runs apart, as
 // through Handle, so that ServeHTTP itself returns at the deadline with
@@ -284,7 +272,7 @@ func TestUnflushableWriterRunsHandlersApart(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"stubborn","arguments":{},"_meta":` + wire.MetaJSON(`{}`) + `}}`
 	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
 	req.Header = wire.ModernHeaders("tools/call", "stubborn")
-	rw := &plainWriter{header: http.Header{}}
+	rw := &wire.Buffered{}
 	returned := make(chan struct{})
 	go func() {
 		defer close(returned)
@@ -300,7 +288,7 @@ func TestUnflushableWriterRunsHandlersApart(t *testing.T) {
 	if w.late.Load() != 0 {
 		t.Fatal("the handler returned: nothing was shown")
 	}
-	if rw.status != 200 || !strings.Contains(rw.body.String(), `"type":"timeout"`) {
-		t.Errorf("%d %s", rw.status, rw.body.String())
+	if rw.Status != 200 || !strings.Contains(rw.Body.String(), `"type":"timeout"`) {
+		t.Errorf("%d %s", rw.Status, rw.Body.String())
 	}
 }

@@ -6,6 +6,7 @@ package wire
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -121,3 +122,22 @@ func Next(ch <-chan map[string]any, d time.Duration) map[string]any {
 		return nil
 	}
 }
+
+// Buffered is an http.ResponseWriter that keeps the response and cannot
+// flush (unlike httptest.ResponseRecorder), as a middleware's buffering
+// wrapper may be: what a server writes arrives when ServeHTTP returns.
+type Buffered struct {
+	Status int
+	Body   bytes.Buffer
+	header http.Header
+}
+
+func (b *Buffered) Header() http.Header {
+	if b.header == nil {
+		b.header = http.Header{}
+	}
+	return b.header
+}
+
+func (b *Buffered) Write(p []byte) (int, error) { return b.Body.Write(p) }
+func (b *Buffered) WriteHeader(status int)      { b.Status = status }
