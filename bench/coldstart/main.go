@@ -249,8 +249,9 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 		}
 	}
 
-	// One unmeasured round first, so that the emulator and every
-	// bootstrap are in the page cache for all subjects alike.
+	// One unmeasured round first, so that the emulator is in the page
+	// cache and every subject has run once (each start reloads its
+	// bootstrap: see reload).
 	for _, s := range subjects {
 		if _, err := coldOnce(ctx, riePath, s, bins[s.Name]); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.Name, err)
@@ -388,6 +389,9 @@ func overBare(samples []coldSample, n int, s *Subject) (cold, first, init Stats)
 // checks the answer and stops the emulator.
 func coldOnce(ctx context.Context, riePath string, s *Subject, bin string) (coldSample, error) {
 	cs := coldSample{subject: s}
+	if err := reload(bin); err != nil {
+		return cs, err
+	}
 	t0 := time.Now()
 	e, err := rie.Start(ctx, rie.Options{RIE: riePath, Bootstrap: bin, Env: s.Env})
 	if err != nil {
