@@ -6,6 +6,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"unicode/utf8"
 )
 
@@ -203,24 +204,98 @@ func hex4(b []byte) rune {
 // returned false. An escaped name is resolved into a buffer that fn must
 // not keep.
 func Members(b []byte, fn func(name, value []byte) bool) bool {
+	var buf []byte // made only for a name with escapes
+	return membersQuoted(b, func(q, value []byte) bool {
+		name := q[1 : len(q)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			buf = AppendUnquoted(buf[:0], q)
+			name = buf
+		}
+		return fn(name, value)
+	})
+}
+
+// UniqueNames reports whether no object in the JSON value b, at any
+// depth, has a member name twice (names compared with their escapes
+// resolved, as a decoder compares them). b must be valid JSON. It is
+// the check a strict decoder makes, for the callers that validate with
+// a scanner and would otherwise accept what the decoder refuses.
+//
+// It is one pass with no recursion, comparing each name with the names
+// before it in its object, which it keeps on one stack (an object's
+// names are popped when it closes): a small frame that allocates nothing
+// for common documents, because at a cold start memory touched for the
+// first time, a grown stack's or a new map's, costs far more than the
+// comparisons. The cost is quadratic in the members of one object, so
+// it is for documents the program trusts, such as its own embedded
+// files, not for a peer's input.
+func UniqueNames(b []byte) bool {
+	type span struct{ start, end int }
+	var (
+		namesArr [32]span
+		names    = namesArr[:0] // the names of the open objects, innermost last
+		openArr  [16]int
+		open     = openArr[:0] // per open container: -1 for an array, else its first name's index
+		key      bool          // the next string is a name
+	)
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '{':
+			open = append(open, len(names))
+			key = true
+		case '[':
+			open = append(open, -1)
+		case '}', ']':
+			if first := open[len(open)-1]; first >= 0 {
+				names = names[:first]
+			}
+			open = open[:len(open)-1]
+		case ',':
+			key = len(open) > 0 && open[len(open)-1] >= 0
+		case '"':
+			end, _ := ScanString(b, i)
+			if key {
+				q := b[i:end]
+				for _, n := range names[open[len(open)-1]:] {
+					if sameName(b[n.start:n.end], q) {
+						return false
+					}
+				}
+				names = append(names, span{i, end})
+				key = false
+			}
+			i = end - 1
+		}
+	}
+	return true
+}
+
+// sameName reports whether the quoted JSON strings p and q have the
+// same text once their escapes are resolved.
+func sameName(p, q []byte) bool {
+	if bytes.IndexByte(p, '\\') < 0 && bytes.IndexByte(q, '\\') < 0 {
+		return bytes.Equal(p, q)
+	}
+	var pb, qb [64]byte
+	return bytes.Equal(AppendUnquoted(pb[:0], p), AppendUnquoted(qb[:0], q))
+}
+
+// membersQuoted is Members with each name as written, quotes and
+// escapes included.
+func membersQuoted(b []byte, fn func(quoted, value []byte) bool) bool {
 	i := SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	var buf []byte // made only for a name with escapes
 	i = SkipSpace(b, i+1)
 	for i < len(b) && b[i] == '"' {
-		end, escaped := ScanString(b, i)
-		name := b[i+1 : end-1]
-		if escaped {
-			buf = AppendUnquoted(buf[:0], b[i:end])
-			name = buf
-		}
+		end, _ := ScanString(b, i)
+		q := b[i:end]
 		i = SkipSpace(b, end)
 		i = SkipSpace(b, i+1) // ':'
 		start := i
 		i = SkipValue(b, i)
-		if !fn(name, b[start:i]) {
+		if !fn(q, b[start:i]) {
 			return false
 		}
 		i = SkipSpace(b, i)

@@ -2,9 +2,12 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // maxFuzzString bounds the text FuzzStrings looks at. Both functions make
@@ -82,4 +85,62 @@ func TestAppendUnquotedEscapes(t *testing.T) {
 			t.Errorf("%s = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestUniqueNames: a name twice is found at any depth, inside arrays too,
+// and with escapes resolved; the same name in different objects is not a
+// repeat.
+func TestUniqueNames(t *testing.T) {
+	for in, want := range map[string]bool{
+		`{}`: true, `1`: true, `[]`: true, `"a"`: true,
+		`{"a":1,"b":{"a":2},"c":[{"a":3},{"a":4}]}`: true,
+		`{"a":1,"a":2}`:                        false,
+		`{"a":1,"\u0061":2}`:                   false,
+		` { "x" : [ 1 , { "b":1, "b":2 } ] } `: false,
+		`[{"a":{"b":[[{"c":1,"c":1}]]}}]`:      false,
+		`{"a\"b":1,"a\u0022b":2}`:              false,
+		many(64, ""):                           true,
+		many(64, `,"m0":1`):                    false,
+		many(64, `,"m63":1`):                   false,
+		many(200, `,"m150":1`):                 false,
+		many(200, `,"m\u0031":1`):              false,
+		many(200, `,"x":{"a":1,"a":1}`):        false,
+		many(200, `,"x":1`):                    true,
+	} {
+		if got := UniqueNames([]byte(in)); got != want {
+			t.Errorf("UniqueNames(%s) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// FuzzValid holds Valid, with UniqueNames, to the strict decoder's
+// verdict (jsontext with its defaults) on any input.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{}`, `[1,2.5e-3,-0,"a\u00e9\ud83d\ude00",true,false,null]`, ` {"a":{"b":[]}} `,
+		`01`, `1.`, `-`, `1e`, `"\ud800"`, `"\udc00\ud800"`, "\"\xff\"", "\"\x01\"", `{"a":1,"a":2}`, `[1,]`, `{"a"}`,
+		`tru`, `nul`, `{"a":1}x`, `"\x"`, `[[[[[]]]]]`, "\t\n\r 1 "} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) > 4*maxFuzzString { // as FuzzStrings: longer adds nothing but time
+			return
+		}
+		got := Valid(b) && UniqueNames(b)
+		if want := jsontext.Value(b).IsValid(); got != want {
+			t.Fatalf("Valid(%q) && UniqueNames = %v, jsontext %v", b, got, want)
+		}
+	})
+}
+
+// many is an object of n members "m0"… then more.
+func many(n int, more string) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"m%d":%d`, i, i)
+	}
+	return b.String() + more + "}"
 }

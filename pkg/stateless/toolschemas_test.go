@@ -174,7 +174,11 @@ func TestTypedToolsNeedNoOptions(t *testing.T) {
 	if sc, _ := json.Marshal(r.Result["structuredContent"]); string(sc) != `{"items":[{"name":"a b","words":["a","b"]}]}` {
 		t.Errorf("list with the engine: %+v", r)
 	}
-	for _, bad := range []string{`[]`, `{"echo":{}`, `{"echo":{}}]`, `{"echo":`} {
+	// As strict as the decode on first use: a name twice (even one
+	// written with an escape), invalid UTF-8 and a value that is not an
+	// object fail the start too.
+	for _, bad := range []string{`[]`, `{"echo":{}`, `{"echo":{}}]`, `{"echo":`, `null`, `"echo"`,
+		`{"echo":{},"echo":{}}`, `{"echo":{},"\u0065cho":{}}`, "{\"echo\":{\"x\":\"\xff\"}}"} {
 		func() {
 			defer func() {
 				if p := recover(); p == nil || !strings.Contains(p.(string), `tool "echo": Options.ToolSchemas is not a JSON object of tools`) {
