@@ -4,9 +4,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -143,8 +145,11 @@ func (c *Call) Metric(name string, value float64, unit MetricUnit) error {
 }
 
 var (
-	errTooManyMetrics = fmt.Errorf("stateless: a request carries at most %d metrics", MaxMetrics)
-	errTooManyValues  = fmt.Errorf("stateless: a metric carries at most %d values per request", MaxMetricValues)
+	// Not fmt.Errorf: a package-level fmt call would be the first of
+	// every cold start, and fmt's first use is most of this package's
+	// initialization.
+	errTooManyMetrics = errors.New("stateless: a request carries at most " + strconv.Itoa(MaxMetrics) + " metrics")
+	errTooManyValues  = errors.New("stateless: a metric carries at most " + strconv.Itoa(MaxMetricValues) + " values per request")
 )
 
 func metricName(s string) bool {
