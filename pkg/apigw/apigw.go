@@ -351,7 +351,7 @@ func fieldIs(name []byte, field string) bool {
 func Decode(payload []byte) (*Request, error) {
 	h := make(http.Header, 8)
 	// Headers are decoded straight into h, keeping only the protocol's
-	// (see protocolHeaders); multiValueHeaders win over headers, which
+	// (see protocolHeader); multiValueHeaders win over headers, which
 	// hold only the last of repeated values.
 	ev := event{MultiValueHeaders: &headerObject{h: h, multi: true}, Headers: &headerObject{h: h}}
 	if err := decodeEvent(payload, &ev); err != nil {

@@ -7,30 +7,53 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/serverless-mcp/mcp-lambda/internal/jsonscan"
-	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 )
 
-// protocolHeaders are the request headers the server reads
-// (stateless.RequestHeaders), by their lower-case name, with their
-// canonical form. An event carries many more (user agent, forwarding,
-// tracing); decoding only these keeps a request's cost independent of
-// what a gateway adds. Mcp-Param-* headers are kept too. Derived once; never
-// changed.
-var protocolHeaders = func() map[string]string {
-	m := map[string]string{}
-	for _, h := range stateless.RequestHeaders() {
-		m[strings.ToLower(h)] = h
-	}
-	// The authorization proxy's (package auth): its cookies, and the
-	// fetch metadata its consent form checks.
-	for _, h := range []string{"Cookie", "Sec-Fetch-Site"} {
-		m[strings.ToLower(h)] = h
-	}
-	return m
-}()
+// paramPrefix is stateless.ParamHeaderPrefix in lower case (a test
+// holds it so).
+const paramPrefix = "mcp-param-"
 
-// paramPrefix is stateless.ParamHeaderPrefix in lower case.
-var paramPrefix = strings.ToLower(stateless.ParamHeaderPrefix)
+// protocolHeader returns the canonical form of lower, a lower-case header
+// name, when it is one the server reads (stateless.RequestHeaders) or
+// the authorization proxy's (package auth: its cookies, and the fetch
+// metadata its consent form checks), else "". An event carries many more
+// (user agent, forwarding, tracing); decoding only these keeps a
+// request's cost independent of what a gateway adds. It is a switch, not
+// a map built from the list, so that a cold start builds nothing; a test
+// holds it to stateless.RequestHeaders.
+func protocolHeader(lower string) string {
+	switch lower {
+	case "content-type":
+		return "Content-Type"
+	case "accept":
+		return "Accept"
+	case "host":
+		return "Host"
+	case "origin":
+		return "Origin"
+	case "mcp-protocol-version":
+		return "Mcp-Protocol-Version"
+	case "mcp-method":
+		return "Mcp-Method"
+	case "mcp-name":
+		return "Mcp-Name"
+	case "idempotency-key":
+		return "Idempotency-Key"
+	case "authorization":
+		return "Authorization"
+	case "traceparent":
+		return "Traceparent"
+	case "access-control-request-method":
+		return "Access-Control-Request-Method"
+	case "access-control-request-headers":
+		return "Access-Control-Request-Headers"
+	case "cookie":
+		return "Cookie"
+	case "sec-fetch-site":
+		return "Sec-Fetch-Site"
+	}
+	return ""
+}
 
 // canonicalProtocolHeader returns the canonical name of a header the
 // endpoint reads, or "" for one it does not.
@@ -46,7 +69,7 @@ func canonicalProtocolHeader(name []byte) string {
 		lower[i] = c
 	}
 	l := lower[:len(name)]
-	if c, ok := protocolHeaders[string(l)]; ok {
+	if c := protocolHeader(string(l)); c != "" {
 		return c
 	}
 	if strings.HasPrefix(string(l), paramPrefix) {
