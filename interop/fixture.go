@@ -21,6 +21,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/claims"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 // Identity and instructions of the fixture server.
@@ -136,6 +137,9 @@ func NewFixtureServerWith(opts *stateless.Options) *stateless.Server {
 		o = *opts
 	}
 	o.Instructions = FixtureInstructions
+	if o.URITemplates == nil {
+		o.URITemplates = uritemplate.Engine{} // its resource templates
+	}
 	if o.SchemaEngine == nil {
 		o.SchemaEngine = toolschema.Engine{} // its tools infer their schemas at run time
 	}

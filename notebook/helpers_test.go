@@ -10,6 +10,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/observe"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 // newServer is the note book's server for cfg as New composes it,
@@ -33,6 +34,11 @@ func newServerWith(cfg *endpoint.Config, logger *slog.Logger, ob *observe.Observ
 // need one.
 func taskServer(info stateless.Implementation, opts *stateless.Options) *stateless.Server {
 	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
+	if opts.URITemplates == nil {
+		o := *opts
+		o.URITemplates = uritemplate.Engine{} // the demo's note://{id}
+		opts = &o
+	}
 	srv := stateless.NewServer(info, opts)
 	ext.Install(srv)
 	return srv

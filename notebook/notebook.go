@@ -19,6 +19,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/endpoint"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 // toolSchemas are the tools' schemas, generated from their Go types
@@ -29,9 +30,7 @@ import (
 var toolSchemas []byte
 
 // schemaEngine validates what the server's flat validator does not:
-// notes_search's result, a list of notes. It is the server's default
-// engine, set here to say why the note book needs one; the server links
-// it either way (see stateless.SchemaEngine).
+// notes_search's result, a list of notes (see stateless.SchemaEngine).
 var schemaEngine = toolschema.Engine{}
 
 // Name is the note book's implementation name, in server/discover.
@@ -45,6 +44,7 @@ func New(cfg *endpoint.Config, o endpoint.Options, version string) (*endpoint.En
 	o.Implementation = stateless.Implementation{Name: Name, Title: "Note book", Version: version}
 	o.Instructions = "A note book: add, search, digest and delete notes. Notes belong to the caller."
 	o.ToolSchemas, o.SchemaEngine = toolSchemas, schemaEngine
+	o.URITemplates = uritemplate.Engine{} // note://{id}
 	o.DefaultScopes, o.ScopeImplies, o.ResourceName = []string{scopesRead[0], scopesWrite[0]}, scopeImplies, "Note book"
 	ep, err := endpoint.New(cfg, o)
 	if err != nil {

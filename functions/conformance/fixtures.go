@@ -15,6 +15,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/tasks"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 // A 1x1 PNG and a minimal WAV, for the image and audio fixtures.
@@ -39,6 +40,7 @@ func newServer(sealer reqstate.Sealer, ext *tasks.Extension, l listening) *state
 		&stateless.Options{Sealer: sealer, Interceptors: []stateless.Interceptor{guard.Interceptor()},
 			Instructions: "Fixture server for the MCP conformance suite.",
 			SchemaEngine: toolschema.Engine{}, // the suite's schemas go beyond flat ones
+			URITemplates: uritemplate.Engine{},
 			Events:       l.Events, Listen: l.Listen})
 	ext.Install(srv)
 	tools(srv)

@@ -62,11 +62,13 @@ type Options struct {
 	Implementation stateless.Implementation
 	// Instructions are returned by server/discover and initialize.
 	Instructions string
-	// ToolSchemas and SchemaEngine are the server's
-	// (stateless.Options): generated schemas of the tools, and the JSON
-	// Schema engine for what the built-in validator does not serve.
+	// ToolSchemas, SchemaEngine and URITemplates are the server's
+	// (stateless.Options): generated schemas of the tools, the JSON
+	// Schema engine for what the built-in validator does not serve, and
+	// the URI template engine its resource templates need.
 	ToolSchemas  []byte
 	SchemaEngine stateless.SchemaEngine
+	URITemplates stateless.URITemplateEngine
 	// DefaultScopes are the scopes the protected-resource metadata lists
 	// when MCP_AUTH_SCOPES_SUPPORTED is unset; ScopeImplies is the scope
 	// hierarchy; ResourceName the metadata's resource_name.
@@ -222,6 +224,7 @@ func New(cfg *Config, o Options) (*Endpoint, error) {
 		Interceptors:    ics,
 		ToolSchemas:     o.ToolSchemas,
 		SchemaEngine:    o.SchemaEngine,
+		URITemplates:    o.URITemplates,
 		DeadlineMargin:  cfg.DeadlineMargin,
 		StreamKeepAlive: cfg.StreamKeepAlive,
 		Listen:          cfg.Listen,

@@ -69,6 +69,10 @@
 // Schemas are compiled on a tool's first use; [Server.Verify] compiles
 // them all for tests.
 //
+// Resource templates are matched against URIs by [Options.URITemplates]
+// (package uritemplate has an engine), which a function sets when it
+// registers any: the package links no template library either.
+//
 // # The path of one request
 //
 // Each stage returns its answer, each refusal is one value of the

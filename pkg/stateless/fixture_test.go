@@ -12,6 +12,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 type echoIn struct {
@@ -44,6 +45,9 @@ func newFixture(t testing.TB, opts *stateless.Options) *fixture {
 	o := stateless.Options{}
 	if opts != nil {
 		o = *opts
+	}
+	if o.URITemplates == nil {
+		o.URITemplates = uritemplate.Engine{}
 	}
 	if o.SchemaEngine == nil {
 		o.SchemaEngine = toolschema.Engine{}

@@ -15,6 +15,7 @@ import (
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 // sharedLog is an EventLog two servers in one test share, as two
@@ -80,7 +81,7 @@ var errDown = mcperr.New(mcperr.KindDependencyFailure)
 // "note://mine", a hidden resource and a prompt.
 func newListenServer(t *testing.T, log stateless.EventLog, lo stateless.ListenOptions) *stateless.Server {
 	t.Helper()
-	s := stateless.NewServer(stateless.Implementation{Name: "listen", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, Events: log, Listen: lo})
+	s := stateless.NewServer(stateless.Implementation{Name: "listen", Version: "1"}, &stateless.Options{SchemaEngine: toolschema.Engine{}, URITemplates: uritemplate.Engine{}, Events: log, Listen: lo})
 	type args struct {
 		Change string `json:"change"`
 		URI    string `json:"uri,omitempty"`

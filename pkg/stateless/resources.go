@@ -3,11 +3,9 @@ package stateless
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"time"
 
 	mcperr "github.com/serverless-mcp/mcp-lambda/pkg/errors"
-	"github.com/yosida95/uritemplate/v3"
 )
 
 // serveReadResource answers resources/read: a resource, or the first
@@ -36,7 +34,7 @@ func (x *exchange) findResource(ctx context.Context, uri string) (ResourceHandle
 		if t.def.Visible != nil && !t.def.Visible(ctx, x.call.Principal) {
 			continue
 		}
-		if v := t.match(uri); v != nil {
+		if v, ok := t.match(uri); ok {
 			return t.handler, v
 		}
 	}
@@ -122,8 +120,7 @@ type registeredResource struct {
 type registeredTemplate struct {
 	def     ResourceTemplate
 	handler ResourceHandler
-	tmpl    *uritemplate.Template
-	re      *regexp.Regexp
+	match   func(uri string) (map[string]string, bool)
 	encoded []byte
 }
 
@@ -147,18 +144,35 @@ func (s *Server) AddResource(r *Resource, h ResourceHandler) {
 	})
 }
 
+// A URITemplateEngine parses the RFC 6570 URI templates of resource
+// templates and matches URIs against them. Package uritemplate has one,
+// on yosida95/uritemplate. The server holds none of its own, so that a
+// function with no resource templates links no template library, and
+// the regular-expression engine under it, and pays neither's package
+// initialization at its cold start.
+type URITemplateEngine interface {
+	// Parse checks template and returns its matcher: whether uri
+	// matches the template and, when it does, the values of the
+	// template's variables in it (decoded), by name.
+	Parse(template string) (match func(uri string) (vars map[string]string, ok bool), err error)
+}
+
 // AddResourceTemplate registers a resource template. resources/read of a
 // URI that matches no fixed resource is tried against the templates in
-// registration order.
+// registration order. It panics when the template does not parse, or
+// when the server has no Options.URITemplates to parse it with.
 func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
 	if t.URITemplate == "" || t.Name == "" || h == nil {
 		panic("stateless: a resource template needs a URI template, a name and a handler")
 	}
-	tmpl, err := uritemplate.New(t.URITemplate)
+	if s.opts.URITemplates == nil {
+		panic(fmt.Sprintf("stateless: resource template %q: matching URIs against templates needs Options.URITemplates (package uritemplate has one: uritemplate.Engine{})", t.URITemplate))
+	}
+	match, err := s.opts.URITemplates.Parse(t.URITemplate)
 	if err != nil {
 		panic(fmt.Sprintf("stateless: resource template %q: %v", t.URITemplate, err))
 	}
-	rt := &registeredTemplate{def: *t, handler: h, tmpl: tmpl, re: tmpl.Regexp()}
+	rt := &registeredTemplate{def: *t, handler: h, match: match}
 	rt.encoded = mustMarshal(&rt.def)
 	update(s, func(reg *registry) {
 		reg.templates = append(reg.templates, rt)
@@ -166,17 +180,4 @@ func (s *Server) AddResourceTemplate(t *ResourceTemplate, h ResourceHandler) {
 			reg.resourcesHidden = true
 		}
 	})
-}
-
-// match returns the template variables of uri, or nil.
-func (t *registeredTemplate) match(uri string) map[string]string {
-	if !t.re.MatchString(uri) {
-		return nil
-	}
-	vals := t.tmpl.Match(uri)
-	vars := make(map[string]string, len(t.tmpl.Varnames()))
-	for _, n := range t.tmpl.Varnames() {
-		vars[n] = vals.Get(n).String()
-	}
-	return vars
 }

@@ -122,6 +122,13 @@ type Options struct {
 	// registration, naming the fixes.
 	SchemaEngine SchemaEngine
 
+	// URITemplates parses the URI templates of resource templates
+	// ([Server.AddResourceTemplate]) and matches URIs against them;
+	// package uritemplate has one. Default: none, so that a function
+	// with no resource templates links no template library;
+	// AddResourceTemplate panics without one, naming it.
+	URITemplates URITemplateEngine
+
 	// Events carries the change events that listen streams
 	// (subscriptions/listen) deliver between the instances serving the
 	// endpoint ([EventLog]; package events keeps one in DynamoDB). nil

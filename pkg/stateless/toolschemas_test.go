@@ -10,6 +10,7 @@ import (
 	"github.com/serverless-mcp/mcp-lambda/internal/testenv/wire"
 	"github.com/serverless-mcp/mcp-lambda/pkg/stateless"
 	"github.com/serverless-mcp/mcp-lambda/pkg/toolschema"
+	"github.com/serverless-mcp/mcp-lambda/pkg/uritemplate"
 )
 
 type listItem struct {
@@ -219,4 +220,33 @@ func TestTypedToolsNeedNoOptions(t *testing.T) {
 	if err := stateless.CheckToolSchemas(noEngine, toolschema.Engine{}); err == nil || !strings.Contains(err.Error(), `tool "list"`) || !strings.Contains(err.Error(), "needs Options.SchemaEngine") {
 		t.Errorf("a generated non-flat schema with no engine: %v", err)
 	}
+}
+
+// TestResourceTemplatesNeedAnEngine: the core links no URI template
+// library, so a resource template with no Options.URITemplates is
+// refused at registration, naming the fix; with the engine it serves.
+func TestResourceTemplatesNeedAnEngine(t *testing.T) {
+	read := func(context.Context, *stateless.ResourceRequest) (*stateless.ReadResourceResult, error) {
+		return &stateless.ReadResourceResult{}, nil
+	}
+	func() {
+		defer func() {
+			p, _ := recover().(string)
+			if !strings.Contains(p, `resource template "note://{id}"`) || !strings.Contains(p, "Options.URITemplates") || !strings.Contains(p, "uritemplate.Engine{}") {
+				t.Errorf("a template with no engine: %q", p)
+			}
+		}()
+		stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, nil).
+			AddResourceTemplate(&stateless.ResourceTemplate{URITemplate: "note://{id}", Name: "note"}, read)
+	}()
+	s := stateless.NewServer(stateless.Implementation{Name: "t", Version: "1"}, &stateless.Options{URITemplates: uritemplate.Engine{}})
+	s.AddResourceTemplate(&stateless.ResourceTemplate{URITemplate: "note://{id}", Name: "note"}, read)
+	func() {
+		defer func() {
+			if p, _ := recover().(string); !strings.Contains(p, `resource template "note://{id"`) {
+				t.Errorf("a malformed template: %q", p)
+			}
+		}()
+		s.AddResourceTemplate(&stateless.ResourceTemplate{URITemplate: "note://{id", Name: "bad"}, read)
+	}()
 }
