@@ -790,7 +790,7 @@ func writeCold(w io.Writer, cs *coldReport) {
 	bare := cs.get("bare")
 	fmt.Fprintf(w, "\n## As Lambda functions\n\n")
 	fmt.Fprintf(w, "Each subject is a Lambda bootstrap (bench/coldstart): `bare` is aws-lambda-go answering a fixed response; "+
-		"`ours` the bench server on pkg/apigw.Handler (bench/cmd/ours), its tools' schemas generated ahead of time and flat, so it infers none and needs no schema engine (it links none: pkg/stateless imports no schema library); "+
+		"`ours` the bench server on pkg/apigw.Handler (bench/cmd/ours), its tools' schemas generated ahead of time and flat, so it infers none and needs no schema engine (it links none: pkg/stateless imports no schema library, and no URI template library or regexp: it has no resource templates); "+
 		"`bare-jsonschema` and `bare-jsonv2` bare linking, unused, google/jsonschema-go (pkg/toolschema's engine, which a function links when it sets it for schemas beyond flat ones) "+
 		"and go-json-experiment/json (the core's decoder): what their package initialization alone adds; `product` the production composition serving the note book, functions/fixture (what the deployed demo runs), "+
 		"built in the main module and logging one line per request as deployed; `gosdk` and `mcpgo` the peers behind bench/impl/lambdahttp (bench/cmd/gosdk, bench/cmd/mcpgo). "+
