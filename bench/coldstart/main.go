@@ -32,7 +32,7 @@
 //
 // Run from the bench module (go run ./report runs it too):
 //
-//	go run ./coldstart [-cold 150] [-warm 200] [-json out.json]
+//	go run ./coldstart [-cold 300] [-warm 200] [-json out.json]
 package main
 
 import (
@@ -130,7 +130,7 @@ const buildFlags = "-tags lambda.norpc -trimpath -ldflags='-s -w'"
 
 func main() {
 	riePath := flag.String("rie", "", "path of aws-lambda-rie (default: the main module's .tools/bin/aws-lambda-rie)")
-	cold := flag.Int("cold", 150, "fresh processes per subject")
+	cold := flag.Int("cold", 300, "fresh processes per subject")
 	warm := flag.Int("warm", 200, "warm invocations per subject, in one process")
 	jsonOut := flag.String("json", "", "also write the results as JSON to this file")
 	arches := flag.String("arch", "amd64,arm64", "GOARCHes to build for sizes (the host's is also run)")

@@ -226,7 +226,9 @@ func NewServer(info Implementation, opts *Options) *Server {
 	s.serverInfoMeta = b
 	s.reg.Store(&registry{})
 	s.bufs.New = func() any { return new(buffer) }
-	s.Use(s.opts.Interceptors...)
+	if len(s.opts.Interceptors) > 0 {
+		s.Use(s.opts.Interceptors...) // not called for none: a cold start runs no code it need not
+	}
 	return s
 }
 
