@@ -15,7 +15,7 @@ var _ stateless.URITemplateEngine = uritemplate.Engine{}
 func TestMatch(t *testing.T) {
 	for _, c := range []struct {
 		template, uri string
-		want         map[string]string // nil: no match
+		want          map[string]string // nil: no match
 	}{
 		{"note://{id}", "note://42", map[string]string{"id": "42"}},
 		{"note://{id}", "note://a%20b", map[string]string{"id": "a b"}},
