@@ -204,15 +204,32 @@ func hex4(b []byte) rune {
 // returned false. An escaped name is resolved into a buffer that fn must
 // not keep.
 func Members(b []byte, fn func(name, value []byte) bool) bool {
+	i := SkipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
 	var buf []byte // made only for a name with escapes
-	return membersQuoted(b, func(q, value []byte) bool {
-		name := q[1 : len(q)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			buf = AppendUnquoted(buf[:0], q)
+	i = SkipSpace(b, i+1)
+	for i < len(b) && b[i] == '"' {
+		end, escaped := ScanString(b, i)
+		name := b[i+1 : end-1]
+		if escaped {
+			buf = AppendUnquoted(buf[:0], b[i:end])
 			name = buf
 		}
-		return fn(name, value)
-	})
+		i = SkipSpace(b, end)
+		i = SkipSpace(b, i+1) // ':'
+		start := i
+		i = SkipValue(b, i)
+		if !fn(name, b[start:i]) {
+			return false
+		}
+		i = SkipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = SkipSpace(b, i+1)
+		}
+	}
+	return true
 }
 
 // UniqueNames reports whether no object in the JSON value b, at any
@@ -278,30 +295,4 @@ func sameName(p, q []byte) bool {
 	}
 	var pb, qb [64]byte
 	return bytes.Equal(AppendUnquoted(pb[:0], p), AppendUnquoted(qb[:0], q))
-}
-
-// membersQuoted is Members with each name as written, quotes and
-// escapes included.
-func membersQuoted(b []byte, fn func(quoted, value []byte) bool) bool {
-	i := SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = SkipSpace(b, i+1)
-	for i < len(b) && b[i] == '"' {
-		end, _ := ScanString(b, i)
-		q := b[i:end]
-		i = SkipSpace(b, end)
-		i = SkipSpace(b, i+1) // ':'
-		start := i
-		i = SkipValue(b, i)
-		if !fn(q, b[start:i]) {
-			return false
-		}
-		i = SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-		}
-	}
-	return true
 }
