@@ -36,7 +36,7 @@ func taskServer(info stateless.Implementation, opts *stateless.Options) *statele
 	ext := tasks.New(tasks.Options{Store: tasks.NewMemory()})
 	if opts.URITemplates == nil {
 		o := *opts
-		o.URITemplates = uritemplate.Engine{} // the demo's note://{id}
+		o.URITemplates = uritemplate.Engine{} // the demo's notes://note/{id}
 		opts = &o
 	}
 	srv := stateless.NewServer(info, opts)

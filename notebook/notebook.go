@@ -44,7 +44,7 @@ func New(cfg *endpoint.Config, o endpoint.Options, version string) (*endpoint.En
 	o.Implementation = stateless.Implementation{Name: Name, Title: "Note book", Version: version}
 	o.Instructions = "A note book: add, search, digest and delete notes. Notes belong to the caller."
 	o.ToolSchemas, o.SchemaEngine = toolSchemas, schemaEngine
-	o.URITemplates = uritemplate.Engine{} // note://{id}
+	o.URITemplates = uritemplate.Engine{} // notes://note/{id}
 	o.DefaultScopes, o.ScopeImplies, o.ResourceName = []string{scopesRead[0], scopesWrite[0]}, scopeImplies, "Note book"
 	ep, err := endpoint.New(cfg, o)
 	if err != nil {
