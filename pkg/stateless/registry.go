@@ -39,7 +39,7 @@ func (r *registry) clone() *registry {
 
 // method is the row of a method: the protocol's, else the server's own.
 func (r *registry) method(name string) *methodInfo {
-	if m := methods[name]; m != nil {
+	if m := protocolMethod(name); m != nil {
 		return m
 	}
 	if r == nil {
@@ -52,7 +52,7 @@ func (r *registry) method(name string) *methodInfo {
 // making a string of them; a nil registry has the protocol's methods
 // only.
 func (r *registry) methodOf(name []byte) *methodInfo {
-	if m := methods[string(name)]; m != nil {
+	if m := protocolMethod(name); m != nil {
 		return m
 	}
 	if r == nil {
