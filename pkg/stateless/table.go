@@ -177,19 +177,27 @@ var protocolMethods = [...]methodInfo{
 
 	{name: "initialize", era: legacyEra,
 		params: func() paramsOf { return new(initializeParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return serveInitialize(x, ctx, x.d.params.(*initializeParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return serveInitialize(x, ctx, x.d.params.(*initializeParams))
+		}},
 	{name: "ping", era: legacyEra,
 		params: func() paramsOf { return new(baseParams) },
 		serve:  func(x *exchange, ctx context.Context) Answer { return servePing(x, ctx, x.d.params.(*baseParams)) }},
 	{name: "logging/setLevel", era: legacyEra,
 		params: func() paramsOf { return new(setLevelParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return serveSetLevel(x, ctx, x.d.params.(*setLevelParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return serveSetLevel(x, ctx, x.d.params.(*setLevelParams))
+		}},
 	{name: "resources/subscribe", era: legacyEra, feature: "resources",
 		params: func() paramsOf { return new(subscribeParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return serveSubscribe(x, ctx, x.d.params.(*subscribeParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return serveSubscribe(x, ctx, x.d.params.(*subscribeParams))
+		}},
 	{name: "resources/unsubscribe", era: legacyEra, feature: "resources",
 		params: func() paramsOf { return new(subscribeParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return serveSubscribe(x, ctx, x.d.params.(*subscribeParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return serveSubscribe(x, ctx, x.d.params.(*subscribeParams))
+		}},
 
 	{name: "tools/list", era: everyEra, feature: "tools",
 		listed: func(r *registry) bool { return r.toolsHidden },
@@ -197,28 +205,42 @@ var protocolMethods = [...]methodInfo{
 		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListTools(ctx, x.d.params.(*listParams)) }},
 	{name: "tools/call", era: everyEra, feature: "tools", named: true,
 		params: func() paramsOf { return new(callToolParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveCallTool(ctx, x.d.params.(*callToolParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveCallTool(ctx, x.d.params.(*callToolParams))
+		}},
 	{name: "prompts/list", era: everyEra, feature: "prompts",
 		listed: func(r *registry) bool { return r.promptsHidden },
 		params: func() paramsOf { return new(listParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListPrompts(ctx, x.d.params.(*listParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveListPrompts(ctx, x.d.params.(*listParams))
+		}},
 	{name: "prompts/get", era: everyEra, feature: "prompts", named: true, handlers: true,
 		params: func() paramsOf { return new(getPromptParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveGetPrompt(ctx, x.d.params.(*getPromptParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveGetPrompt(ctx, x.d.params.(*getPromptParams))
+		}},
 	{name: "resources/list", era: everyEra, feature: "resources",
 		listed: func(r *registry) bool { return r.resourcesHidden },
 		params: func() paramsOf { return new(listParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListResources(ctx, x.d.params.(*listParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveListResources(ctx, x.d.params.(*listParams))
+		}},
 	{name: "resources/templates/list", era: everyEra, feature: "resources",
 		listed: func(r *registry) bool { return r.resourcesHidden },
 		params: func() paramsOf { return new(listParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListTemplates(ctx, x.d.params.(*listParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveListTemplates(ctx, x.d.params.(*listParams))
+		}},
 	{name: "resources/read", era: everyEra, feature: "resources", named: true, handlers: true,
 		params: func() paramsOf { return new(readResourceParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveReadResource(ctx, x.d.params.(*readResourceParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveReadResource(ctx, x.d.params.(*readResourceParams))
+		}},
 	{name: "completion/complete", era: everyEra, feature: "completions", handlers: true,
 		params: func() paramsOf { return new(completeParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveComplete(ctx, x.d.params.(*completeParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveComplete(ctx, x.d.params.(*completeParams))
+		}},
 
 	{name: MethodListen, era: modernEra,
 		params: func() paramsOf { return new(listenParams) },
