@@ -25,8 +25,8 @@
 // measured from starting aws-lambda-rie to the first answered invocation:
 // a tools/call of echo (for the product, which has no echo, a read-only
 // tools/call of notes_search with arguments {}). Fresh processes are
-// started round-robin across subjects, so that drift in the machine's load
-// spreads evenly. Warm latency is the round trip of sequential invocations
+// started in rounds, one of each subject per round in an order drawn anew
+// each round, so that drift in the machine's load spreads evenly. Warm latency is the round trip of sequential invocations
 // in one process after its cold one. Every answer is checked with the
 // bench package's checks before it counts.
 //
@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,9 +260,15 @@ func run(ctx context.Context, riePath string, cold, warm int, arches []string, o
 	}
 	fmt.Fprintf(os.Stderr, "coldstart: %d cold starts of each of %d subjects\n", cold, len(subjects))
 	samples := make([]coldSample, 0, cold*len(subjects))
-	for i := range cold {
-		for j := range subjects {
-			s := subjects[(i+j)%len(subjects)]
+	// Each round takes the subjects in an order of its own, drawn from a
+	// fixed seed (the same every run): a rotation would have each subject
+	// follow the same neighbour in almost every round, and what a start
+	// leaves behind (its caches, the emulator's state) would then weigh on
+	// one subject more than on the others.
+	order := rand.New(rand.NewPCG(1, 2))
+	for range cold {
+		for _, j := range order.Perm(len(subjects)) {
+			s := subjects[j]
 			cs, err := coldOnce(ctx, riePath, s, bins[s.Name])
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", s.Name, err)

@@ -809,7 +809,7 @@ func writeCold(w io.Writer, cs *coldReport) {
 		"from starting aws-lambda-rie to the first answered invocation: tools/call echo, except for `product`, which has no "+
 		"echo tool and answers a read-only tools/call of notes_search with arguments {} (its notes in memory, no claims "+
 		"table; a KMS key is configured, so the KMS sealer is built, but no AWS client is created). Median of %d fresh "+
-		"processes each, started round-robin across subjects after one unmeasured round. The total includes the emulator's "+
+		"processes each, started in rounds of one start per subject, each round in an order drawn anew from a fixed seed, after one unmeasured round. The total includes the emulator's "+
 		"own start (about the same for every subject, waited for by polling every 20 ms); *first invoke* is the rest "+
 		"(exec, Go runtime and package init, main, the first invocation); *emulator init* is the emulator's `INIT REPORT` "+
 		"(exec until the runtime asks for its first event). *Added over bare* is the median of the paired differences: in each "+
