@@ -222,11 +222,12 @@ func (x *exchange) runIntercepted(ctx context.Context, ex *executable, k stateKe
 	if ex.tool != nil {
 		e.Tool = &ex.tool.def
 	}
+	rs := x.runs()
 	next := func(ctx context.Context) *Answer {
 		// The handler runs once per request: its answer is kept in the
 		// exchange rather than allocated.
-		x.held = x.run(ctx, ex, k, deadline)
-		return &x.held
+		rs.held = x.run(ctx, ex, k, deadline)
+		return &rs.held
 	}
 	// Built inside out; the outermost interceptor is called here rather
 	// than wrapped, which spares each call one closure.

@@ -200,11 +200,14 @@ type exchange struct {
 	row *methodInfo // the method's, once dispatched
 	// response is the request's HTTP response (render).
 	response Response
-	// exec is the handler of the server's the request runs, if any
-	// (execute), kept here so that it costs no allocation of its own.
-	exec       executable
-	call       Call
-	acceptsSSE bool
+	// running is what only a request that runs a handler of the
+	// server's needs (runs), and intercepting what only one that passes
+	// request interceptors needs (interception): each allocated then, so
+	// that a list or a discovery carries neither.
+	running      *running
+	intercepting *intercepting
+	call         Call
+	acceptsSSE   bool
 	// streams says the request is answered onto a Stream (HandleStream):
 	// its door can hold a listen stream open.
 	streams bool
@@ -222,26 +225,14 @@ type exchange struct {
 
 	// tel is what the handler's Call.Logger needs of the request.
 	tel telemetry
-	// intercepted is what the request interceptors see, and held the
-	// answer an interceptor is handed by its next, kept here so that
-	// neither costs an allocation of its own. One held serves both kinds
-	// of interceptor: the execution interceptors hold it while the
-	// request interceptors wait on them, and the request's answer, once
-	// they return, is the same value.
-	intercepted InterceptedRequest
-	held        Answer
-
 	// start is when the request came; out is the stream its answer is
 	// written to (HandleStream), nil when it is returned; deliverEarly
 	// takes an answer the watchdog gives (HandleEarly).
 	start        time.Time
 	out          *liveStream
 	deliverEarly func(*Response)
-	// watch is the run of the request's tool handler: its state, and the
-	// watchdog of a handler run on the request's goroutine (runWatched);
 	// early is the answer the watchdog gave in the handler's place
 	// (answerEarly), nil until it does.
-	watch watchdog
 	early *Response
 
 	// deadline is the request's (see Handle); bound is the request's
@@ -250,6 +241,54 @@ type exchange struct {
 	deadline time.Time
 	bound    context.Context
 	stop     context.CancelFunc
+}
+
+// intercepting is what the request interceptors use: intercepted, what
+// they see, and held, the answer an interceptor is handed by its next.
+type intercepting struct {
+	intercepted InterceptedRequest
+	held        Answer
+}
+
+// running is the part of an exchange that only a request that runs a
+// handler of the server's (a tool's, a prompt's, a resource's) uses, in
+// one allocation made when it first does (runs). Its held serves both
+// kinds of interceptor: the execution interceptors hold it while the
+// request interceptors wait on them, and the request's answer, once they
+// return, is the same value.
+type running struct {
+	intercepting
+	// exec is the handler of the server's the request runs (execute).
+	exec executable
+	// watch is the run of the request's tool handler: its state, and the
+	// watchdog of a handler run on the request's goroutine (runWatched);
+	// tool is what that handler returned, and its copy of the Call, which
+	// a handler left running goes on writing while the request's
+	// goroutine reads only the other fields.
+	watch watchdog
+	tool  toolRun
+}
+
+// runs returns the request's running part, made on first use.
+func (x *exchange) runs() *running {
+	if x.running == nil {
+		x.running = new(running)
+	}
+	return x.running
+}
+
+// interception returns the request interceptors' part: the running
+// part's for a method that runs a handler, which needs that part anyway,
+// else one of their own, made on first use. A list or a discovery passed
+// through interceptors so carries no handler's part.
+func (x *exchange) interception() *intercepting {
+	if x.row.executes {
+		return &x.runs().intercepting
+	}
+	if x.intercepting == nil {
+		x.intercepting = new(intercepting)
+	}
+	return x.intercepting
 }
 
 // bounded returns ctx with the request's deadline: ctx itself when it has

@@ -169,10 +169,11 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 			continue
 		}
 		if outer != nil {
-			wrapped, inner := outer, next
-			next = func(ctx context.Context) *Answer { return wrapped(ctx, &x.intercepted, inner) }
+			wrapped, inner, r := outer, next, &x.interception().intercepted
+			next = func(ctx context.Context) *Answer { return wrapped(ctx, r, inner) }
 		} else {
-			r := &x.intercepted
+			ic := x.interception()
+			r := &ic.intercepted
 			*r = InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header, Deadline: x.deadline}
 			if x.row.name == MethodListen {
 				r.Deadline = x.listenEnd(ctx)
@@ -181,8 +182,8 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 				r.Target = *t
 			}
 			next = func(ctx context.Context) *Answer {
-				x.held = x.serveMethod(ctx)
-				return &x.held
+				ic.held = x.serveMethod(ctx)
+				return &ic.held
 			}
 		}
 		outer = ic
@@ -190,7 +191,7 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 	if outer == nil {
 		return x.serveMethod(ctx)
 	}
-	a := outer(ctx, &x.intercepted, next)
+	a := outer(ctx, &x.interception().intercepted, next)
 	if a == nil {
 		panic("stateless: a request interceptor answered nil")
 	}

@@ -19,8 +19,9 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if h == nil {
 		return refused(mcperr.NewUnknownResource(uri))
 	}
-	x.exec = executable{callOrigin: callOrigin{method: "resources/read", target: uri}, round: &p.roundTrip, resource: h, vars: vars}
-	return x.execute(ctx, &x.exec)
+	ex := &x.runs().exec
+	*ex = executable{callOrigin: callOrigin{method: "resources/read", target: uri}, round: &p.roundTrip, resource: h, vars: vars}
+	return x.execute(ctx, ex)
 }
 
 // findResource is the handler of the resource or template uri names, as

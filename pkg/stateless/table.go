@@ -42,6 +42,10 @@ type methodInfo struct {
 	// registry has visibility rules for its items, which it runs.
 	handlers bool
 	listed   func(r *registry) bool
+	// executes says the method runs a handler of the server's through
+	// execute (a tool's, a prompt's, a resource's): its request needs
+	// the exchange's running part.
+	executes bool
 	// serve answers the request; x.d.params holds its decoded params.
 	serve func(x *exchange, ctx context.Context) Answer
 }
@@ -203,7 +207,7 @@ var protocolMethods = [...]methodInfo{
 		listed: func(r *registry) bool { return r.toolsHidden },
 		params: func() paramsOf { return new(listParams) },
 		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListTools(ctx, x.d.params.(*listParams)) }},
-	{name: "tools/call", era: everyEra, feature: "tools", named: true,
+	{name: "tools/call", era: everyEra, feature: "tools", named: true, executes: true,
 		params: func() paramsOf { return new(callToolParams) },
 		serve: func(x *exchange, ctx context.Context) Answer {
 			return x.serveCallTool(ctx, x.d.params.(*callToolParams))
@@ -214,7 +218,7 @@ var protocolMethods = [...]methodInfo{
 		serve: func(x *exchange, ctx context.Context) Answer {
 			return x.serveListPrompts(ctx, x.d.params.(*listParams))
 		}},
-	{name: "prompts/get", era: everyEra, feature: "prompts", named: true, handlers: true,
+	{name: "prompts/get", era: everyEra, feature: "prompts", named: true, executes: true, handlers: true,
 		params: func() paramsOf { return new(getPromptParams) },
 		serve: func(x *exchange, ctx context.Context) Answer {
 			return x.serveGetPrompt(ctx, x.d.params.(*getPromptParams))
@@ -231,7 +235,7 @@ var protocolMethods = [...]methodInfo{
 		serve: func(x *exchange, ctx context.Context) Answer {
 			return x.serveListTemplates(ctx, x.d.params.(*listParams))
 		}},
-	{name: "resources/read", era: everyEra, feature: "resources", named: true, handlers: true,
+	{name: "resources/read", era: everyEra, feature: "resources", named: true, executes: true, handlers: true,
 		params: func() paramsOf { return new(readResourceParams) },
 		serve: func(x *exchange, ctx context.Context) Answer {
 			return x.serveReadResource(ctx, x.d.params.(*readResourceParams))

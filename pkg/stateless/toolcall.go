@@ -55,9 +55,10 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) Answer 
 		return refused(e)
 	}
 	x.call.IdempotencyKey = key
-	x.exec = executable{callOrigin: callOrigin{method: "tools/call", target: t.def.Name}, stateArgs: args, round: &p.roundTrip,
+	ex := &x.runs().exec
+	*ex = executable{callOrigin: callOrigin{method: "tools/call", target: t.def.Name}, stateArgs: args, round: &p.roundTrip,
 		tool: t, key: key, args: args, task: asTask}
-	return x.execute(ctx, &x.exec)
+	return x.execute(ctx, ex)
 }
 
 // toolReady makes the last checks of a tools/call once its state is

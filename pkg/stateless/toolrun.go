@@ -130,10 +130,12 @@ type watchdog struct {
 // nothing more (answerEarly). The handler works on a copy of the Call,
 // written back when it returns in time.
 func (x *exchange) runWatched(ctx, hctx context.Context, t *registeredTool, args json.RawMessage, h ToolHandler, deadline, start time.Time) (toolRun, bool) {
-	w := &x.watch
+	rs := x.runs()
+	w := &rs.watch
 	w.x, w.ctx, w.t, w.deadline, w.start = x, ctx, t, deadline, start
 	timer := time.AfterFunc(time.Until(deadline)+x.s.opts.DeadlineMargin/5, w.fire)
-	run := &toolRun{call: x.call}
+	run := &rs.tool
+	*run = toolRun{call: x.call}
 	run.runHandler(hctx, t, args, h)
 	if timer.Stop() || w.state.CompareAndSwap(runRunning, runReturned) {
 		x.call = run.call
