@@ -262,9 +262,10 @@ type running struct {
 	exec executable
 	// watch is the run of the request's tool handler: its state, and the
 	// watchdog of a handler run on the request's goroutine (runWatched);
-	// tool is what that handler returned, and its copy of the Call, which
-	// a handler left running goes on writing while the request's
-	// goroutine reads only the other fields.
+	// tool is what a handler run on that goroutine (watched, or Inline)
+	// returned, and its copy of the Call, which a handler left running
+	// goes on writing while the request's goroutine reads only the other
+	// fields.
 	watch watchdog
 	tool  toolRun
 }

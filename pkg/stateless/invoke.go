@@ -87,7 +87,7 @@ func (s *Server) Invoke(ctx context.Context, inv *Invocation) (*Invoked, error) 
 		}
 	}
 	start := time.Now()
-	r, returned := runTool(ctx, s, t, call, inv.Arguments, h)
+	r, returned := runTool(ctx, s, t, call, inv.Arguments, h, nil)
 	o.Steps.Handler = time.Since(start)
 	var ir *InputRequired
 	var a Answer

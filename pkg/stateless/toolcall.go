@@ -108,7 +108,7 @@ func (x *exchange) runCall(ctx context.Context, t *registeredTool, k stateKey, a
 		// handler runs on it, watched.
 		r, returned = x.runWatched(ctx, hctx, t, args, h, deadline, handlerStart)
 	} else {
-		r, returned = runTool(hctx, x.s, t, &x.call, args, h)
+		r, returned = runTool(hctx, x.s, t, &x.call, args, h, &x.runs().tool)
 	}
 	x.o.Steps.Handler = time.Since(handlerStart)
 	return r.overran(x.ranCall(ctx, hctx, t, k, deadline, asTask, &r, returned))

@@ -38,10 +38,12 @@ const (
 // then: the handler is abandoned, its eventual result discarded, and it
 // is counted in the server's overdue handlers until it returns. The
 // handler works on a copy of call, written back when it returns in time,
-// so that one left running cannot touch the answered request.
-func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) (toolRun, bool) {
+// so that one left running cannot touch the answered request. An Inline
+// handler's run is kept in inline when it is set (the request's running
+// part), else in an allocation of its own.
+func runTool(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler, inline *toolRun) (toolRun, bool) {
 	if t.def.Inline {
-		return runInline(ctx, s, t, call, args, h), true
+		return runInline(ctx, s, t, call, args, h, inline), true
 	}
 	// One allocation holds the handler's copy of the Call and what it
 	// returns; done only signals. The exchange reads run after done, or
@@ -198,8 +200,11 @@ func (t *Tool) maxDuration() time.Duration {
 // goroutine (Tool.Inline). A handler that returns after its deadline (and
 // the fifth of the margin runTool waits) is answered as it returned, and
 // its run records the overrun (late), a fault.
-func runInline(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler) toolRun {
-	run := &toolRun{call: *call}
+func runInline(ctx context.Context, s *Server, t *registeredTool, call *Call, args json.RawMessage, h ToolHandler, run *toolRun) toolRun {
+	if run == nil {
+		run = new(toolRun)
+	}
+	*run = toolRun{call: *call}
 	run.runHandler(ctx, t, args, h)
 	*call = run.call
 	if end, ok := ctx.Deadline(); ok {
