@@ -172,8 +172,8 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 			wrapped, inner, r := outer, next, &x.interception().intercepted
 			next = func(ctx context.Context) *Answer { return wrapped(ctx, r, inner) }
 		} else {
-			ic := x.interception()
-			r := &ic.intercepted
+			part := x.interception()
+			r := &part.intercepted
 			*r = InterceptedRequest{Method: x.d.method, Call: &x.call, Header: x.r.Header, Deadline: x.deadline}
 			if x.row.name == MethodListen {
 				r.Deadline = x.listenEnd(ctx)
@@ -182,8 +182,8 @@ func (x *exchange) intercept(ctx context.Context) Answer {
 				r.Target = *t
 			}
 			next = func(ctx context.Context) *Answer {
-				ic.held = x.serveMethod(ctx)
-				return &ic.held
+				part.held = x.serveMethod(ctx)
+				return &part.held
 			}
 		}
 		outer = ic

@@ -177,7 +177,9 @@ type subscribeParams struct {
 var protocolMethods = [...]methodInfo{
 	{name: "server/discover", era: modernEra,
 		params: func() paramsOf { return new(baseParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return serveDiscover(x, ctx, x.d.params.(*baseParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return serveDiscover(x, ctx, x.d.params.(*baseParams))
+		}},
 
 	{name: "initialize", era: legacyEra,
 		params: func() paramsOf { return new(initializeParams) },
@@ -186,7 +188,9 @@ var protocolMethods = [...]methodInfo{
 		}},
 	{name: "ping", era: legacyEra,
 		params: func() paramsOf { return new(baseParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return servePing(x, ctx, x.d.params.(*baseParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return servePing(x, ctx, x.d.params.(*baseParams))
+		}},
 	{name: "logging/setLevel", era: legacyEra,
 		params: func() paramsOf { return new(setLevelParams) },
 		serve: func(x *exchange, ctx context.Context) Answer {
@@ -206,7 +210,9 @@ var protocolMethods = [...]methodInfo{
 	{name: "tools/list", era: everyEra, feature: "tools",
 		listed: func(r *registry) bool { return r.toolsHidden },
 		params: func() paramsOf { return new(listParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListTools(ctx, x.d.params.(*listParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveListTools(ctx, x.d.params.(*listParams))
+		}},
 	{name: "tools/call", era: everyEra, feature: "tools", named: true, executes: true,
 		params: func() paramsOf { return new(callToolParams) },
 		serve: func(x *exchange, ctx context.Context) Answer {
@@ -248,7 +254,9 @@ var protocolMethods = [...]methodInfo{
 
 	{name: MethodListen, era: modernEra,
 		params: func() paramsOf { return new(listenParams) },
-		serve:  func(x *exchange, ctx context.Context) Answer { return x.serveListen(ctx, x.d.params.(*listenParams)) }},
+		serve: func(x *exchange, ctx context.Context) Answer {
+			return x.serveListen(ctx, x.d.params.(*listenParams))
+		}},
 }
 
 // protocolMethod returns the protocol's row of the method name, nil for a
