@@ -50,9 +50,11 @@ type methodInfo struct {
 	serve func(x *exchange, ctx context.Context) Answer
 }
 
-// row is a method table row whose handler takes its params typed: the
-// row makes the params value and hands the same value back to serve, so
-// that no handler asserts a type.
+// row makes the row of a server's own method (AddMethod), whose handler
+// takes its params typed: the row makes the params value and hands the
+// same value back to serve, so that no handler asserts a type. The
+// protocol's rows are written out instead (protocolMethods): static
+// data, which a call of row at start would not be.
 func row[P any, PP interface {
 	*P
 	paramsOf
