@@ -26,9 +26,10 @@
 // a tools/call of echo (for the product, which has no echo, a read-only
 // tools/call of notes_search with arguments {}). Fresh processes are
 // started in rounds, one of each subject per round in an order drawn anew
-// each round, so that drift in the machine's load spreads evenly. Warm latency is the round trip of sequential invocations
-// in one process after its cold one. Every answer is checked with the
-// bench package's checks before it counts.
+// each round, so that drift in the machine's load spreads evenly. Warm
+// latency is the round trip of sequential invocations in one process
+// after its cold one. Every answer is checked with the bench package's
+// checks before it counts.
 //
 // Run from the bench module (go run ./report runs it too):
 //

@@ -178,9 +178,12 @@ func (x *exchange) run(ctx context.Context, ex *executable, k stateKey, deadline
 
 // execute is the multi-round-trip prelude every handler of the server's
 // runs after — the retry's input responses, the request state opened
-// and verified — then ex's handler, inside the execution interceptors,
-// the first outermost.
-func (x *exchange) execute(ctx context.Context, ex *executable) Answer {
+// and verified — then e's handler, inside the execution interceptors,
+// the first outermost. e is kept in the request's running part, so that
+// it costs no allocation of its own.
+func (x *exchange) execute(ctx context.Context, e executable) Answer {
+	ex := &x.runs().exec
+	*ex = e
 	m, err := parseInputResponses(ex.round.InputResponses)
 	if err != nil {
 		return refused(mcperr.Wrap(mcperr.KindMalformedParams, err))

@@ -35,10 +35,8 @@ func (x *exchange) serveGetPrompt(ctx context.Context, p *getPromptParams) Answe
 			return refused(mcperr.Wrap(mcperr.KindMalformedParams, errors.New("missing a required prompt argument")))
 		}
 	}
-	ex := &x.runs().exec
-	*ex = executable{callOrigin: callOrigin{method: "prompts/get", target: pr.def.Name}, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
-		prompt: pr, promptArgs: args}
-	return x.execute(ctx, ex)
+	return x.execute(ctx, executable{callOrigin: callOrigin{method: "prompts/get", target: pr.def.Name}, stateArgs: json.RawMessage(p.Arguments), round: &p.roundTrip,
+		prompt: pr, promptArgs: args})
 }
 
 // runPrompt runs a prompt's handler and answers what it returned.

@@ -19,9 +19,7 @@ func (x *exchange) serveReadResource(ctx context.Context, p *readResourceParams)
 	if h == nil {
 		return refused(mcperr.NewUnknownResource(uri))
 	}
-	ex := &x.runs().exec
-	*ex = executable{callOrigin: callOrigin{method: "resources/read", target: uri}, round: &p.roundTrip, resource: h, vars: vars}
-	return x.execute(ctx, ex)
+	return x.execute(ctx, executable{callOrigin: callOrigin{method: "resources/read", target: uri}, round: &p.roundTrip, resource: h, vars: vars})
 }
 
 // findResource is the handler of the resource or template uri names, as

@@ -55,10 +55,8 @@ func (x *exchange) serveCallTool(ctx context.Context, p *callToolParams) Answer 
 		return refused(e)
 	}
 	x.call.IdempotencyKey = key
-	ex := &x.runs().exec
-	*ex = executable{callOrigin: callOrigin{method: "tools/call", target: t.def.Name}, stateArgs: args, round: &p.roundTrip,
-		tool: t, key: key, args: args, task: asTask}
-	return x.execute(ctx, ex)
+	return x.execute(ctx, executable{callOrigin: callOrigin{method: "tools/call", target: t.def.Name}, stateArgs: args, round: &p.roundTrip,
+		tool: t, key: key, args: args, task: asTask})
 }
 
 // toolReady makes the last checks of a tools/call once its state is
